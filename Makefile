@@ -1,0 +1,34 @@
+# Quire: the two commands of the README.
+#   make run    set up, build, and open the desktop window (or serve the UI without a display)
+#   make test   set up, build, and run the whole test suite
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: run test setup setup-test models build lint fmt
+
+run: setup
+	$(CARGO) build --release -p quire -p quire-desktop
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  exec ./target/release/quire-desktop; \
+	else \
+	  echo "No display found (DISPLAY/WAYLAND_DISPLAY unset)."; \
+	  echo "Quire's desktop window needs a display; the browser mode (quire serve) comes with the HTTP server."; \
+	  exit 1; \
+	fi
+
+test: setup-test
+	$(CARGO) fmt --all -- --check
+	$(CARGO) test --workspace
+
+setup:
+	scripts/setup.sh
+
+setup-test:
+	scripts/setup.sh --test
+
+models:
+	models/fetch.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings

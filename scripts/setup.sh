@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install what Quire needs to build, run and test on Debian/Ubuntu, and fetch the
+# default models. Safe to run again: it installs only what is missing.
+#
+#   scripts/setup.sh          system packages for the app + models
+#   scripts/setup.sh --test   also the test tools (poppler, chromium, xvfb, webdriver)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+pkgs=(build-essential pkg-config curl file libssl-dev libwebkit2gtk-4.1-dev
+      libxdo-dev libayatana-appindicator3-dev librsvg2-dev python3-pip)
+if [ "$want_test" = 1 ]; then
+  pkgs+=(poppler-utils chromium xvfb webkit2gtk-driver xauth)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# python3-pip is only a fallback: any working pip will do
+if python3 -m pip --version >/dev/null 2>&1; then
+  missing=("${missing[@]/python3-pip}")
+fi
+missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The pinned toolchain (rust-toolchain.toml). If rustup lacks it but the installed
+# stable is that version, link it rather than download.
+want="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)"
+if command -v rustup >/dev/null && ! rustup toolchain list | grep -q "^$want"; then
+  if rustc +stable --version 2>/dev/null | grep -q " $want "; then
+    rustup toolchain link "$want" "$(rustc +stable --print sysroot)"
+  else
+    rustup toolchain install "$want" --profile minimal -c rustfmt -c clippy
+  fi
+fi
+
+models/fetch.sh

@@ -1,0 +1,21 @@
+//! PDF ingestion: text extraction ([`pdf`]), splitting into chunks, and the indexing
+//! pipeline.
+
+pub mod pdf;
+
+/// The text of one page.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExtractedPage {
+    /// 1-based physical page number.
+    pub number: u32,
+    /// The page's text; empty for a page without text (e.g. a scan).
+    pub text: String,
+}
+
+/// What extraction gives for one PDF.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExtractedDoc {
+    /// The document's title from its metadata, if any.
+    pub title: Option<String>,
+    pub pages: Vec<ExtractedPage>,
+}

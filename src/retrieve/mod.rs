@@ -1,0 +1,1 @@
+//! Retrieval: vector and BM25 retrievers, query generation, rank fusion.

@@ -1,0 +1,1 @@
+//! The HTTP + SSE adapter that serves `ui/` to a browser.

@@ -1,0 +1,1 @@
+//! The local index: SQLite schema, migrations and queries.

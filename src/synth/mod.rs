@@ -1,0 +1,1 @@
+//! Response synthesis: LlamaIndex's response modes over the [`crate::llm::Llm`] trait.

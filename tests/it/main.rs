@@ -1,0 +1,5 @@
+//! Integration tests: one binary, a module per area (faster to link than many).
+
+mod util;
+
+mod plumbing;

@@ -1,0 +1,425 @@
+// Quire's UI: chat, response modes, sources, documents, settings. Talks to the engine
+// only through ./transport.js; renders untrusted text only through ./dom.js.
+import { transport } from "./transport.js";
+import { el, clear, highlighted, queryTerms } from "./dom.js";
+
+const MODES = [
+  ["compact", "Packs as many chunks as fit into each call, then refines: fewer LLM calls (default)."],
+  ["refine", "Answers from the first chunk, then refines the answer with each next chunk, one call each."],
+  ["tree_summarize", "Summarizes chunks in groups, then summarizes the summaries until one answer is left."],
+  ["simple_summarize", "Truncates all chunks to fit one prompt and answers in a single call."],
+  ["no_text", "Retrieves the sources only; no LLM call."],
+  ["accumulate", "Answers separately from each chunk and lists every answer."],
+  ["compact_accumulate", "Like accumulate, but packs chunks together first."],
+];
+
+const $ = (id) => document.getElementById(id);
+const state = { conversationId: null, running: null, settings: null, docs: [] };
+
+// ---------- theme ----------
+function applyTheme(t) {
+  document.documentElement.dataset.theme = t;
+  localStorage.setItem("quire-theme", t);
+}
+applyTheme(localStorage.getItem("quire-theme") || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+$("theme-btn").addEventListener("click", () => applyTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
+
+// ---------- banner ----------
+function banner(text) {
+  const b = $("banner");
+  b.hidden = !text;
+  b.textContent = text || "";
+}
+
+// ---------- modes ----------
+for (const [m] of MODES) $("mode").append(el("option", { value: m }, m));
+function showModeHelp() {
+  const m = MODES.find(([k]) => k === $("mode").value);
+  $("mode-help").textContent = m ? m[1] : "";
+}
+$("mode").addEventListener("change", showModeHelp);
+
+// ---------- documents ----------
+async function loadDocuments() {
+  try {
+    state.docs = await transport.documents();
+  } catch (e) {
+    banner(`Could not list documents: ${e.message}`);
+    return;
+  }
+  const ul = clear($("documents"));
+  for (const d of state.docs) {
+    const failed = d.status === "failed";
+    ul.append(el("li", { class: failed ? "failed" : "", title: failed ? d.error : d.path, dataset: { docId: d.id } },
+      el("span", { class: "name" }, d.title || d.file_name || d.path),
+      el("span", { class: "meta" }, failed ? "failed" : `${d.pages} p.`),
+      el("button", { title: "Remove from the index", onclick: () => removeDocument(d) }, "×")));
+  }
+  if (!state.docs.length) ul.append(el("li", { class: "meta" }, "No documents yet: drop PDFs above."));
+}
+
+async function removeDocument(d) {
+  if (!confirm(`Remove “${d.title || d.path}” from the index?`)) return;
+  try { await transport.removeDocument(d.id); } catch (e) { banner(e.message); }
+  loadDocuments();
+}
+
+// ---------- indexing ----------
+const progressRows = new Map();
+function progressRow(name) {
+  let row = progressRows.get(name);
+  if (!row) {
+    const bar = el("progress", { max: 1, value: 0 });
+    const meta = el("span", { class: "meta" }, "queued");
+    const li = el("li", {}, el("span", { class: "name", title: name }, name.split(/[\\/]/).pop()), bar, meta);
+    $("progress").append(li);
+    row = { li, bar, meta };
+    progressRows.set(name, row);
+  }
+  return row;
+}
+
+function onIndexEvent(ev) {
+  switch (ev.type) {
+    case "file": progressRow(ev.path).meta.textContent = `file ${ev.index} of ${ev.total}`; break;
+    case "page": {
+      const r = progressRow(ev.path);
+      r.bar.max = ev.pages; r.bar.value = ev.page;
+      r.meta.textContent = `page ${ev.page}/${ev.pages}`;
+      break;
+    }
+    case "embedded": progressRow(ev.path).meta.textContent = `${ev.chunks} chunks embedded`; break;
+    case "file_done": {
+      const r = progressRow(ev.path);
+      r.bar.value = r.bar.max; r.meta.textContent = ev.skipped ? "already indexed" : `done, ${ev.chunks} chunks`;
+      break;
+    }
+    case "file_failed": {
+      const r = progressRow(ev.path);
+      r.li.classList.add("failed"); r.meta.textContent = ev.reason; r.li.title = ev.reason;
+      break;
+    }
+    case "finished": loadDocuments(); break;
+    default: break;
+  }
+}
+
+async function indexItems(items) {
+  if (!items.length) return;
+  try {
+    await transport.index(items, onIndexEvent);
+  } catch (e) {
+    banner(`Indexing failed: ${e.message}`);
+  }
+  loadDocuments();
+}
+
+$("file-input").addEventListener("change", (e) => {
+  const files = [...e.target.files];
+  e.target.value = "";
+  indexItems(files);
+});
+$("add-files").addEventListener("click", async () => {
+  if (transport.pickFiles) indexItems((await transport.pickFiles()) || []);
+  else $("file-input").click();
+});
+
+// Drag and drop: native paths in the desktop window, File objects in a browser.
+const overlay = $("drop-overlay");
+if (transport.onFileDrop) {
+  transport.onFileDrop(({ kind, paths }) => {
+    overlay.hidden = kind !== "enter";
+    if (kind === "drop") indexItems(paths);
+  });
+} else {
+  let depth = 0;
+  window.addEventListener("dragenter", (e) => { e.preventDefault(); depth++; overlay.hidden = false; });
+  window.addEventListener("dragleave", () => { if (--depth <= 0) { depth = 0; overlay.hidden = true; } });
+  window.addEventListener("dragover", (e) => e.preventDefault());
+  window.addEventListener("drop", (e) => {
+    e.preventDefault(); depth = 0; overlay.hidden = true;
+    const files = [...(e.dataTransfer?.files || [])];
+    const pdfs = files.filter((f) => /\.pdf$/i.test(f.name));
+    for (const f of files) if (!pdfs.includes(f)) onIndexEvent({ type: "file_failed", path: f.name, reason: "not a PDF: skipped" });
+    indexItems(pdfs);
+  });
+}
+
+// ---------- conversations ----------
+async function loadConversations() {
+  let list = [];
+  try { list = await transport.conversations(); } catch (e) { banner(e.message); }
+  const ul = clear($("conversations"));
+  for (const c of list) {
+    ul.append(el("li", { class: c.id === state.conversationId ? "active" : "", dataset: { convId: c.id } },
+      el("span", { class: "name", title: c.title, onclick: () => openConversation(c.id) }, c.title || "Untitled"),
+      el("button", { title: "Delete conversation", onclick: () => removeConversation(c.id) }, "×")));
+  }
+}
+
+async function openConversation(id) {
+  if (state.running) return;
+  state.conversationId = id;
+  localStorage.setItem("quire-conversation", id || "");
+  clear($("messages"));
+  clear($("sources"));
+  clear($("queries"));
+  if (id) {
+    try {
+      const conv = await transport.conversation(id);
+      for (const m of conv.messages) {
+        if (m.role === "user") userMessage(m.content);
+        else {
+          const view = assistantMessage(m.mode);
+          view.body.textContent = m.content;
+          view.root.classList.remove("streaming");
+          if (m.stats) view.stats.textContent = statsLine(m.stats);
+          if (m.sources) { view.sources = m.sources; view.query = m.query || ""; }
+          view.root.addEventListener("click", () => showSources(view.sources || [], view.query, m.queries));
+          if (m.sources) showSources(m.sources, m.query || "", m.queries);
+        }
+      }
+    } catch (e) {
+      banner(`Could not open the conversation: ${e.message}`);
+      state.conversationId = null;
+    }
+  }
+  loadConversations();
+}
+
+async function removeConversation(id) {
+  try { await transport.removeConversation(id); } catch (e) { banner(e.message); }
+  if (id === state.conversationId) openConversation(null);
+  else loadConversations();
+}
+
+$("new-chat").addEventListener("click", () => openConversation(null));
+
+// ---------- messages ----------
+function userMessage(text) {
+  const m = el("div", { class: "msg user" }, el("div", { class: "who" }, "You"), el("div", { class: "body" }, text));
+  $("messages").append(m);
+  m.scrollIntoView({ block: "end" });
+}
+
+function assistantMessage(mode) {
+  const body = el("div", { class: "body" });
+  const steps = el("details", { class: "steps", hidden: true }, el("summary", {}, "Steps and prompts"));
+  const stats = el("div", { class: "stats" });
+  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`), steps, body, stats);
+  $("messages").append(root);
+  return { root, body, steps, stats, stepViews: new Map() };
+}
+
+function statsLine(s) {
+  const parts = [];
+  if (s.llm_calls !== undefined) parts.push(`${s.llm_calls} LLM call${s.llm_calls === 1 ? "" : "s"}`);
+  if (s.output_tokens !== undefined) parts.push(`${s.output_tokens} tokens`);
+  if (s.tokens_per_s) parts.push(`${s.tokens_per_s.toFixed(1)} tokens/s`);
+  if (s.secs !== undefined) parts.push(`${s.secs.toFixed(1)} s`);
+  return parts.join(" · ");
+}
+
+function stepView(view, ev) {
+  let sv = view.stepViews.get(ev.step);
+  if (!sv) {
+    view.steps.hidden = false;
+    const out = el("div", { class: "out" });
+    const prompt = el("details", {}, el("summary", {}, "prompt"), el("pre", { class: "prompt" }));
+    const label = el("div", { class: "label" }, ev.label || `step ${ev.step}`);
+    const node = el("div", { class: "step" }, label, out, prompt);
+    view.steps.append(node);
+    sv = { out, prompt, label };
+    view.stepViews.set(ev.step, sv);
+  }
+  return sv;
+}
+
+// ---------- sources ----------
+function showSources(sources, query, queries) {
+  const terms = queryTerms(query || "");
+  const q = clear($("queries"));
+  if (queries && queries.length > 1) {
+    q.append(el("div", {}, "Generated queries:"), el("ul", {}, queries.map((x) => el("li", {}, x))));
+  }
+  const ol = clear($("sources"));
+  for (const s of sources) {
+    const pages = s.page_start === s.page_end ? `p. ${s.page_start}` : `pp. ${s.page_start}–${s.page_end}`;
+    const ranks = (s.evidence || []).map((e) => `${e.retriever} #${e.rank + 1}${e.query_index ? ` (q${e.query_index + 1})` : ""}`).join(", ");
+    const text = el("div", { class: "src-text", title: "Click to expand" }, highlighted(s.text || "", terms));
+    text.addEventListener("click", () => text.classList.toggle("open"));
+    ol.append(el("li", { class: "source", dataset: { file: s.file, pages } },
+      el("div", { class: "src-head" },
+        el("span", { class: "src-file" }, s.file),
+        el("span", { class: "src-pages" }, pages),
+        el("span", { class: "src-score" }, `score ${Number(s.score).toFixed(4)}`)),
+      el("div", { class: "src-ranks" }, ranks),
+      text));
+  }
+}
+
+// ---------- asking ----------
+function setRunning(r) {
+  state.running = r;
+  $("send").hidden = !!r;
+  $("stop").hidden = !r;
+}
+
+async function ask(question) {
+  if (state.running || !question.trim()) return;
+  banner("");
+  const mode = $("mode").value;
+  userMessage(question);
+  const view = assistantMessage(mode);
+  view.query = question;
+  let answer = "";
+  let finalStep = null;
+  const onEvent = (ev) => {
+    switch (ev.type) {
+      case "started":
+        if (!state.conversationId || state.conversationId !== ev.conversation_id) {
+          state.conversationId = ev.conversation_id;
+          localStorage.setItem("quire-conversation", ev.conversation_id);
+          loadConversations();
+        }
+        break;
+      case "queries": view.queries = ev.queries; break;
+      case "sources":
+        view.sources = ev.sources;
+        showSources(ev.sources, question, view.queries);
+        break;
+      case "step": {
+        const sv = stepView(view, ev);
+        if (ev.final) finalStep = ev.step;
+        sv.label.textContent = ev.label;
+        break;
+      }
+      case "prompt": stepView(view, ev).prompt.querySelector("pre").textContent = ev.prompt; break;
+      case "token": {
+        if (ev.final) {
+          answer += ev.text;
+          view.body.textContent = answer;
+        } else {
+          stepView(view, ev).out.append(document.createTextNode(ev.text));
+        }
+        view.root.scrollIntoView({ block: "end" });
+        break;
+      }
+      case "done":
+        view.body.textContent = ev.answer;
+        view.stats.textContent = statsLine(ev.stats || {});
+        break;
+      case "cancelled":
+        view.stats.textContent = "Stopped.";
+        break;
+      case "error":
+        view.body.append(el("div", { class: "error" }, ev.message));
+        break;
+      default: break;
+    }
+  };
+  const s = state.settings || {};
+  const request = {
+    conversation_id: state.conversationId,
+    question,
+    mode,
+  };
+  void finalStep;
+  void s;
+  const handle = transport.ask(request, onEvent);
+  setRunning(handle);
+  try {
+    await handle.done;
+  } catch (e) {
+    view.body.append(el("div", { class: "error" }, e.message));
+  } finally {
+    view.root.classList.remove("streaming");
+    view.root.addEventListener("click", () => showSources(view.sources || [], question, view.queries));
+    setRunning(null);
+    loadConversations();
+  }
+}
+
+function stop() {
+  if (state.running) state.running.cancel();
+}
+
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const q = $("question").value;
+  $("question").value = "";
+  ask(q);
+});
+$("question").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+document.addEventListener("keydown", (e) => { if (e.key === "Escape") stop(); });
+$("stop").addEventListener("click", stop);
+
+// ---------- settings ----------
+const form = $("settings-form");
+async function openSettings() {
+  try { state.settings = await transport.settings(); } catch (e) { banner(e.message); return; }
+  const s = state.settings;
+  const modelSel = form.elements.model;
+  clear(modelSel);
+  for (const m of s.available_models || [s.model]) modelSel.append(el("option", { value: m }, m));
+  for (const k of ["model", "top_k", "temperature", "max_tokens", "fusion", "num_queries", "text_qa_template"]) {
+    if (form.elements[k]) form.elements[k].value = s[k] ?? "";
+  }
+  form.elements.structured_answer_filtering.checked = !!s.structured_answer_filtering;
+  form.elements.template_vars.value = Object.entries(s.template_vars || {}).map(([k, v]) => `${k}=${v}`).join("\n");
+  $("settings-error").hidden = true;
+  $("settings").showModal();
+}
+$("settings-btn").addEventListener("click", openSettings);
+$("settings-save").addEventListener("click", async (e) => {
+  e.preventDefault();
+  const f = form.elements;
+  const vars = {};
+  for (const line of f.template_vars.value.split("\n")) {
+    const i = line.indexOf("=");
+    if (i > 0) vars[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+  }
+  const next = {
+    ...state.settings,
+    model: f.model.value,
+    top_k: Number(f.top_k.value),
+    temperature: Number(f.temperature.value),
+    max_tokens: Number(f.max_tokens.value),
+    fusion: f.fusion.value,
+    num_queries: Number(f.num_queries.value),
+    structured_answer_filtering: f.structured_answer_filtering.checked,
+    text_qa_template: f.text_qa_template.value.trim() ? f.text_qa_template.value : null,
+    template_vars: vars,
+  };
+  delete next.available_models;
+  try {
+    state.settings = await transport.saveSettings(next);
+    $("settings").close();
+  } catch (err) {
+    $("settings-error").textContent = err.message;
+    $("settings-error").hidden = false;
+  }
+});
+
+// ---------- start ----------
+async function start() {
+  showModeHelp();
+  try {
+    const st = await transport.status();
+    if (st.problems && st.problems.length) banner(st.problems.join("\n"));
+  } catch (e) {
+    banner(`Quire's engine is not reachable: ${e.message}`);
+  }
+  try { state.settings = await transport.settings(); } catch (_) { /* shown on open */ }
+  if (state.settings?.mode) $("mode").value = state.settings.mode;
+  showModeHelp();
+  await loadDocuments();
+  const last = localStorage.getItem("quire-conversation");
+  await openConversation(last || null);
+}
+start();

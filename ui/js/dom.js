@@ -1,0 +1,62 @@
+// DOM helpers that never interpret text as HTML: document text and model output are
+// untrusted, so everything goes through textContent / text nodes.
+
+/** Create an element: el("div", { class: "x", onclick: fn }, "text", child, ...). */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on") && typeof v === "function") node.addEventListener(k.slice(2), v);
+    else if (k === "class") node.className = v;
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  append(node, children);
+  return node;
+}
+
+export function append(node, children) {
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+export function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+  return node;
+}
+
+/** Words worth highlighting from a query (≥ 3 letters, or any CJK run). */
+export function queryTerms(query) {
+  const terms = new Set();
+  for (const m of query.toLowerCase().matchAll(/[\p{L}\p{N}_\\]+/gu)) {
+    const w = m[0];
+    if (/\p{Script=Han}/u.test(w)) {
+      for (let i = 0; i + 1 < w.length; i++) terms.add(w.slice(i, i + 2));
+    } else if (w.length >= 3) terms.add(w);
+  }
+  return [...terms];
+}
+
+/** A fragment of `text` with the query's terms wrapped in <mark>, built as nodes. */
+export function highlighted(text, terms) {
+  const frag = document.createDocumentFragment();
+  if (!terms.length) {
+    frag.append(document.createTextNode(text));
+    return frag;
+  }
+  const esc = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const re = new RegExp(`(${esc.join("|")})`, "giu");
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > last) frag.append(document.createTextNode(text.slice(last, m.index)));
+    const mark = document.createElement("mark");
+    mark.textContent = m[0];
+    frag.append(mark);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) frag.append(document.createTextNode(text.slice(last)));
+  return frag;
+}

@@ -1,0 +1,131 @@
+// The one place that knows how the UI talks to the engine: Tauri IPC inside the
+// desktop window, HTTP + server-sent events in a browser. Both expose the same API.
+
+const tauri = globalThis.__TAURI__;
+
+/** Parse a text/event-stream body, calling onEvent with each JSON `data:` payload. */
+async function readSse(response, onEvent) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+async function httpJson(method, url, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers["content-type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(url, init);
+  const text = await r.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!r.ok) throw new Error((data && data.error) || `${r.status} ${r.statusText}`);
+  return data;
+}
+
+const http = {
+  kind: "http",
+  status: () => httpJson("GET", "/api/status"),
+  documents: () => httpJson("GET", "/api/documents"),
+  removeDocument: (id) => httpJson("DELETE", `/api/documents/${encodeURIComponent(id)}`),
+  settings: () => httpJson("GET", "/api/settings"),
+  saveSettings: (s) => httpJson("PUT", "/api/settings", s),
+  conversations: () => httpJson("GET", "/api/conversations"),
+  conversation: (id) => httpJson("GET", `/api/conversations/${encodeURIComponent(id)}`),
+  removeConversation: (id) => httpJson("DELETE", `/api/conversations/${encodeURIComponent(id)}`),
+  /** Ask; events stream to onEvent. Returns { cancel, done }. */
+  ask(request, onEvent) {
+    const ctl = new AbortController();
+    const done = (async () => {
+      const r = await fetch("/api/ask", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(request),
+        signal: ctl.signal,
+      });
+      if (!r.ok) {
+        const t = await r.text();
+        let msg = t;
+        try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
+        throw new Error(msg || `${r.status}`);
+      }
+      await readSse(r, onEvent);
+    })().catch((e) => {
+      if (e.name === "AbortError") onEvent({ type: "cancelled" });
+      else throw e;
+    });
+    return { cancel: () => ctl.abort(), done };
+  },
+  /** Upload File objects; progress events stream to onEvent. */
+  async index(files, onEvent) {
+    const form = new FormData();
+    for (const f of files) form.append("file", f, f.name);
+    const r = await fetch("/api/upload", { method: "POST", body: form });
+    if (!r.ok) {
+      const t = await r.text();
+      let msg = t;
+      try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
+      throw new Error(msg || `${r.status}`);
+    }
+    await readSse(r, onEvent);
+  },
+  onFileDrop: null,
+};
+
+function ipc(cmd, args) {
+  return tauri.core.invoke(cmd, args);
+}
+
+const desktop = tauri && {
+  kind: "tauri",
+  status: () => ipc("status"),
+  documents: () => ipc("documents"),
+  removeDocument: (id) => ipc("remove_document", { id }),
+  settings: () => ipc("settings"),
+  saveSettings: (settings) => ipc("save_settings", { settings }),
+  conversations: () => ipc("conversations"),
+  conversation: (id) => ipc("conversation", { id }),
+  removeConversation: (id) => ipc("remove_conversation", { id }),
+  ask(request, onEvent) {
+    const channel = new tauri.core.Channel();
+    let askId = null;
+    channel.onmessage = (ev) => {
+      if (ev.type === "started") askId = ev.ask_id;
+      onEvent(ev);
+    };
+    const done = ipc("ask", { request, channel });
+    return { cancel: () => askId && ipc("cancel", { askId }), done };
+  },
+  /** Index paths (from a drop or the file picker). */
+  async index(paths, onEvent) {
+    const channel = new tauri.core.Channel();
+    channel.onmessage = onEvent;
+    await ipc("index_paths", { paths, channel });
+  },
+  pickFiles: () => ipc("pick_files"),
+  /** Subscribe to native drag and drop: cb({ kind: "enter"|"leave"|"drop", paths }). */
+  onFileDrop(cb) {
+    const win = tauri.webviewWindow?.getCurrentWebviewWindow?.() ?? tauri.window?.getCurrentWindow?.();
+    if (!win || !win.onDragDropEvent) return;
+    win.onDragDropEvent((e) => {
+      const p = e.payload;
+      if (p.type === "enter" || p.type === "over") cb({ kind: "enter", paths: p.paths || [] });
+      else if (p.type === "leave") cb({ kind: "leave", paths: [] });
+      else if (p.type === "drop") cb({ kind: "drop", paths: p.paths || [] });
+    });
+  },
+};
+
+export const transport = desktop || http;
