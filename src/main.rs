@@ -20,6 +20,37 @@ enum Cmd {
         #[arg(long)]
         model: Option<PathBuf>,
     },
+    /// Serve the UI and the API over HTTP (loopback by default).
+    Serve {
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// 0 picks a free port.
+        #[arg(long, default_value_t = 8717)]
+        port: u16,
+        /// Access token; required to bind anything but loopback.
+        #[arg(long, env = "QUIRE_TOKEN")]
+        token: Option<String>,
+        /// Largest upload in MiB.
+        #[arg(long, default_value_t = 100)]
+        max_upload_mib: usize,
+        #[command(flatten)]
+        data: DataDir,
+    },
+}
+
+/// Where the index lives.
+#[derive(clap::Args, Clone)]
+struct DataDir {
+    /// Data directory (default: $XDG_DATA_HOME/quire or ~/.local/share/quire).
+    #[arg(long, env = "QUIRE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+impl DataDir {
+    fn engine(&self) -> anyhow::Result<quire::engine::Engine> {
+        let cfg = quire::engine::EngineConfig::new(self.data_dir.clone())?;
+        Ok(quire::engine::Engine::open(cfg)?)
+    }
 }
 
 fn main() {
@@ -33,6 +64,24 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Models { model } => models(model),
+        Cmd::Serve {
+            host,
+            port,
+            token,
+            max_upload_mib,
+            data,
+        } => {
+            let engine = std::sync::Arc::new(data.engine()?);
+            let opts = quire::server::ServeOptions {
+                addr: std::net::SocketAddr::new(host, port),
+                token,
+                max_upload: max_upload_mib * 1024 * 1024,
+                ui_dir: None,
+            };
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(quire::server::serve(engine, opts))?;
+            Ok(())
+        }
     }
 }
 
