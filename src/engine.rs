@@ -125,6 +125,8 @@ pub struct Engine {
     /// Held for the whole of a generation: asks queue here.
     generation: Mutex<()>,
     next_ask: std::sync::atomic::AtomicU64,
+    /// Running (or queued) work, so a shell can cancel it by id or all at once.
+    running: Mutex<std::collections::HashMap<u64, Cancel>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -148,6 +150,7 @@ impl Engine {
             settings: Mutex::new(settings),
             generation: Mutex::new(()),
             next_ask: std::sync::atomic::AtomicU64::new(1),
+            running: Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -188,10 +191,43 @@ impl Engine {
         }
     }
 
-    /// A fresh ask id.
-    fn ask_id(&self) -> u64 {
-        self.next_ask
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    /// Register `cancel` under a fresh id; the guard unregisters it.
+    fn register(&self, cancel: &Cancel) -> Registered<'_> {
+        let id = self
+            .next_ask
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.running).insert(id, cancel.clone());
+        Registered { engine: self, id }
+    }
+
+    /// Cancel the ask with this id; false if it is not running.
+    pub fn cancel(&self, ask_id: u64) -> bool {
+        match lock(&self.running).get(&ask_id) {
+            Some(c) => {
+                c.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancel everything running (the window is closing).
+    pub fn cancel_all(&self) {
+        for c in lock(&self.running).values() {
+            c.cancel();
+        }
+    }
+}
+
+/// Keeps running work listed while it runs.
+struct Registered<'a> {
+    engine: &'a Engine,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        lock(&self.engine.running).remove(&self.id);
     }
 }
 
@@ -402,8 +438,8 @@ impl Engine {
         _cancel: &Cancel,
         _on: &mut dyn FnMut(AskEvent) -> bool,
     ) -> Result<()> {
+        let _reg = self.register(_cancel);
         let _g = lock(&self.generation);
-        let _ = self.ask_id();
         Err(Error::Invalid("asking is not wired yet".into()))
     }
 }
