@@ -3,3 +3,5 @@
 mod util;
 
 mod plumbing;
+
+mod llm;
