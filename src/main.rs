@@ -1,6 +1,6 @@
 //! The `quire` command line: a thin adapter over the library.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -20,6 +20,29 @@ enum Cmd {
         #[arg(long)]
         model: Option<PathBuf>,
     },
+    /// Benchmarks: print figures (one JSON object with --json).
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Embedding throughput: 256 chunks of 200 words, batch 32, median of 3, side by
+    /// side with sentence-transformers' figure.
+    Embed {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// sentence-transformers' speed.json.
+        #[arg(long, default_value = "../shared/reference/speed.json")]
+        reference: PathBuf,
+        /// Number of chunks.
+        #[arg(long, default_value_t = 256)]
+        chunks: usize,
+        /// Runs (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
 }
 
 fn main() {
@@ -33,6 +56,12 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Models { model } => models(model),
+        Cmd::Bench(BenchCmd::Embed {
+            json,
+            reference,
+            chunks,
+            runs,
+        }) => bench_embed(json, &reference, chunks, runs),
     }
 }
 
@@ -58,5 +87,21 @@ fn models(model: Option<PathBuf>) -> anyhow::Result<()> {
         b.config.num_hidden_layers,
         b.tokenizer.get_vocab_size(true)
     );
+    Ok(())
+}
+
+fn bench_embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Result<()> {
+    let dir = quire::models::default_embedder()?;
+    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
+    let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3")
+        .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
+    let chunks = quire::embed::bench::chunks_of_words(&text, n, 200);
+    let reference = reference.is_file().then_some(reference);
+    let r = quire::embed::bench::run(&emb, "all-MiniLM-L6-v2", &chunks, 200, runs, reference)?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print!("{r}");
+    }
     Ok(())
 }
