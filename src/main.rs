@@ -1,6 +1,6 @@
 //! The `quire` command line: a thin adapter over the library.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -35,6 +35,29 @@ enum Cmd {
         max_upload_mib: usize,
         #[command(flatten)]
         data: DataDir,
+    },
+    /// Benchmarks: print figures (one JSON object with --json).
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Embedding throughput: 256 chunks of 200 words, batch 32, median of 3, side by
+    /// side with sentence-transformers' figure.
+    Embed {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// sentence-transformers' speed.json.
+        #[arg(long, default_value = "../shared/reference/speed.json")]
+        reference: PathBuf,
+        /// Number of chunks.
+        #[arg(long, default_value_t = 256)]
+        chunks: usize,
+        /// Runs (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
     },
 }
 
@@ -82,6 +105,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             rt.block_on(quire::server::serve(engine, opts))?;
             Ok(())
         }
+        Cmd::Bench(BenchCmd::Embed {
+            json,
+            reference,
+            chunks,
+            runs,
+        }) => bench_embed(json, &reference, chunks, runs),
     }
 }
 
@@ -107,5 +136,21 @@ fn models(model: Option<PathBuf>) -> anyhow::Result<()> {
         b.config.num_hidden_layers,
         b.tokenizer.get_vocab_size(true)
     );
+    Ok(())
+}
+
+fn bench_embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Result<()> {
+    let dir = quire::models::default_embedder()?;
+    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
+    let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3")
+        .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
+    let chunks = quire::embed::bench::chunks_of_words(&text, n, 200);
+    let reference = reference.is_file().then_some(reference);
+    let r = quire::embed::bench::run(&emb, "all-MiniLM-L6-v2", &chunks, 200, runs, reference)?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print!("{r}");
+    }
     Ok(())
 }

@@ -5,3 +5,4 @@ mod util;
 mod plumbing;
 
 mod llm;
+mod embed;
