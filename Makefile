@@ -17,8 +17,10 @@ run: setup
 
 test: setup-test
 	$(CARGO) fmt --all -- --check
+	$(CARGO) build -p quire -p quire-desktop
 	$(CARGO) test --workspace
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
+	cd tests/e2e && xvfb-run -a npm run test:tauri
 
 setup:
 	scripts/setup.sh

@@ -45,4 +45,10 @@ if command -v rustup >/dev/null && ! rustup toolchain list | grep -q "^$want"; t
   fi
 fi
 
+# tauri-driver (a Rust crate) drives the desktop window in the E2E test.
+if [ "$want_test" = 1 ] && ! command -v tauri-driver >/dev/null && [ ! -x "$HOME/.cargo/bin/tauri-driver" ]; then
+  echo "setup: installing tauri-driver (cargo install)"
+  cargo install tauri-driver --locked --quiet
+fi
+
 models/fetch.sh
