@@ -49,6 +49,7 @@ struct AppState {
     engine: Arc<Engine>,
     ui_dir: Arc<PathBuf>,
     token: Option<Arc<str>>,
+    max_upload: usize,
 }
 
 /// The router, for tests and for [`serve`].
@@ -57,6 +58,7 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         engine,
         ui_dir: Arc::new(opts.ui_dir.clone().unwrap_or_else(assets::find_ui_dir)),
         token: opts.token.as_deref().map(Arc::from),
+        max_upload: opts.max_upload,
     };
     let api = Router::new()
         .route("/status", get(status))
@@ -272,17 +274,13 @@ async fn upload(
         let field = match form.next_field().await {
             Ok(Some(f)) => f,
             Ok(None) => break,
-            Err(e) => {
-                return Err(ApiError::new(
-                    e.status(),
-                    format!("upload rejected: {}", e.body_text()),
-                ))
-            }
+            Err(e) => return Err(upload_error(e, st.max_upload)),
         };
         let name = sanitize_file_name(field.file_name().unwrap_or("upload.pdf"));
-        let bytes = field.bytes().await.map_err(|e| {
-            ApiError::new(e.status(), format!("upload rejected: {}", e.body_text()))
-        })?;
+        let bytes = field
+            .bytes()
+            .await
+            .map_err(|e| upload_error(e, st.max_upload))?;
         if !bytes.starts_with(b"%PDF-") && !bytes.windows(5).take(1024).any(|w| w == b"%PDF-") {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -307,6 +305,21 @@ async fn upload(
         Some((Ok(sse_event(&ev)), h))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// A multipart error as the user reads it: an upload over the limit says the limit.
+fn upload_error(e: axum::extract::multipart::MultipartError, max: usize) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "upload rejected: the file is too large (the limit is {:.1} MiB)",
+                max as f64 / (1024.0 * 1024.0)
+            ),
+        )
+    } else {
+        ApiError::new(e.status(), format!("upload rejected: {}", e.body_text()))
+    }
 }
 
 /// A file name safe to create: the last path part, no control characters.

@@ -1,0 +1,367 @@
+//! Answering a question: retrieve from the index, synthesize with the chosen response
+//! mode, stream what happens as [`AskEvent`]s, and keep the exchange in its
+//! conversation — the partial answer too when the user stops it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::{lock, AskEvent, AskRequest, AskStats, Engine, Evidence, Source};
+use crate::embed::Embedder;
+use crate::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
+use crate::retrieve::{
+    ChunkInfo, FusionMode, IndexedChunk, RetrievalIndex, Retrieval, RetrieveOptions,
+};
+use crate::settings::Settings;
+use crate::store::conversations;
+use crate::synth::{self, Event, Node, Request, ResponseMode, RunOptions, Templates};
+use crate::{Error, Result};
+
+/// What answering keeps between questions: the loaded LLM and the in-memory
+/// retrieval index, rebuilt when the store's generation moves on.
+#[derive(Default)]
+pub(super) struct AskState {
+    llm: Mutex<Option<(PathBuf, Arc<GgufLlm>)>>,
+    index: Mutex<Option<(i64, Arc<RetrievalIndex>)>>,
+}
+
+impl Engine {
+    /// The LLM the settings name, loaded once and kept until the settings change it.
+    pub fn llm(&self) -> Result<Arc<GgufLlm>> {
+        let path = crate::models::find(&self.settings().model)?;
+        let mut slot = lock(&self.ask_state.llm);
+        if let Some((p, llm)) = slot.as_ref() {
+            if *p == path {
+                return Ok(llm.clone());
+            }
+        }
+        *slot = None; // free the old model before loading the new one
+        let llm = Arc::new(GgufLlm::load_with(&path, &LoadOptions::default())?);
+        *slot = Some((path, llm.clone()));
+        Ok(llm)
+    }
+
+    /// The retrieval index over everything indexed, rebuilt when the store changed.
+    fn retrieval_index(&self) -> Result<Arc<RetrievalIndex>> {
+        let generation = self.store().generation()?;
+        let mut slot = lock(&self.ask_state.index);
+        if let Some((g, idx)) = slot.as_ref() {
+            if *g == generation {
+                return Ok(idx.clone());
+            }
+        }
+        let chunks = self.store().load_chunks()?;
+        let chunks = chunks
+            .into_iter()
+            .map(|c| IndexedChunk {
+                id: c.id,
+                info: ChunkInfo {
+                    doc_id: c.doc_id,
+                    file: c.file,
+                    page_start: c.page_start,
+                    page_end: c.page_end,
+                    text: c.text,
+                },
+                embedding: c.embedding,
+            })
+            .collect();
+        let idx = Arc::new(RetrievalIndex::build(chunks)?);
+        *slot = Some((generation, idx.clone()));
+        Ok(idx)
+    }
+
+    /// Answer a question, streaming events to `on` (which returns false once nobody
+    /// listens, and that stops the work too). One generation runs at a time; others
+    /// wait here, and can be cancelled while they wait.
+    pub fn ask(
+        &self,
+        req: AskRequest,
+        cancel: &Cancel,
+        on: &mut dyn FnMut(AskEvent) -> bool,
+    ) -> Result<()> {
+        let question = req.question.trim().to_string();
+        if question.is_empty() {
+            return Err(Error::Invalid("the question is empty".into()));
+        }
+        let settings = self.settings();
+        let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
+        let mode: ResponseMode = mode_name.parse()?;
+        let reg = self.register(cancel);
+
+        let conversation_id = {
+            let store = self.store();
+            let conn = store.conn();
+            let id = match req.conversation_id {
+                Some(id) if conversations::exists(conn, id)? => id,
+                Some(id) => return Err(Error::NotFound(format!("conversation {id}"))),
+                None => conversations::create(conn, &question)?,
+            };
+            conversations::add_message(
+                conn,
+                id,
+                "user",
+                &question,
+                Some(mode.name()),
+                None,
+                &Map::new(),
+            )?;
+            id
+        };
+        let mut send = |ev: AskEvent| -> Result<()> {
+            if on(ev) {
+                Ok(())
+            } else {
+                cancel.cancel();
+                Err(Error::Cancelled)
+            }
+        };
+        send(AskEvent::Started {
+            ask_id: reg.id,
+            conversation_id,
+        })?;
+
+        let mut record = Record::default();
+        let outcome = {
+            let _turn = lock(&self.generation);
+            self.answer(&settings, mode, &question, cancel, &mut send, &mut record)
+        };
+        // Keep the exchange, whatever happened: an answer, a partial one, an error.
+        let (content, status) = match &outcome {
+            Ok(answer) => (answer.clone(), None),
+            Err(Error::Cancelled) => (record.partial.clone(), Some("stopped".to_string())),
+            Err(e) => (record.partial.clone(), Some(format!("error: {e}"))),
+        };
+        let mut extra = Map::new();
+        extra.insert("query".into(), Value::String(question.clone()));
+        if !record.queries.is_empty() {
+            extra.insert("queries".into(), json!(record.queries));
+        }
+        extra.insert("sources".into(), json!(record.sources));
+        if let Some(stats) = &record.stats {
+            extra.insert("stats".into(), json!(stats));
+        }
+        extra.insert("calls".into(), json!(record.calls));
+        if let Some(s) = status {
+            extra.insert("status".into(), Value::String(s));
+        }
+        let saved = conversations::add_message(
+            self.store().conn(),
+            conversation_id,
+            "assistant",
+            &content,
+            Some(mode.name()),
+            Some(&question),
+            &extra,
+        );
+        let answer = outcome?;
+        saved?;
+        send(AskEvent::Done {
+            answer,
+            stats: record.stats.unwrap_or_default(),
+        })
+    }
+
+    /// Retrieval and synthesis, with the generation turn held.
+    fn answer(
+        &self,
+        settings: &Settings,
+        mode: ResponseMode,
+        question: &str,
+        cancel: &Cancel,
+        send: &mut dyn FnMut(AskEvent) -> Result<()>,
+        record: &mut Record,
+    ) -> Result<String> {
+        cancel.check()?;
+        let t0 = Instant::now();
+        let index = self.retrieval_index()?;
+        if index.is_empty() {
+            return Err(Error::Invalid(
+                "nothing is indexed yet: add PDFs first (drop them on the window)".into(),
+            ));
+        }
+        let embedder: Arc<dyn Embedder> = self.embedder()?;
+        let needs_llm = mode != ResponseMode::NoText || settings.num_queries > 1;
+        let llm = if needs_llm { Some(self.llm()?) } else { None };
+        let opts = RetrieveOptions {
+            top_k: settings.top_k,
+            fusion: settings.fusion.parse::<FusionMode>()?,
+            num_queries: settings.num_queries,
+            ..RetrieveOptions::default()
+        };
+        cancel.check()?;
+        let llm_dyn: Option<&dyn Llm> = llm.as_deref().map(|l| l as &dyn Llm);
+        let retrieval = index.search(question, embedder.as_ref(), llm_dyn, &opts, cancel)?;
+        let sources = sources_of(&retrieval);
+        record.sources = sources.clone();
+        if retrieval.queries.len() > 1 {
+            record.queries = retrieval.queries.clone();
+            send(AskEvent::Queries {
+                queries: retrieval.queries.clone(),
+            })?;
+        }
+        send(AskEvent::Sources { sources })?;
+
+        let nodes: Vec<Node> = retrieval
+            .nodes
+            .iter()
+            .filter_map(|n| n.chunk.as_ref().map(|c| Node::new(n.chunk_id.to_string(), c.text.clone())))
+            .collect();
+        let templates = match &settings.text_qa_template {
+            Some(t) => Templates::custom(synth::Template::new(t.clone())),
+            None => Templates::default(),
+        };
+        let request = Request {
+            mode,
+            templates,
+            answer_filter: settings.structured_answer_filtering,
+            options: RunOptions {
+                context_window: None,
+                params: GenParams {
+                    max_tokens: settings.max_tokens,
+                    temperature: settings.temperature,
+                    ..GenParams::default()
+                },
+                vars: settings.template_vars.clone(),
+            },
+        };
+        let response = match &llm {
+            Some(llm) => {
+                let mut on_event = |ev: Event| -> Result<bool> {
+                    forward(ev, send, record)?;
+                    Ok(true)
+                };
+                synth::synthesize(llm.as_ref(), &request, question, &nodes, cancel, &mut on_event)?
+            }
+            None => {
+                let mut on_event = |ev: Event| -> Result<bool> {
+                    forward(ev, send, record)?;
+                    Ok(true)
+                };
+                synth::synthesize(&NoLlm, &request, question, &nodes, cancel, &mut on_event)?
+            }
+        };
+        let secs = t0.elapsed().as_secs_f64();
+        let gen_secs: f64 = response.calls.iter().map(|c| c.gen_secs).sum();
+        let output_tokens = response.output_tokens();
+        record.stats = Some(AskStats {
+            llm_calls: response.calls.len(),
+            prompt_tokens: response.prompt_tokens(),
+            output_tokens,
+            secs,
+            tokens_per_s: if gen_secs > 0.0 {
+                output_tokens as f64 / gen_secs
+            } else {
+                0.0
+            },
+        });
+        Ok(response.answer)
+    }
+}
+
+/// What an ask has produced so far, kept in the conversation even when it stops early.
+#[derive(Default)]
+struct Record {
+    queries: Vec<String>,
+    sources: Vec<Source>,
+    calls: Vec<synth::LlmCall>,
+    /// Answer text streamed so far.
+    partial: String,
+    stats: Option<AskStats>,
+}
+
+/// Synthesis events as the UI sees them.
+fn forward(
+    ev: Event,
+    send: &mut dyn FnMut(AskEvent) -> Result<()>,
+    record: &mut Record,
+) -> Result<()> {
+    match ev {
+        Event::Step {
+            step,
+            label,
+            is_final,
+            prompt,
+        } => {
+            send(AskEvent::Step {
+                step,
+                label,
+                is_final,
+            })?;
+            send(AskEvent::Prompt { step, prompt })
+        }
+        Event::Token {
+            step,
+            text,
+            is_final,
+        } => {
+            if is_final {
+                record.partial.push_str(&text);
+            }
+            send(AskEvent::Token {
+                step,
+                text,
+                is_final,
+            })
+        }
+        Event::StepDone { call } => {
+            record.calls.push(call);
+            Ok(())
+        }
+        Event::Answer { text } => {
+            record.partial = text;
+            Ok(())
+        }
+    }
+}
+
+/// The side panel's view of fused source nodes.
+fn sources_of(r: &Retrieval) -> Vec<Source> {
+    r.nodes
+        .iter()
+        .filter_map(|n| {
+            let c = n.chunk.as_ref()?;
+            Some(Source {
+                chunk_id: n.chunk_id,
+                doc_id: c.doc_id,
+                file: c.file.clone(),
+                page_start: c.page_start,
+                page_end: c.page_end,
+                score: n.score as f32,
+                text: c.text.clone(),
+                evidence: n
+                    .evidence
+                    .iter()
+                    .map(|e| Evidence {
+                        retriever: r.retrievers.get(e.retriever).cloned().unwrap_or_default(),
+                        query_index: e.query,
+                        rank: e.rank.saturating_sub(1),
+                        score: e.score,
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// `no_text` makes no LLM call; this stands in so that no model need be loaded.
+struct NoLlm;
+
+impl Llm for NoLlm {
+    fn context_window(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> Result<usize> {
+        Ok(text.split_whitespace().count())
+    }
+    fn complete(
+        &self,
+        _prompt: &str,
+        _params: &GenParams,
+        _cancel: &Cancel,
+        _sink: &mut crate::llm::TokenSink<'_>,
+    ) -> Result<crate::llm::Completion> {
+        Err(Error::Invalid("no_text mode makes no LLM call".into()))
+    }
+}

@@ -1,0 +1,327 @@
+//! `quire serve` over loopback, with the real default models: answers stream as
+//! server-sent events, a client that goes away cancels its ask and frees the model,
+//! concurrent asks are both answered, bad uploads are refused with clear errors.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+
+use quire::engine::{Engine, EngineConfig};
+use quire::llm::Cancel;
+use quire::server::{router, ServeOptions};
+use serde_json::Value;
+
+use crate::util;
+
+struct Server {
+    addr: SocketAddr,
+    engine: Arc<Engine>,
+    _rt: tokio::runtime::Runtime,
+    _dir: tempfile::TempDir,
+}
+
+fn start(max_upload: usize) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Arc::new(
+        Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).expect("config"))
+            .expect("engine"),
+    );
+    let mut s = engine.settings();
+    s.max_tokens = 24;
+    engine.set_settings(s).expect("settings");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let opts = ServeOptions {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        token: None,
+        max_upload,
+        ui_dir: Some(util::repo().join("ui")),
+    };
+    let app = router(engine.clone(), &opts);
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    rt.spawn(async move { axum::serve(listener, app).await });
+    Server {
+        addr,
+        engine,
+        _rt: rt,
+        _dir: dir,
+    }
+}
+
+/// A server whose index holds one corpus PDF.
+fn start_indexed() -> Server {
+    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
+    let mut failed = Vec::new();
+    s.engine
+        .index(&[pdf], &Cancel::new(), &mut |ev| {
+            if let quire::engine::IndexEvent::FileFailed { reason, .. } = ev {
+                failed.push(reason);
+            }
+            true
+        })
+        .expect("index");
+    assert!(failed.is_empty(), "{failed:?}");
+    s
+}
+
+fn send(addr: SocketAddr, method: &str, path: &str, ctype: &str, body: &[u8]) -> TcpStream {
+    let mut t = TcpStream::connect(addr).expect("connect");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {ctype}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    t.write_all(head.as_bytes()).expect("write");
+    // A refused upload may be answered before the whole body is read.
+    let _ = t.write_all(body);
+    t
+}
+
+/// Status line and headers, lower-cased names.
+fn head(r: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
+    let mut line = String::new();
+    r.read_line(&mut line).expect("status line");
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).expect("header");
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    (status, headers)
+}
+
+fn body(r: &mut BufReader<TcpStream>, headers: &[(String, String)]) -> String {
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let mut out = Vec::new();
+    if chunked {
+        while let Some(c) = chunk(r) {
+            out.extend(c);
+        }
+    } else {
+        r.read_to_end(&mut out).expect("body");
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One chunk of a chunked body; `None` at the end.
+fn chunk(r: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    let n = usize::from_str_radix(line.trim().split(';').next()?, 16).ok()?;
+    if n == 0 {
+        return None;
+    }
+    let mut buf = vec![0; n + 2];
+    r.read_exact(&mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// Server-sent events, decoded as they arrive.
+struct Sse {
+    r: BufReader<TcpStream>,
+    buf: String,
+}
+
+impl Sse {
+    fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(i) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..i + 2).collect();
+                let data: String = block
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if data.is_empty() {
+                    continue; // keep-alive comment
+                }
+                return Some(serde_json::from_str(&data).expect("event JSON"));
+            }
+            let c = chunk(&mut self.r)?;
+            self.buf.push_str(&String::from_utf8_lossy(&c));
+        }
+    }
+}
+
+fn ask(addr: SocketAddr, question: &str, mode: &str) -> Sse {
+    let body = serde_json::json!({ "question": question, "mode": mode }).to_string();
+    let t = send(
+        addr,
+        "POST",
+        "/api/ask",
+        "application/json",
+        body.as_bytes(),
+    );
+    let mut r = BufReader::new(t);
+    let (status, headers) = head(&mut r);
+    assert_eq!(status, 200);
+    assert!(headers
+        .iter()
+        .any(|(k, v)| k == "content-type" && v.starts_with("text/event-stream")));
+    Sse {
+        r,
+        buf: String::new(),
+    }
+}
+
+fn kind(ev: &Value) -> &str {
+    ev["type"].as_str().unwrap_or("")
+}
+
+/// Events until `done` (or an error), all of them.
+fn until_done(sse: &mut Sse) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Some(ev) = sse.next() {
+        let k = kind(&ev).to_string();
+        out.push(ev);
+        if k == "done" || k == "error" || k == "cancelled" {
+            break;
+        }
+    }
+    out
+}
+
+const QUESTION: &str = "Which symbols does the wasysym package provide?";
+
+#[test]
+fn answers_stream_as_server_sent_events() {
+    let s = start_indexed();
+    let mut sse = ask(s.addr, QUESTION, "compact");
+    let events = until_done(&mut sse);
+    let kinds: Vec<&str> = events.iter().map(kind).collect();
+    assert_eq!(kinds.first(), Some(&"started"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"done"), "{events:?}");
+    let sources = events
+        .iter()
+        .find(|e| kind(e) == "sources")
+        .expect("sources event");
+    assert!(sources["sources"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty() && a.iter().all(|s| s["file"] == "wasysym.pdf")));
+    let tokens: String = events
+        .iter()
+        .filter(|e| kind(e) == "token" && e["final"] == true)
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    let done = events.last().expect("done");
+    assert!(
+        events.iter().filter(|e| kind(e) == "token").count() > 1,
+        "tokens did not stream"
+    );
+    assert_eq!(tokens.trim(), done["answer"].as_str().unwrap_or("").trim());
+    assert!(done["stats"]["output_tokens"].as_u64().unwrap_or(0) > 0);
+}
+
+#[test]
+fn a_client_that_goes_away_cancels_its_ask_and_frees_the_model() {
+    let s = start_indexed();
+    let mut first = ask(s.addr, QUESTION, "refine");
+    let started = first.next().expect("started");
+    let conversation = started["conversation_id"]
+        .as_i64()
+        .expect("conversation id");
+    // Wait for the first generated token, then hang up.
+    while let Some(ev) = first.next() {
+        assert_ne!(kind(&ev), "done", "the ask ended before a token was seen");
+        if kind(&ev) == "token" {
+            break;
+        }
+    }
+    drop(first);
+    // The model is free again: the next ask is answered.
+    let mut second = ask(s.addr, QUESTION, "no_text");
+    let events = until_done(&mut second);
+    assert_eq!(events.last().map(kind), Some("done"), "{events:?}");
+    let mut second = ask(s.addr, QUESTION, "compact");
+    let events = until_done(&mut second);
+    assert_eq!(events.last().map(kind), Some("done"), "{events:?}");
+    // The stopped exchange is kept, marked as stopped.
+    let conv = s.engine.conversation(conversation).expect("conversation");
+    let last = conv.messages.last().expect("messages");
+    assert_eq!(last.role, "assistant");
+    assert_eq!(
+        last.extra.get("status").and_then(Value::as_str),
+        Some("stopped")
+    );
+}
+
+#[test]
+fn two_concurrent_asks_are_both_answered() {
+    let s = start_indexed();
+    let addr = s.addr;
+    let a = std::thread::spawn(move || until_done(&mut ask(addr, QUESTION, "compact")));
+    let b = std::thread::spawn(move || {
+        until_done(&mut ask(
+            addr,
+            "What is the wasysym font?",
+            "simple_summarize",
+        ))
+    });
+    for events in [a.join().expect("a"), b.join().expect("b")] {
+        let done = events.last().expect("events");
+        assert_eq!(kind(done), "done", "{events:?}");
+        assert!(!done["answer"].as_str().unwrap_or("").trim().is_empty());
+    }
+}
+
+fn multipart(name: &str, content: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "quire-test-boundary";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+         Content-Type: application/pdf\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(content);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+#[test]
+fn a_non_pdf_upload_is_refused_with_a_clear_error() {
+    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    let (ctype, bytes) = multipart("notes.pdf", b"just some text, not a PDF at all");
+    let mut r = BufReader::new(send(s.addr, "POST", "/api/upload", &ctype, &bytes));
+    let (status, headers) = head(&mut r);
+    let text = body(&mut r, &headers);
+    assert_eq!(status, 415, "{text}");
+    assert!(text.contains("notes.pdf is not a PDF"), "{text}");
+    assert!(s.engine.documents().expect("documents").is_empty());
+}
+
+#[test]
+fn an_oversized_upload_is_refused_with_a_clear_error() {
+    let s = start(64 * 1024);
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    pdf.resize(200 * 1024, b' ');
+    let (ctype, bytes) = multipart("big.pdf", &pdf);
+    let mut r = BufReader::new(send(s.addr, "POST", "/api/upload", &ctype, &bytes));
+    let (status, headers) = head(&mut r);
+    let text = body(&mut r, &headers);
+    assert_eq!(status, 413, "{text}");
+    assert!(
+        text.contains("too large") || text.contains("limit"),
+        "{text}"
+    );
+    assert!(s.engine.documents().expect("documents").is_empty());
+}
