@@ -3,3 +3,4 @@
 mod util;
 
 mod plumbing;
+mod synth_parity;
