@@ -1,1 +1,416 @@
 //! Response synthesis: LlamaIndex's response modes over the [`crate::llm::Llm`] trait.
+//!
+//! Given a query and retrieved text chunks ([`Node`]s), a [`Synthesizer`] produces an
+//! answer through LLM calls made with a [`Ctx`], which streams [`Event`]s (which step
+//! runs, its prompt, its tokens, the final answer) and records every call for the
+//! prompt inspector. The seven built-in modes ([`ResponseMode`]) reproduce
+//! llama-index-core prompt for prompt (see the parity test); [`synthesize`] is the
+//! entry point the engine calls.
+
+pub mod modes;
+pub mod prompt_helper;
+pub mod scripted;
+pub mod splitter;
+pub mod template;
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::{Cancel, Constraint, GenParams, Llm};
+use crate::{Error, Result};
+
+pub use modes::{parse_answer_filter, Builtin, Templates};
+pub use prompt_helper::PromptHelper;
+pub use scripted::ScriptedLlm;
+pub use template::{Template, Vars};
+
+/// What every mode answers when there is nothing to answer from.
+pub const EMPTY_RESPONSE: &str = "Empty Response";
+
+/// A retrieved text chunk, as synthesis sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub id: String,
+    pub text: String,
+}
+
+impl Node {
+    pub fn new(id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// LlamaIndex's response modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseMode {
+    /// First chunk with the QA template, then refine the answer with each next chunk.
+    Refine,
+    /// Pack the chunks to fill the window, then refine (LlamaIndex's default).
+    #[default]
+    Compact,
+    /// Summarize packed chunks and recurse until one answer is left.
+    TreeSummarize,
+    /// Truncate all chunks into one prompt.
+    SimpleSummarize,
+    /// No LLM call: the sources only.
+    NoText,
+    /// Answer each chunk separately and list the answers.
+    Accumulate,
+    /// Pack the chunks, then accumulate.
+    CompactAccumulate,
+}
+
+impl ResponseMode {
+    /// All modes, in LlamaIndex's documentation order.
+    pub const ALL: [ResponseMode; 7] = [
+        ResponseMode::Refine,
+        ResponseMode::Compact,
+        ResponseMode::TreeSummarize,
+        ResponseMode::SimpleSummarize,
+        ResponseMode::NoText,
+        ResponseMode::Accumulate,
+        ResponseMode::CompactAccumulate,
+    ];
+
+    /// The snake_case name (`tree_summarize`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ResponseMode::Refine => "refine",
+            ResponseMode::Compact => "compact",
+            ResponseMode::TreeSummarize => "tree_summarize",
+            ResponseMode::SimpleSummarize => "simple_summarize",
+            ResponseMode::NoText => "no_text",
+            ResponseMode::Accumulate => "accumulate",
+            ResponseMode::CompactAccumulate => "compact_accumulate",
+        }
+    }
+}
+
+impl std::fmt::Display for ResponseMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ResponseMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let k = s.trim().to_ascii_lowercase().replace('-', "_");
+        ResponseMode::ALL
+            .into_iter()
+            .find(|m| m.name() == k)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ResponseMode::ALL.iter().map(|m| m.name()).collect();
+                Error::Invalid(format!(
+                    "unknown response mode {s:?} (one of: {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// One LLM call, as the prompt inspector shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmCall {
+    /// 1-based, in call order.
+    pub step: usize,
+    pub label: String,
+    /// The formatted prompt sent to the model.
+    pub prompt: String,
+    /// The raw model output.
+    pub output: String,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    pub prompt_secs: f64,
+    pub gen_secs: f64,
+    /// Wall time of the call.
+    pub secs: f64,
+}
+
+/// What synthesis streams, in order per step: `Step`, `Token`s, `StepDone`; then one
+/// `Answer` at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A step (one LLM call) begins. `is_final` marks a step whose output is (part of)
+    /// the answer, as far as is known when it starts.
+    Step {
+        step: usize,
+        label: String,
+        is_final: bool,
+        prompt: String,
+    },
+    /// Generated text. `is_final` marks answer text: the final tokens, concatenated,
+    /// are the answer as it streams (the `Answer` event has the authoritative text).
+    Token {
+        step: usize,
+        text: String,
+        is_final: bool,
+    },
+    /// A step finished.
+    StepDone { call: LlmCall },
+    /// The final answer.
+    Answer { text: String },
+}
+
+/// The result of synthesis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub answer: String,
+    /// The nodes the answer was made from, in the order given.
+    pub sources: Vec<Node>,
+    /// Every LLM call, in order.
+    pub calls: Vec<LlmCall>,
+    /// Wall time of the whole synthesis.
+    pub secs: f64,
+}
+
+impl Response {
+    /// Tokens generated over all calls.
+    pub fn output_tokens(&self) -> usize {
+        self.calls.iter().map(|c| c.output_tokens).sum()
+    }
+    /// Prompt tokens over all calls.
+    pub fn prompt_tokens(&self) -> usize {
+        self.calls.iter().map(|c| c.prompt_tokens).sum()
+    }
+}
+
+/// A response mode. Implement it to add your own; run it with [`run`].
+pub trait Synthesizer: Send + Sync {
+    /// Check templates against the variables before any LLM call.
+    fn check(&self, _vars: &Vars) -> Result<()> {
+        Ok(())
+    }
+    /// The answer to `query` from `nodes` (never empty), calling the LLM through `ctx`.
+    fn answer(&self, ctx: &mut Ctx<'_>, query: &str, nodes: &[Node]) -> Result<String>;
+}
+
+/// What a synthesizer works with: the LLM, the prompt helper, the query-time
+/// variables, and the event stream. Every LLM call goes through [`Ctx::call`].
+pub struct Ctx<'a> {
+    llm: &'a dyn Llm,
+    helper: PromptHelper<'a>,
+    params: GenParams,
+    vars: &'a Vars,
+    cancel: &'a Cancel,
+    events: &'a mut dyn FnMut(Event) -> Result<bool>,
+    calls: Vec<LlmCall>,
+}
+
+/// Structured output of one step of answer filtering.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Filtered {
+    pub query_satisfied: bool,
+    pub answer: String,
+}
+
+impl<'a> Ctx<'a> {
+    /// The prompt helper (context window, reserved output, token counting).
+    pub fn helper(&self) -> &PromptHelper<'a> {
+        &self.helper
+    }
+
+    /// The query-time template variables.
+    pub fn vars(&self) -> &'a Vars {
+        self.vars
+    }
+
+    /// Generation parameters of every call.
+    pub fn params(&self) -> &GenParams {
+        &self.params
+    }
+
+    /// Calls made so far.
+    pub fn calls(&self) -> &[LlmCall] {
+        &self.calls
+    }
+
+    /// Send an event; a receiver that wants no more cancels the work.
+    pub fn emit(&mut self, ev: Event) -> Result<()> {
+        if (self.events)(ev)? {
+            Ok(())
+        } else {
+            self.cancel.cancel();
+            Err(Error::Cancelled)
+        }
+    }
+
+    /// Fill `tmpl` with the query-time variables plus `ctx_vars`.
+    pub fn format(&self, tmpl: &Template, ctx_vars: &[(&str, &str)]) -> String {
+        let mut vals = self.vars.clone();
+        for (k, v) in ctx_vars {
+            vals.insert((*k).to_string(), (*v).to_string());
+        }
+        tmpl.format(&vals)
+    }
+
+    /// One LLM call: announce the step, stream its tokens, record it. Tokens are
+    /// marked final when `is_final` (and the output is not constrained JSON).
+    pub fn call(
+        &mut self,
+        label: impl Into<String>,
+        prompt: String,
+        is_final: bool,
+        constraint: Option<Constraint>,
+    ) -> Result<String> {
+        self.call_inner(label.into(), prompt, is_final, constraint, "")
+    }
+
+    /// A final call whose answer text is preceded by `head` (streamed as a final
+    /// token right after the step starts), as accumulate's `Response i: `.
+    pub fn call_headed(
+        &mut self,
+        label: impl Into<String>,
+        prompt: String,
+        head: &str,
+    ) -> Result<String> {
+        self.call_inner(label.into(), prompt, true, None, head)
+    }
+
+    fn call_inner(
+        &mut self,
+        label: String,
+        prompt: String,
+        is_final: bool,
+        constraint: Option<Constraint>,
+        head: &str,
+    ) -> Result<String> {
+        self.cancel.check()?;
+        let step = self.calls.len() + 1;
+        self.emit(Event::Step {
+            step,
+            label: label.clone(),
+            is_final,
+            prompt: prompt.clone(),
+        })?;
+        if !head.is_empty() {
+            self.emit(Event::Token {
+                step,
+                text: head.to_string(),
+                is_final,
+            })?;
+        }
+        let mut params = self.params.clone();
+        params.constraint = constraint;
+        let token_final = is_final && constraint.is_none();
+        let t0 = Instant::now();
+        let llm = self.llm;
+        let cancel = self.cancel;
+        let events = &mut *self.events;
+        let mut stopped = false;
+        let mut sink = |piece: &str| -> Result<bool> {
+            let more = events(Event::Token {
+                step,
+                text: piece.to_string(),
+                is_final: token_final,
+            })?;
+            if !more {
+                stopped = true;
+            }
+            Ok(more)
+        };
+        let c = llm.complete(&prompt, &params, cancel, &mut sink)?;
+        if stopped {
+            cancel.cancel();
+            return Err(Error::Cancelled);
+        }
+        let call = LlmCall {
+            step,
+            label,
+            prompt,
+            output: c.text.clone(),
+            prompt_tokens: c.prompt_tokens,
+            output_tokens: c.output_tokens,
+            prompt_secs: c.prompt_secs,
+            gen_secs: c.gen_secs,
+            secs: t0.elapsed().as_secs_f64(),
+        };
+        self.calls.push(call.clone());
+        self.emit(Event::StepDone { call })?;
+        Ok(c.text)
+    }
+}
+
+/// How to run synthesis.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Context window in tokens; `None` takes the model's.
+    pub context_window: Option<usize>,
+    /// Generation parameters; `max_tokens` is also the output reserve of every prompt.
+    pub params: GenParams,
+    /// Extra template variables.
+    pub vars: Vars,
+}
+
+/// Run any synthesizer: check it, answer (or "Empty Response" without nodes), and
+/// collect sources, calls and timing. Ends with an [`Event::Answer`].
+pub fn run(
+    synth: &dyn Synthesizer,
+    llm: &dyn Llm,
+    opts: &RunOptions,
+    query: &str,
+    nodes: &[Node],
+    cancel: &Cancel,
+    events: &mut dyn FnMut(Event) -> Result<bool>,
+) -> Result<Response> {
+    synth.check(&opts.vars)?;
+    let t0 = Instant::now();
+    let count = |s: &str| llm.count_tokens(s);
+    let window = opts.context_window.unwrap_or_else(|| llm.context_window());
+    let mut ctx = Ctx {
+        llm,
+        helper: PromptHelper::new(window, opts.params.max_tokens, &count),
+        params: opts.params.clone(),
+        vars: &opts.vars,
+        cancel,
+        events,
+        calls: Vec::new(),
+    };
+    let answer = if nodes.is_empty() {
+        EMPTY_RESPONSE.to_string()
+    } else {
+        synth.answer(&mut ctx, query, nodes)?
+    };
+    ctx.emit(Event::Answer {
+        text: answer.clone(),
+    })?;
+    Ok(Response {
+        answer,
+        sources: nodes.to_vec(),
+        calls: ctx.calls,
+        secs: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// A synthesis request with a built-in mode.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub mode: ResponseMode,
+    pub templates: Templates,
+    /// LlamaIndex's structured answer filtering (refine and compact only).
+    pub answer_filter: bool,
+    pub options: RunOptions,
+}
+
+/// The engine's entry point: answer `query` from `nodes` with a built-in mode.
+pub fn synthesize(
+    llm: &dyn Llm,
+    req: &Request,
+    query: &str,
+    nodes: &[Node],
+    cancel: &Cancel,
+    events: &mut dyn FnMut(Event) -> Result<bool>,
+) -> Result<Response> {
+    let synth = Builtin {
+        mode: req.mode,
+        templates: req.templates.clone(),
+        answer_filter: req.answer_filter,
+    };
+    run(&synth, llm, &req.options, query, nodes, cancel, events)
+}

@@ -7,3 +7,4 @@ mod plumbing;
 mod embed;
 mod llm;
 mod server;
+mod synth_parity;

@@ -1,0 +1,251 @@
+//! Prompt templates as LlamaIndex formats them: `{name}` placeholders filled in one
+//! pass (a placeholder nobody fills stays as written), partial formatting, and the
+//! "empty prompt" used to measure a template's own size.
+
+use std::collections::BTreeMap;
+
+use crate::{Error, Result};
+
+/// LlamaIndex's default question-answering template (`DEFAULT_TEXT_QA_PROMPT_TMPL`).
+pub const DEFAULT_TEXT_QA: &str = "Context information is below.\n\
+---------------------\n\
+{context_str}\n\
+---------------------\n\
+Given the context information and not prior knowledge, answer the query.\n\
+Query: {query_str}\n\
+Answer: ";
+
+/// LlamaIndex's default refine template (`DEFAULT_REFINE_PROMPT_TMPL`).
+pub const DEFAULT_REFINE: &str = "The original query is as follows: {query_str}\n\
+We have provided an existing answer: {existing_answer}\n\
+We have the opportunity to refine the existing answer (only if needed) with some more context below.\n\
+------------\n\
+{context_msg}\n\
+------------\n\
+Given the new context, refine the original answer to better answer the query. \
+If the context isn't useful, return the original answer.\n\
+Refined Answer: ";
+
+/// LlamaIndex's default tree-summarize template (`DEFAULT_TREE_SUMMARIZE_TMPL`).
+pub const DEFAULT_TREE_SUMMARIZE: &str = "Context information from multiple sources is below.\n\
+---------------------\n\
+{context_str}\n\
+---------------------\n\
+Given the information from multiple sources and not prior knowledge, answer the query.\n\
+Query: {query_str}\n\
+Answer: ";
+
+/// Extra template variables supplied at query time (e.g. `tone_name`).
+pub type Vars = BTreeMap<String, String>;
+
+/// A prompt template: text with `{name}` placeholders, some of them possibly already
+/// filled (partial formatting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    text: String,
+    partial: Vars,
+    /// Appended verbatim after formatting (not a template: braces are literal), e.g.
+    /// the JSON-schema instruction of structured answer filtering.
+    suffix: String,
+}
+
+/// Byte ranges `(start, end)` of each `{name}` match, as Python's
+/// `re.finditer(r"\{([^{}]+)\}")`: leftmost, non-overlapping.
+fn placeholders(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'{' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'{' && b[j] != b'}' {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b'}' && j > i + 1 {
+                out.push((i, j + 1));
+                i = j + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Replace each `{name}` whose name is in `vals`; others stay as written.
+fn format_with(text: &str, vals: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (s, e) in placeholders(text) {
+        out.push_str(&text[last..s]);
+        match vals(&text[s + 1..e - 1]) {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(&text[s..e]),
+        }
+        last = e;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+impl Template {
+    /// A template from its text.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            partial: Vars::new(),
+            suffix: String::new(),
+        }
+    }
+
+    /// LlamaIndex's default text QA template.
+    pub fn text_qa() -> Self {
+        Self::new(DEFAULT_TEXT_QA)
+    }
+
+    /// LlamaIndex's default refine template.
+    pub fn refine() -> Self {
+        Self::new(DEFAULT_REFINE)
+    }
+
+    /// LlamaIndex's default tree-summarize template.
+    pub fn tree_summarize() -> Self {
+        Self::new(DEFAULT_TREE_SUMMARIZE)
+    }
+
+    /// The template text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The variable names the text uses, in order of first use.
+    pub fn vars(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (s, e) in placeholders(&self.text) {
+            let name = &self.text[s + 1..e - 1];
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
+        }
+        out
+    }
+
+    /// Whether the text uses `{name}`.
+    pub fn uses(&self, name: &str) -> bool {
+        self.vars().iter().any(|v| v == name)
+    }
+
+    /// A copy with some variables filled in (LlamaIndex's `partial_format`).
+    pub fn partial<'a>(&self, vals: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut t = self.clone();
+        for (k, v) in vals {
+            t.partial.insert(k.to_string(), v.to_string());
+        }
+        t
+    }
+
+    /// A copy with `suffix` appended verbatim after formatting.
+    pub fn with_suffix(&self, suffix: impl Into<String>) -> Self {
+        let mut t = self.clone();
+        t.suffix = suffix.into();
+        t
+    }
+
+    /// Fill the template: partial values, then `vals` (which win), in one pass.
+    pub fn format(&self, vals: &Vars) -> String {
+        let mut s = format_with(&self.text, &|k| {
+            vals.get(k).or_else(|| self.partial.get(k)).cloned()
+        });
+        s.push_str(&self.suffix);
+        s
+    }
+
+    /// The template with its unfilled variables empty: what the prompt costs before
+    /// any context goes in (LlamaIndex's `get_empty_prompt_txt`).
+    pub fn empty_prompt(&self) -> String {
+        let mut s = format_with(&self.text, &|k| {
+            Some(self.partial.get(k).cloned().unwrap_or_default())
+        });
+        s.push_str(&self.suffix);
+        s
+    }
+
+    /// Check that the template has `required` variables and nothing beyond `known`.
+    pub fn check(&self, what: &str, required: &[&str], known: &[&str], extra: &Vars) -> Result<()> {
+        let vars = self.vars();
+        for r in required {
+            if !vars.iter().any(|v| v == r) {
+                return Err(Error::Template(format!(
+                    "the {what} template has no {{{r}}} placeholder"
+                )));
+            }
+        }
+        for v in &vars {
+            if !known.contains(&v.as_str())
+                && !extra.contains_key(v)
+                && !self.partial.contains_key(v)
+            {
+                let mut given: Vec<&str> = known.to_vec();
+                given.extend(extra.keys().map(String::as_str));
+                return Err(Error::Template(format!(
+                    "the {what} template uses {{{v}}} but no value was given for it \
+                     (pass it as a variable, e.g. --var {v}=...; known: {})",
+                    given.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_in_one_pass_and_keeps_unknown_placeholders() {
+        let t = Template::new("{a} {b} {{a}} {} {a");
+        let mut v = Vars::new();
+        v.insert("a".into(), "{b}".into());
+        assert_eq!(t.format(&v), "{b} {b} {{b}} {} {a");
+        assert_eq!(t.vars(), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn empty_prompt_blanks_unfilled_vars_but_keeps_partials() {
+        let t = Template::new("Q: {query_str} C: {context_str} T: {tone}")
+            .partial([("query_str", "why")]);
+        assert_eq!(t.empty_prompt(), "Q: why C:  T: ");
+    }
+
+    #[test]
+    fn check_reports_missing_and_unknown_vars() {
+        let extra = Vars::new();
+        let t = Template::new("{context_str}");
+        let e = t.check(
+            "QA",
+            &["context_str", "query_str"],
+            &["context_str", "query_str"],
+            &extra,
+        );
+        assert!(e.unwrap_err().to_string().contains("{query_str}"));
+        let t = Template::new("{context_str} {query_str} {tone_name}");
+        let e = t.check(
+            "QA",
+            &["context_str", "query_str"],
+            &["context_str", "query_str"],
+            &extra,
+        );
+        assert!(e.unwrap_err().to_string().contains("tone_name"));
+        let mut extra = Vars::new();
+        extra.insert("tone_name".into(), "x".into());
+        t.check(
+            "QA",
+            &["context_str", "query_str"],
+            &["context_str", "query_str"],
+            &extra,
+        )
+        .unwrap();
+    }
+}
