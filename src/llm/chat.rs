@@ -70,6 +70,12 @@ impl ChatTemplate {
         }
     }
 
+    /// Whether prompts should be wrapped: the file has a template, or its vocabulary
+    /// has the turn markers of a known chat format.
+    pub fn is_chat_model(&self) -> bool {
+        self.source.is_some() || self.fallback != Fallback::Plain
+    }
+
     /// Whether the model file carries its own template.
     pub fn has_template(&self) -> bool {
         self.source.is_some()

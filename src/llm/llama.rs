@@ -313,6 +313,11 @@ impl Llama {
             let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
             // llama.cpp keeps K/V in f16; rounding them the same way keeps greedy
             // output in step with it.
+            let q = if std::env::var("XQ").is_ok() {
+                f16_round(&q)?
+            } else {
+                q
+            };
             let k = f16_round(&k)?;
             let v = f16_round(&v)?;
             let (k, v) = l.kv.append(&k, &v)?;
@@ -328,6 +333,11 @@ impl Llama {
                     .reshape((1, nkv, rep * seq, total))?,
             };
             let att = candle_nn::ops::softmax_last_dim(&att)?;
+            let att = if std::env::var("XP").is_ok() {
+                f16_round(&att)?
+            } else {
+                att
+            };
             let y = att.matmul(&v.contiguous()?)?; // (1, nkv, rep*seq, hd)
             let y = y
                 .reshape((1, nh, seq, hd))?

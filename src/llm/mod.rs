@@ -1,6 +1,7 @@
 //! The local LLM: the [`Llm`] trait the synthesizers call, generation parameters,
 //! cancellation, and GGUF model files ([`gguf`]).
 
+pub mod bench;
 pub mod chat;
 pub mod constrain;
 pub mod gguf;

@@ -81,7 +81,8 @@ pub struct LoadOptions {
     pub device: DeviceKind,
     /// Requantize Q4_1 / Q5_0 / Q5_1 weights to Q8_0 (fast kernels), llama only.
     pub requantize: bool,
-    /// Wrap each prompt as one user message in the model's chat template.
+    /// Wrap each prompt as one user message in the model's chat template (only for
+    /// models that have one, or whose vocabulary has chat turn markers).
     pub chat: bool,
     /// Cap on the context window (the file's own length is used when smaller).
     pub max_context: usize,
@@ -92,7 +93,7 @@ impl Default for LoadOptions {
         Self {
             device: DeviceKind::Cpu,
             requantize: true,
-            chat: false,
+            chat: true,
             max_context: 8192,
         }
     }
@@ -175,7 +176,7 @@ pub struct PrefixStats {
 }
 
 impl GgufLlm {
-    /// Load the GGUF model at `path` with default options (CPU, no chat wrapping).
+    /// Load the GGUF model at `path` with default options (CPU, chat wrapping).
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         Self::load_with(path, &LoadOptions::default())
     }
@@ -200,6 +201,7 @@ impl GgufLlm {
             .and_then(|v| v.to_string().ok())
             .cloned();
         let template = ChatTemplate::new(source, &tokenizer);
+        let chat = opts.chat && template.is_chat_model();
         let file_ctx = g.context_length().unwrap_or(2048);
         let window = file_ctx.min(opts.max_context).max(16);
         let device = opts.device.device()?;
@@ -234,7 +236,7 @@ impl GgufLlm {
             arch,
             tokenizer,
             template,
-            chat: opts.chat,
+            chat,
             window,
             device,
             state: Mutex::new(State {
@@ -317,6 +319,38 @@ impl GgufLlm {
         Ok(out)
     }
 
+    /// Timings for benchmarks: process `prompt_ids` (reusing a cached prefix when
+    /// `reuse`), then generate exactly `n` greedy tokens (end tokens do not stop it).
+    /// Returns (prompt seconds, generation seconds, tokens reused from the cache).
+    pub fn timed_run(
+        &self,
+        prompt_ids: &[u32],
+        n: usize,
+        reuse: bool,
+    ) -> Result<(f64, f64, usize)> {
+        let mut st = self.lock()?;
+        if !reuse {
+            st.cached.clear();
+        }
+        if prompt_ids.len() + n >= self.window {
+            return Err(Error::ContextOverflow {
+                needed: prompt_ids.len() + n,
+                window: self.window,
+            });
+        }
+        let t0 = Instant::now();
+        let (mut logits, reused) = self.prefill(&mut st, prompt_ids, &Cancel::new())?;
+        let pp = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        for _ in 0..n {
+            let next = logits.argmax(0)?.to_scalar::<u32>()?;
+            let pos = st.cached.len();
+            logits = st.net.forward(&[next], pos, &self.device)?;
+            st.cached.push(next);
+        }
+        Ok((pp, t1.elapsed().as_secs_f64(), reused))
+    }
+
     /// Process `tokens` into the cache, reusing a shared prefix; returns the logits
     /// of the last token and how many tokens were reused.
     fn prefill(&self, st: &mut State, tokens: &[u32], cancel: &Cancel) -> Result<(Tensor, usize)> {
@@ -372,7 +406,18 @@ impl GgufLlm {
         sink: &mut TokenSink<'_>,
     ) -> Result<(Completion, PrefixStats)> {
         let text = self.render_prompt(prompt)?;
-        let tokens = self.tokenizer.encode_prompt(&text)?;
+        self.complete_raw(&text, params, cancel, sink)
+    }
+
+    /// Complete `text` as is (no chat wrapping; special tokens in it are parsed).
+    pub fn complete_raw(
+        &self,
+        text: &str,
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut TokenSink<'_>,
+    ) -> Result<(Completion, PrefixStats)> {
+        let tokens = self.tokenizer.encode_prompt(text)?;
         let mut st = self.lock()?;
         let t0 = Instant::now();
         let (mut logits, reused) = self.prefill(&mut st, &tokens, cancel)?;

@@ -129,3 +129,104 @@ fn greedy_matches_llamacpp_gemma3() {
     };
     check_greedy(&p, "gemma-3-270m-q4_k_m", true);
 }
+
+// ---- bad input: clear errors naming the file, never a panic ----
+
+/// A GGUF header by hand: `general.architecture = arch`, one tensor of `dims` with the
+/// raw ggml type id `ty`, then `data_len` bytes of tensor data.
+fn hand_gguf(arch: &str, ty: u32, dims: &[u64], data_len: usize) -> Vec<u8> {
+    fn s(b: &mut Vec<u8>, x: &str) {
+        b.extend((x.len() as u64).to_le_bytes());
+        b.extend(x.as_bytes());
+    }
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes());
+    b.extend(1u64.to_le_bytes()); // tensors
+    b.extend(1u64.to_le_bytes()); // metadata entries
+    s(&mut b, "general.architecture");
+    b.extend(8u32.to_le_bytes()); // string
+    s(&mut b, arch);
+    s(&mut b, "w.weight");
+    b.extend((dims.len() as u32).to_le_bytes());
+    for d in dims {
+        b.extend(d.to_le_bytes());
+    }
+    b.extend(ty.to_le_bytes());
+    b.extend(0u64.to_le_bytes()); // offset
+    while b.len() % 32 != 0 {
+        b.push(0);
+    }
+    b.extend(vec![0u8; data_len]);
+    b
+}
+
+fn write_tmp(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, bytes).expect("write");
+    p
+}
+
+/// Loading `path` fails with a model-format error naming it whose reason has `needle`.
+fn assert_model_error(path: &Path, needle: &str) {
+    match GgufLlm::load_with(path, &LoadOptions::default()) {
+        Ok(_) => panic!("{} loaded", path.display()),
+        Err(quire::Error::ModelFormat { path: p, reason }) => {
+            assert_eq!(p, path);
+            assert!(
+                reason.to_lowercase().contains(needle),
+                "reason {reason:?} lacks {needle:?}"
+            );
+        }
+        Err(e) => panic!("wrong error for {}: {e}", path.display()),
+    }
+}
+
+#[test]
+fn load_rejects_a_non_gguf_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write_tmp(&dir, "notes.gguf", b"%PDF-1.7 this is not a model");
+    assert_model_error(&p, "not a gguf");
+    let empty = write_tmp(&dir, "empty.gguf", b"");
+    assert_model_error(&empty, "not a gguf");
+}
+
+#[test]
+fn load_rejects_a_truncated_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Header says 64 f32 = 256 bytes of data; only 100 are there.
+    let p = write_tmp(&dir, "cut.gguf", &hand_gguf("llama", 0, &[64], 100));
+    assert_model_error(&p, "truncated");
+    // Cut inside the header itself.
+    let full = hand_gguf("llama", 0, &[64], 256);
+    let p = write_tmp(&dir, "cut-header.gguf", &full[..40]);
+    assert_model_error(&p, "gguf");
+    // The real model, cut in half.
+    let real = std::fs::read(util::default_llm()).expect("read model");
+    let p = write_tmp(&dir, "half.gguf", &real[..real.len() / 2]);
+    assert_model_error(&p, "truncated");
+}
+
+#[test]
+fn load_rejects_an_unsupported_architecture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write_tmp(&dir, "mamba.gguf", &hand_gguf("mamba", 0, &[64], 256));
+    assert_model_error(&p, "unsupported architecture \"mamba\"");
+}
+
+#[test]
+fn load_rejects_an_unsupported_tensor_type() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 16 is IQ2_XXS in ggml: valid GGUF, no candle kernel.
+    let p = write_tmp(&dir, "iq2.gguf", &hand_gguf("llama", 16, &[256], 1024));
+    assert_model_error(&p, "unknown dtype");
+}
+
+#[test]
+fn load_rejects_a_llama_file_without_weights_or_vocabulary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write_tmp(&dir, "bare.gguf", &hand_gguf("llama", 0, &[64], 256));
+    match GgufLlm::load_with(&p, &LoadOptions::default()) {
+        Ok(_) => panic!("a bare header loaded"),
+        Err(e) => assert!(e.to_string().contains("bare.gguf"), "{e}"),
+    }
+}
