@@ -1,8 +1,15 @@
 //! The local LLM: the [`Llm`] trait the synthesizers call, generation parameters,
 //! cancellation, and GGUF model files ([`gguf`]).
 
+pub mod bench;
+pub mod chat;
+pub mod constrain;
 pub mod gguf;
+pub mod llama;
+pub mod model;
 pub mod tokenizer;
+
+pub use model::{DeviceKind, GgufLlm, LoadOptions};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,0 +1,254 @@
+//! `quire bench llm`: prompt-processing and generation speed of a GGUF model, side by
+//! side with llama.cpp's figures for the same file, plus the KV-cache prefix reuse
+//! saving and the time to the first generated token.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::model::{GgufLlm, LoadOptions};
+use super::{Cancel, GenParams, Llm};
+use crate::{Error, Result};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Tokens in the prompt-processing run.
+    pub prompt_tokens: usize,
+    /// Tokens generated in the generation run.
+    pub gen_tokens: usize,
+    /// Runs per figure; the median is reported.
+    pub runs: usize,
+    /// llama.cpp's `speed.json` for the same file, when known.
+    pub reference: Option<PathBuf>,
+    /// How to load the model.
+    pub load: LoadOptions,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        Self {
+            prompt_tokens: 512,
+            gen_tokens: 128,
+            runs: 3,
+            reference: None,
+            load: LoadOptions::default(),
+        }
+    }
+}
+
+/// The figures of one `quire bench llm` run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LlmBench {
+    pub model: String,
+    pub threads: usize,
+    pub requantize: bool,
+    pub load_secs: f64,
+    pub prompt_tokens: usize,
+    pub gen_tokens: usize,
+    pub runs: usize,
+    /// Median prompt-processing speed, tokens/s.
+    pub pp_tok_s: f64,
+    /// Median generation speed, tokens/s.
+    pub gen_tok_s: f64,
+    /// llama.cpp's figures for the same file (from `speed.json`), if found.
+    pub llamacpp_pp_tok_s: Option<f64>,
+    pub llamacpp_gen_tok_s: Option<f64>,
+    /// Quire / llama.cpp.
+    pub pp_ratio: Option<f64>,
+    pub gen_ratio: Option<f64>,
+    /// A second prompt sharing its head with the first: seconds with and without the
+    /// KV cache of the first, and how many tokens were reused.
+    pub prefix_shared_tokens: usize,
+    pub prefix_total_tokens: usize,
+    pub prefix_cold_secs: f64,
+    pub prefix_warm_secs: f64,
+    /// Short chat prompt: seconds from a loaded model to the first streamed text.
+    pub first_token_secs: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Threads candle's CPU kernels use.
+pub fn threads() -> usize {
+    candle_core::utils::get_num_threads()
+}
+
+/// Where llama.cpp's `speed.json` for `model` is: `$QUIRE_SHARED` or `../shared`.
+pub fn default_reference(model: &Path) -> Option<PathBuf> {
+    let stem = model.file_stem()?.to_str()?;
+    let shared = std::env::var_os("QUIRE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared"));
+    let p = shared
+        .join("reference/llamacpp")
+        .join(stem)
+        .join("speed.json");
+    p.exists().then_some(p)
+}
+
+fn read_reference(p: &Path) -> Result<(Option<f64>, Option<f64>)> {
+    let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))?;
+    Ok((
+        v["prompt_tokens_per_s_median"].as_f64(),
+        v["gen_tokens_per_s_median"].as_f64(),
+    ))
+}
+
+/// A prompt of exactly `n` ordinary tokens (a repeated English passage).
+fn prompt_ids(llm: &GgufLlm, n: usize) -> Result<Vec<u32>> {
+    let passage = "The GNU General Public License is a free, copyleft license for software \
+                   and other kinds of works. Retrieval-augmented generation answers a question \
+                   from passages found in your own documents. ";
+    let mut ids = Vec::new();
+    if llm.tokenizer().add_bos() {
+        ids.extend(llm.tokenizer().bos());
+    }
+    let body = llm.tokenizer().encode(passage, false)?;
+    if body.is_empty() {
+        return Err(Error::Invalid(
+            "the benchmark passage encodes to nothing".into(),
+        ));
+    }
+    while ids.len() < n {
+        ids.extend(body.iter().take(n - ids.len()));
+    }
+    Ok(ids)
+}
+
+/// Run the benchmark on the model at `path`.
+pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
+    let t = Instant::now();
+    let llm = GgufLlm::load_with(path, &opts.load)?;
+    let load_secs = t.elapsed().as_secs_f64();
+    let runs = opts.runs.max(1);
+
+    // Warm-up (first-touch of weights, allocator).
+    let warm = prompt_ids(&llm, 32)?;
+    llm.timed_run(&warm, 4, false)?;
+
+    let ids = prompt_ids(&llm, opts.prompt_tokens)?;
+    let mut pp = Vec::new();
+    let mut gen = Vec::new();
+    for _ in 0..runs {
+        let (p, _, _) = llm.timed_run(&ids, 0, false)?;
+        pp.push(ids.len() as f64 / p);
+        // Generation from a short prompt, exactly gen_tokens tokens.
+        let (_, g, _) = llm.timed_run(&ids[..ids.len().min(16)], opts.gen_tokens, false)?;
+        gen.push(opts.gen_tokens as f64 / g);
+    }
+    let pp_tok_s = median(pp);
+    let gen_tok_s = median(gen);
+
+    // Prefix reuse: a second prompt sharing 3/4 of the first one's tokens.
+    let total = opts
+        .prompt_tokens
+        .min(llm.context_window().saturating_sub(8));
+    let shared = total * 3 / 4;
+    let first = prompt_ids(&llm, total)?;
+    let mut second = first[..shared].to_vec();
+    let tail = llm
+        .tokenizer()
+        .encode(" A different question follows here.", false)?;
+    while second.len() < total {
+        second.extend(tail.iter().take(total - second.len()));
+    }
+    let (cold, _, _) = llm.timed_run(&second, 0, false)?;
+    llm.timed_run(&first, 0, false)?;
+    let (warm_secs, _, reused) = llm.timed_run(&second, 0, true)?;
+
+    // Time to first token on a short chat prompt.
+    llm.reset_cache()?;
+    let t = Instant::now();
+    let mut first_at = None;
+    let params = GenParams {
+        max_tokens: 4,
+        ..GenParams::default()
+    };
+    let chat = llm
+        .chat_template()
+        .render(&[super::chat::Message::user("What is the capital of France?")])?;
+    llm.complete_raw(&chat, &params, &Cancel::new(), &mut |_s: &str| {
+        first_at.get_or_insert_with(|| t.elapsed().as_secs_f64());
+        Ok(true)
+    })?;
+    let first_token_secs = first_at.unwrap_or_else(|| t.elapsed().as_secs_f64());
+
+    let reference = opts.reference.clone().or_else(|| default_reference(path));
+    let (rpp, rgen) = match &reference {
+        Some(p) => read_reference(p)?,
+        None => (None, None),
+    };
+    Ok(LlmBench {
+        model: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        threads: threads(),
+        requantize: opts.load.requantize,
+        load_secs,
+        prompt_tokens: ids.len(),
+        gen_tokens: opts.gen_tokens,
+        runs,
+        pp_tok_s,
+        gen_tok_s,
+        llamacpp_pp_tok_s: rpp,
+        llamacpp_gen_tok_s: rgen,
+        pp_ratio: rpp.map(|r| pp_tok_s / r),
+        gen_ratio: rgen.map(|r| gen_tok_s / r),
+        prefix_shared_tokens: reused,
+        prefix_total_tokens: total,
+        prefix_cold_secs: cold,
+        prefix_warm_secs: warm_secs,
+        first_token_secs,
+    })
+}
+
+impl std::fmt::Display for LlmBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+        writeln!(
+            f,
+            "model {}  threads {}  requantize {}  load {:.2}s  median of {}",
+            self.model, self.threads, self.requantize, self.load_secs, self.runs
+        )?;
+        writeln!(
+            f,
+            "{:<28} {:>10} {:>10} {:>7}",
+            "", "quire", "llama.cpp", "ratio"
+        )?;
+        writeln!(
+            f,
+            "{:<28} {:>10.1} {:>10} {:>7}",
+            format!("prompt {} tok (tok/s)", self.prompt_tokens),
+            self.pp_tok_s,
+            opt(self.llamacpp_pp_tok_s, 1),
+            opt(self.pp_ratio, 2)
+        )?;
+        writeln!(
+            f,
+            "{:<28} {:>10.1} {:>10} {:>7}",
+            format!("generate {} tok (tok/s)", self.gen_tokens),
+            self.gen_tok_s,
+            opt(self.llamacpp_gen_tok_s, 1),
+            opt(self.gen_ratio, 2)
+        )?;
+        writeln!(
+            f,
+            "prefix reuse: {}/{} tokens reused, prompt {:.3}s cold -> {:.3}s warm",
+            self.prefix_shared_tokens,
+            self.prefix_total_tokens,
+            self.prefix_cold_secs,
+            self.prefix_warm_secs
+        )?;
+        write!(
+            f,
+            "first token (short chat prompt, model loaded): {:.3}s",
+            self.first_token_secs
+        )
+    }
+}

@@ -1,0 +1,639 @@
+//! [`GgufLlm`]: a GGUF model run by candle behind the [`Llm`] trait.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use candle_transformers::generation::{LogitsProcessor, Sampling};
+use candle_transformers::models::{
+    quantized_gemma3, quantized_phi3, quantized_qwen2, quantized_qwen3,
+};
+
+use super::chat::{ChatTemplate, Message};
+use super::gguf::GgufFile;
+use super::llama::Llama;
+use super::tokenizer::{Tokenizer, Utf8Stream};
+use super::{Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
+use crate::{Error, Result};
+
+/// The architectures Quire can run, by `general.architecture`.
+pub const ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "gemma3", "phi3"];
+
+/// Where the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeviceKind {
+    #[default]
+    Cpu,
+    Cuda,
+    Metal,
+}
+
+impl std::str::FromStr for DeviceKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "cpu" => Ok(Self::Cpu),
+            "cuda" => Ok(Self::Cuda),
+            "metal" => Ok(Self::Metal),
+            o => Err(Error::Invalid(format!(
+                "unknown device {o:?} (expected cpu, cuda or metal)"
+            ))),
+        }
+    }
+}
+
+impl DeviceKind {
+    /// The candle device, or a clear error when its feature was not compiled in.
+    pub fn device(self) -> Result<Device> {
+        match self {
+            Self::Cpu => Ok(Device::Cpu),
+            Self::Cuda => {
+                if cfg!(feature = "cuda") {
+                    Ok(Device::new_cuda(0)?)
+                } else {
+                    Err(Error::Invalid(
+                        "this quire was built without CUDA support; rebuild with `--features cuda`"
+                            .into(),
+                    ))
+                }
+            }
+            Self::Metal => {
+                if cfg!(feature = "metal") {
+                    Ok(Device::new_metal(0)?)
+                } else {
+                    Err(Error::Invalid(
+                        "this quire was built without Metal support; rebuild with `--features metal`"
+                            .into(),
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// How to load a model.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub device: DeviceKind,
+    /// Requantize Q4_1 / Q5_0 / Q5_1 weights to Q8_0 (fast kernels), llama only.
+    pub requantize: bool,
+    /// Wrap each prompt as one user message in the model's chat template (only for
+    /// models that have one, or whose vocabulary has chat turn markers).
+    pub chat: bool,
+    /// Cap on the context window (the file's own length is used when smaller).
+    pub max_context: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            device: DeviceKind::Cpu,
+            requantize: true,
+            chat: true,
+            max_context: 8192,
+        }
+    }
+}
+
+enum Net {
+    Llama(Llama),
+    Qwen2(quantized_qwen2::ModelWeights),
+    Qwen3(quantized_qwen3::ModelWeights),
+    Gemma3(quantized_gemma3::ModelWeights),
+    Phi3(quantized_phi3::ModelWeights),
+}
+
+impl Net {
+    /// Logits of the last of `tokens`, run at positions `pos..`.
+    fn forward(&mut self, tokens: &[u32], pos: usize, device: &Device) -> Result<Tensor> {
+        if let Net::Llama(m) = self {
+            return Ok(m.forward(tokens, pos)?);
+        }
+        let x = Tensor::new(tokens, device)?.unsqueeze(0)?;
+        let out = match self {
+            Net::Llama(_) => unreachable_llama()?,
+            Net::Qwen2(m) => m.forward(&x, pos)?,
+            Net::Qwen3(m) => {
+                if pos == 0 {
+                    m.clear_kv_cache();
+                }
+                m.forward(&x, pos)?
+            }
+            Net::Gemma3(m) => m.forward(&x, pos)?,
+            Net::Phi3(m) => m.forward(&x, pos)?,
+        };
+        Ok(out.to_dtype(candle_core::DType::F32)?.flatten_all()?)
+    }
+
+    /// Whether the KV cache can be truncated to reuse a shared prefix.
+    fn reuses_prefix(&self) -> bool {
+        matches!(self, Net::Llama(_))
+    }
+}
+
+fn unreachable_llama() -> Result<Tensor> {
+    Err(Error::Invalid("internal: llama handled above".into()))
+}
+
+struct State {
+    net: Net,
+    /// Tokens whose keys and values are in the cache, in order.
+    cached: Vec<u32>,
+}
+
+/// A GGUF model loaded for generation.
+pub struct GgufLlm {
+    path: PathBuf,
+    arch: String,
+    tokenizer: Tokenizer,
+    template: ChatTemplate,
+    chat: bool,
+    window: usize,
+    device: Device,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for GgufLlm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GgufLlm")
+            .field("path", &self.path)
+            .field("arch", &self.arch)
+            .field("window", &self.window)
+            .field("chat", &self.chat)
+            .finish()
+    }
+}
+
+/// Statistics of the prompt cache of the last completion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PrefixStats {
+    pub prompt_tokens: usize,
+    pub reused_tokens: usize,
+}
+
+impl GgufLlm {
+    /// Load the GGUF model at `path` with default options (CPU, chat wrapping).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        Self::load_with(path, &LoadOptions::default())
+    }
+
+    /// Load the GGUF model at `path`.
+    pub fn load_with(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let g = GgufFile::open(&path)?;
+        let arch = g.architecture()?.to_string();
+        if !ARCHITECTURES.contains(&arch.as_str()) {
+            return Err(Error::model_format(
+                &path,
+                format!(
+                    "unsupported architecture {arch:?} (supported: {})",
+                    ARCHITECTURES.join(", ")
+                ),
+            ));
+        }
+        let tokenizer = Tokenizer::from_gguf(&g)?;
+        let source = g
+            .get("tokenizer.chat_template")
+            .and_then(|v| v.to_string().ok())
+            .cloned();
+        let template = ChatTemplate::new(source, &tokenizer);
+        let chat = opts.chat && template.is_chat_model();
+        let file_ctx = g.context_length().unwrap_or(2048);
+        let window = file_ctx.min(opts.max_context).max(16);
+        let device = opts.device.device()?;
+        let bad = |e: candle_core::Error| {
+            Error::model_format(&path, format!("cannot load the {arch} model: {e}"))
+        };
+        let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+        let mut r = BufReader::new(file);
+        let GgufFile { content, .. } = g;
+        let net = match arch.as_str() {
+            "llama" => Net::Llama(
+                Llama::from_gguf(&content, &mut r, &device, window, opts.requantize)
+                    .map_err(bad)?,
+            ),
+            "qwen2" => Net::Qwen2(
+                quantized_qwen2::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
+            ),
+            "qwen3" => Net::Qwen3(
+                quantized_qwen3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
+            ),
+            "gemma3" => Net::Gemma3(
+                quantized_gemma3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
+            ),
+            "phi3" => Net::Phi3(
+                quantized_phi3::ModelWeights::from_gguf(false, content, &mut r, &device)
+                    .map_err(bad)?,
+            ),
+            _ => return Err(Error::model_format(&path, "unsupported architecture")),
+        };
+        Ok(Self {
+            path,
+            arch,
+            tokenizer,
+            template,
+            chat,
+            window,
+            device,
+            state: Mutex::new(State {
+                net,
+                cached: Vec::new(),
+            }),
+        })
+    }
+
+    /// The model file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `general.architecture`.
+    pub fn architecture(&self) -> &str {
+        &self.arch
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The chat template.
+    pub fn chat_template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
+    /// Whether prompts are wrapped as one user message.
+    pub fn is_chat(&self) -> bool {
+        self.chat
+    }
+
+    /// Turn chat wrapping on or off.
+    pub fn set_chat(&mut self, chat: bool) {
+        self.chat = chat;
+    }
+
+    /// The prompt text actually sent to the model for `prompt`.
+    pub fn render_prompt(&self, prompt: &str) -> Result<String> {
+        if self.chat {
+            self.template.render(&[Message::user(prompt)])
+        } else {
+            Ok(prompt.to_string())
+        }
+    }
+
+    /// Forget the KV cache (the next prompt is processed from scratch).
+    pub fn reset_cache(&self) -> Result<()> {
+        let mut st = self.lock()?;
+        st.cached.clear();
+        if let Net::Llama(m) = &mut st.net {
+            m.clear_cache();
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        self.state
+            .lock()
+            .map_err(|_| Error::Invalid("the model is unusable after a panic".into()))
+    }
+
+    /// Greedy ids for prompt tokens (for parity tests): up to `n` generated ids.
+    pub fn greedy_ids(&self, prompt_ids: &[u32], n: usize) -> Result<Vec<u32>> {
+        let mut st = self.lock()?;
+        let mut out = Vec::new();
+        let mut logits = self.prefill(&mut st, prompt_ids, &Cancel::new())?.0;
+        for _ in 0..n {
+            let next = logits.argmax(0)?.to_scalar::<u32>()?;
+            out.push(next);
+            if self.tokenizer.is_eog(next) {
+                break;
+            }
+            let pos = st.cached.len();
+            logits = st.net.forward(&[next], pos, &self.device)?;
+            st.cached.push(next);
+        }
+        Ok(out)
+    }
+
+    /// Timings for benchmarks: process `prompt_ids` (reusing a cached prefix when
+    /// `reuse`), then generate exactly `n` greedy tokens (end tokens do not stop it).
+    /// Returns (prompt seconds, generation seconds, tokens reused from the cache).
+    pub fn timed_run(
+        &self,
+        prompt_ids: &[u32],
+        n: usize,
+        reuse: bool,
+    ) -> Result<(f64, f64, usize)> {
+        let mut st = self.lock()?;
+        if !reuse {
+            st.cached.clear();
+        }
+        if prompt_ids.len() + n >= self.window {
+            return Err(Error::ContextOverflow {
+                needed: prompt_ids.len() + n,
+                window: self.window,
+            });
+        }
+        let t0 = Instant::now();
+        let (mut logits, reused) = self.prefill(&mut st, prompt_ids, &Cancel::new())?;
+        let pp = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        for _ in 0..n {
+            let next = logits.argmax(0)?.to_scalar::<u32>()?;
+            let pos = st.cached.len();
+            logits = st.net.forward(&[next], pos, &self.device)?;
+            st.cached.push(next);
+        }
+        Ok((pp, t1.elapsed().as_secs_f64(), reused))
+    }
+
+    /// Process `tokens` into the cache, reusing a shared prefix; returns the logits
+    /// of the last token and how many tokens were reused.
+    fn prefill(&self, st: &mut State, tokens: &[u32], cancel: &Cancel) -> Result<(Tensor, usize)> {
+        if tokens.is_empty() {
+            return Err(Error::Invalid("empty prompt".into()));
+        }
+        if tokens.len() >= self.window {
+            return Err(Error::ContextOverflow {
+                needed: tokens.len() + 1,
+                window: self.window,
+            });
+        }
+        let mut common = if st.net.reuses_prefix() {
+            st.cached
+                .iter()
+                .zip(tokens)
+                .take_while(|(a, b)| a == b)
+                .count()
+        } else {
+            0
+        };
+        if common == tokens.len() {
+            common -= 1; // the last token must run again to give its logits
+        }
+        st.cached.truncate(common);
+        const CHUNK: usize = 512;
+        let mut pos = common;
+        let mut logits = None;
+        for chunk in tokens[common..].chunks(CHUNK) {
+            cancel.check()?;
+            let r = st.net.forward(chunk, pos, &self.device);
+            let l = match r {
+                Ok(l) => l,
+                Err(e) => {
+                    st.cached.clear();
+                    return Err(e);
+                }
+            };
+            st.cached.extend_from_slice(chunk);
+            pos += chunk.len();
+            logits = Some(l);
+        }
+        let logits = logits.ok_or_else(|| Error::Invalid("empty prompt".into()))?;
+        Ok((logits, common))
+    }
+
+    /// Complete and report how much of the prompt came from the cache.
+    pub fn complete_stats(
+        &self,
+        prompt: &str,
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut TokenSink<'_>,
+    ) -> Result<(Completion, PrefixStats)> {
+        let text = self.render_prompt(prompt)?;
+        self.complete_raw(&text, params, cancel, sink)
+    }
+
+    /// Complete `text` as is (no chat wrapping; special tokens in it are parsed).
+    pub fn complete_raw(
+        &self,
+        text: &str,
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut TokenSink<'_>,
+    ) -> Result<(Completion, PrefixStats)> {
+        let tokens = self.tokenizer.encode_prompt(text)?;
+        let mut st = self.lock()?;
+        let t0 = Instant::now();
+        let (mut logits, reused) = self.prefill(&mut st, &tokens, cancel)?;
+        let prompt_secs = t0.elapsed().as_secs_f64();
+        let stats = PrefixStats {
+            prompt_tokens: tokens.len(),
+            reused_tokens: reused,
+        };
+        let t1 = Instant::now();
+        let mut sampler = sampler(params);
+        let room = self.window.saturating_sub(tokens.len());
+        let max = params.max_tokens.min(room);
+        let mut constraint = match params.constraint {
+            Some(c) => Some(super::constrain::Constrainer::new(c, &self.tokenizer, max)?),
+            None => None,
+        };
+        let mut out = Output::new(&params.stop);
+        let mut n_out = 0usize;
+        let mut history: Vec<u32> = tokens.clone();
+        let mut stop = StopReason::MaxTokens;
+        while n_out < max {
+            cancel.check()?;
+            let mut l = logits;
+            if params.repeat_penalty != 1.0 && params.repeat_last_n > 0 {
+                let start = history.len().saturating_sub(params.repeat_last_n);
+                l = candle_transformers::utils::apply_repeat_penalty(
+                    &l,
+                    params.repeat_penalty,
+                    &history[start..],
+                )?;
+            }
+            let next = match &mut constraint {
+                Some(c) => c.next(&l, &mut sampler)?,
+                None => Some(sampler.sample(&l)?),
+            };
+            let Some(next) = next else {
+                stop = StopReason::EndToken;
+                break;
+            };
+            n_out += 1;
+            history.push(next);
+            if self.tokenizer.is_eog(next) {
+                stop = StopReason::EndToken;
+                break;
+            }
+            match out.push(&self.tokenizer.token_bytes(next), sink)? {
+                Flow::Go => {}
+                Flow::StopString => {
+                    stop = StopReason::StopString;
+                    break;
+                }
+                Flow::Sink => {
+                    stop = StopReason::Sink;
+                    break;
+                }
+            }
+            if constraint.as_ref().is_some_and(|c| c.done()) {
+                stop = StopReason::EndToken;
+                break;
+            }
+            if n_out >= max {
+                break;
+            }
+            let pos = st.cached.len();
+            logits = match st.net.forward(&[next], pos, &self.device) {
+                Ok(l) => l,
+                Err(e) => {
+                    st.cached.clear();
+                    return Err(e);
+                }
+            };
+            st.cached.push(next);
+        }
+        if stop != StopReason::StopString && stop != StopReason::Sink {
+            out.finish(sink)?;
+        }
+        Ok((
+            Completion {
+                text: out.text,
+                prompt_tokens: tokens.len(),
+                output_tokens: n_out,
+                stop,
+                prompt_secs,
+                gen_secs: t1.elapsed().as_secs_f64(),
+            },
+            stats,
+        ))
+    }
+}
+
+fn sampler(p: &GenParams) -> LogitsProcessor {
+    let s = if p.temperature <= 0.0 {
+        Sampling::ArgMax
+    } else {
+        let temperature = p.temperature;
+        match (p.top_k, p.top_p) {
+            (Some(k), Some(pp)) => Sampling::TopKThenTopP {
+                k,
+                p: pp,
+                temperature,
+            },
+            (Some(k), None) => Sampling::TopK { k, temperature },
+            (None, Some(pp)) => Sampling::TopP { p: pp, temperature },
+            (None, None) => Sampling::All { temperature },
+        }
+    };
+    LogitsProcessor::from_sampling(p.seed, s)
+}
+
+enum Flow {
+    Go,
+    StopString,
+    Sink,
+}
+
+/// Generated text: UTF-8 assembly, stop strings held back until they cannot match.
+struct Output<'s> {
+    utf8: Utf8Stream,
+    stops: &'s [String],
+    /// Everything decoded so far (emitted and held back).
+    text: String,
+    emitted: usize,
+}
+
+impl<'s> Output<'s> {
+    fn new(stops: &'s [String]) -> Self {
+        Self {
+            utf8: Utf8Stream::default(),
+            stops,
+            text: String::new(),
+            emitted: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8], sink: &mut TokenSink<'_>) -> Result<Flow> {
+        let piece = self.utf8.push(bytes);
+        if piece.is_empty() {
+            return Ok(Flow::Go);
+        }
+        self.text.push_str(&piece);
+        // A stop string anywhere in the not-yet-emitted text (it may begin earlier).
+        let longest = self.stops.iter().map(|s| s.len()).max().unwrap_or(0);
+        let mut from = self.emitted.saturating_sub(longest);
+        while !self.text.is_char_boundary(from) {
+            from -= 1;
+        }
+        let hit = self
+            .stops
+            .iter()
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| self.text[from..].find(s.as_str()).map(|p| from + p))
+            .min();
+        if let Some(at) = hit {
+            let at = at.max(self.emitted);
+            self.text.truncate(at);
+            self.emit(at, sink)?;
+            return Ok(Flow::StopString);
+        }
+        // Hold back the longest tail that could still start a stop string.
+        let mut keep_from = self.text.len();
+        for (i, _) in self.text[self.emitted..].char_indices() {
+            let at = self.emitted + i;
+            let tail = &self.text[at..];
+            if self.stops.iter().any(|s| s.starts_with(tail)) {
+                keep_from = at;
+                break;
+            }
+        }
+        if self.emit(keep_from, sink)? {
+            Ok(Flow::Go)
+        } else {
+            Ok(Flow::Sink)
+        }
+    }
+
+    /// Send text up to byte `to`; returns what the sink said.
+    fn emit(&mut self, to: usize, sink: &mut TokenSink<'_>) -> Result<bool> {
+        if to <= self.emitted {
+            return Ok(true);
+        }
+        let s = &self.text[self.emitted..to];
+        self.emitted = to;
+        sink(s)
+    }
+
+    fn finish(&mut self, sink: &mut TokenSink<'_>) -> Result<()> {
+        let rest = self.utf8.finish();
+        self.text.push_str(&rest);
+        let end = self.text.len();
+        self.emit(end, sink)?;
+        Ok(())
+    }
+}
+
+impl Llm for GgufLlm {
+    fn context_window(&self) -> usize {
+        self.window
+    }
+
+    fn count_tokens(&self, text: &str) -> Result<usize> {
+        Ok(self.tokenizer.encode(text, true)?.len())
+    }
+
+    fn complete(
+        &self,
+        prompt: &str,
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut TokenSink<'_>,
+    ) -> Result<Completion> {
+        self.complete_stats(prompt, params, cancel, sink)
+            .map(|c| c.0)
+    }
+}
+
+/// Read only the header of a GGUF file (re-exported for the CLI).
+pub fn header(path: &Path) -> Result<gguf_file::Content> {
+    GgufFile::open(path).map(|g| g.content)
+}
