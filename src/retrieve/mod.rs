@@ -1,1 +1,351 @@
 //! Retrieval: vector and BM25 retrievers, query generation, rank fusion.
+//!
+//! Quire retrieves the way LlamaIndex's `QueryFusionRetriever` does (after
+//! RAG-fusion): the LLM may write variants of the question ([`query_gen`]), every
+//! query runs through every [`Retriever`] ([`vector`], [`bm25`]), and the ranked
+//! lists are fused ([`fusion`]) into the top-k [`SourceNode`]s. Each source node keeps,
+//! for every (query, retriever) list that found it, its rank and raw score, so the UI
+//! can show why a chunk was chosen.
+//!
+//! The indexes here are plain in-memory structures ([`RetrievalIndex`]) that the
+//! store fills; this room knows nothing of SQLite.
+
+// pub mod bench;
+pub mod bm25;
+pub mod fusion;
+pub mod query_gen;
+pub mod text;
+pub mod vector;
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::Embedder;
+use crate::llm::{Cancel, Llm};
+use crate::{Error, Result};
+
+pub use bm25::Bm25Index;
+pub use fusion::{Evidence, FusionMode};
+pub use vector::VectorIndex;
+
+/// One retriever's answer for one chunk: its id and the retriever's raw score
+/// (cosine for the vector retriever, BM25 for the BM25 retriever).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub chunk_id: i64,
+    pub score: f32,
+}
+
+/// Restricts retrieval to some documents.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocFilter {
+    docs: HashSet<i64>,
+}
+
+impl DocFilter {
+    /// Only chunks of these documents.
+    pub fn new(docs: impl IntoIterator<Item = i64>) -> Self {
+        Self {
+            docs: docs.into_iter().collect(),
+        }
+    }
+    /// Whether `doc_id` passes.
+    pub fn allows(&self, doc_id: i64) -> bool {
+        self.docs.contains(&doc_id)
+    }
+}
+
+/// Finds the chunks that best match a query.
+pub trait Retriever: Send + Sync {
+    /// Short name shown with the evidence: `vector`, `bm25`.
+    fn name(&self) -> &str;
+    /// At most `top_k` hits, best first, only from `filter`'s documents when given.
+    fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>>;
+}
+
+impl<T: Retriever + ?Sized> Retriever for &T {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
+        (**self).retrieve(query, top_k, filter)
+    }
+}
+
+/// The retrievers Quire has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrieverKind {
+    Vector,
+    Bm25,
+}
+
+impl RetrieverKind {
+    /// Its name in settings, on the command line and in the evidence.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetrieverKind::Vector => "vector",
+            RetrieverKind::Bm25 => "bm25",
+        }
+    }
+    /// Parse a comma-separated list such as `vector,bm25`.
+    pub fn parse_list(s: &str) -> Result<Vec<RetrieverKind>> {
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let k = part.parse()?;
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::Invalid(
+                "no retriever given (use vector, bm25)".into(),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl std::str::FromStr for RetrieverKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "vector" => Ok(RetrieverKind::Vector),
+            "bm25" => Ok(RetrieverKind::Bm25),
+            other => Err(Error::Invalid(format!(
+                "unknown retriever {other:?} (use vector, bm25)"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for RetrieverKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the side panel shows about a chunk besides its scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkInfo {
+    pub doc_id: i64,
+    /// The PDF's file name.
+    pub file: String,
+    /// First and last page the chunk spans, 1-based.
+    pub page_start: u32,
+    pub page_end: u32,
+    pub text: String,
+}
+
+/// One chunk as the store hands it to the retrieval indexes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedChunk {
+    pub id: i64,
+    pub info: ChunkInfo,
+    /// L2-normalized embedding.
+    pub embedding: Vec<f32>,
+}
+
+/// A fused result: a chunk, its fused score, and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceNode {
+    pub chunk_id: i64,
+    /// The fusion mode's score (higher is better).
+    pub score: f64,
+    /// For each (query, retriever) list that found the chunk: rank and raw score.
+    pub evidence: Vec<Evidence>,
+    /// Text, file and pages; `None` until filled from the index or the store.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<ChunkInfo>,
+}
+
+/// How to retrieve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrieveOptions {
+    /// Source nodes to keep after fusion.
+    pub top_k: usize,
+    /// Hits each retriever returns per query before fusion (LlamaIndex's
+    /// per-retriever `similarity_top_k`); `None` means `max(top_k, 10)`.
+    pub candidates: Option<usize>,
+    pub fusion: FusionMode,
+    /// Queries in all, the user's included; above 1 the LLM writes the rest.
+    pub num_queries: usize,
+    pub retrievers: Vec<RetrieverKind>,
+    /// Retriever weights for the score-based fusions, one per retriever (they are
+    /// normalized to sum to 1); `None` means equal weights.
+    pub weights: Option<Vec<f64>>,
+    /// Restrict retrieval to these documents.
+    #[serde(skip)]
+    pub filter: Option<DocFilter>,
+}
+
+impl Default for RetrieveOptions {
+    fn default() -> Self {
+        Self {
+            top_k: 5,
+            candidates: None,
+            fusion: FusionMode::ReciprocalRerank,
+            num_queries: 1,
+            retrievers: vec![RetrieverKind::Vector, RetrieverKind::Bm25],
+            weights: None,
+            filter: None,
+        }
+    }
+}
+
+impl RetrieveOptions {
+    /// Hits asked of each retriever per query.
+    pub fn candidates(&self) -> usize {
+        self.candidates
+            .unwrap_or(self.top_k.max(10))
+            .max(self.top_k)
+    }
+}
+
+/// The result of one retrieval: the queries run and the fused source nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retrieval {
+    /// The user's query first, then the generated ones.
+    pub queries: Vec<String>,
+    /// Retriever names, in the order of [`Evidence::retriever`] indices.
+    pub retrievers: Vec<String>,
+    pub fusion: FusionMode,
+    pub nodes: Vec<SourceNode>,
+}
+
+/// Run `retrievers` for `query` (and, when `opts.num_queries > 1` and an LLM is
+/// given, for its generated variants), then fuse.
+pub fn retrieve(
+    query: &str,
+    retrievers: &[&dyn Retriever],
+    llm: Option<&dyn Llm>,
+    opts: &RetrieveOptions,
+    cancel: &Cancel,
+) -> Result<Retrieval> {
+    if query.trim().is_empty() {
+        return Err(Error::Invalid("empty query".into()));
+    }
+    if retrievers.is_empty() {
+        return Err(Error::Invalid("no retriever".into()));
+    }
+    if opts.top_k == 0 {
+        return Err(Error::Invalid("top_k must be at least 1".into()));
+    }
+    let num_queries = opts.num_queries.max(1);
+    let queries = match (num_queries, llm) {
+        (1, _) => vec![query.to_string()],
+        (n, Some(llm)) => query_gen::generate_queries(llm, query, n, cancel)?,
+        (_, None) => {
+            return Err(Error::Invalid(
+                "query generation needs an LLM (or use num_queries = 1)".into(),
+            ))
+        }
+    };
+    let weights = fusion::normalized_weights(opts.weights.as_deref(), retrievers.len())?;
+    let candidates = opts.candidates();
+    let mut lists = Vec::with_capacity(queries.len() * retrievers.len());
+    for (qi, q) in queries.iter().enumerate() {
+        for (ri, r) in retrievers.iter().enumerate() {
+            cancel.check()?;
+            let hits = r.retrieve(q, candidates, opts.filter.as_ref())?;
+            lists.push(fusion::RankedList {
+                query: qi,
+                retriever: ri,
+                hits,
+            });
+        }
+    }
+    let nodes = fusion::fuse(&lists, opts.fusion, &weights, num_queries, opts.top_k);
+    Ok(Retrieval {
+        queries,
+        retrievers: retrievers.iter().map(|r| r.name().to_string()).collect(),
+        fusion: opts.fusion,
+        nodes,
+    })
+}
+
+/// The in-memory retrieval indexes over one set of chunks, with the chunks' text,
+/// file and pages for the source nodes.
+#[derive(Debug, Default)]
+pub struct RetrievalIndex {
+    pub vector: VectorIndex,
+    pub bm25: Bm25Index,
+    chunks: HashMap<i64, ChunkInfo>,
+}
+
+impl RetrievalIndex {
+    /// Build both indexes. All embeddings must have the same length.
+    pub fn build(chunks: Vec<IndexedChunk>) -> Result<Self> {
+        let dims = chunks.first().map_or(0, |c| c.embedding.len());
+        let mut vb = vector::VectorIndexBuilder::new(dims);
+        let mut bb = bm25::Bm25Builder::new();
+        let mut infos = HashMap::with_capacity(chunks.len());
+        for c in chunks {
+            vb.push(c.id, c.info.doc_id, &c.embedding)?;
+            bb.add(c.id, c.info.doc_id, &c.info.text);
+            infos.insert(c.id, c.info);
+        }
+        Ok(Self {
+            vector: vb.build(),
+            bm25: bb.build(),
+            chunks: infos,
+        })
+    }
+
+    /// Chunks indexed.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// Text, file and pages of a chunk.
+    pub fn chunk(&self, id: i64) -> Option<&ChunkInfo> {
+        self.chunks.get(&id)
+    }
+
+    /// The retrievers of `kinds` over this index; the vector one embeds queries
+    /// with `embedder`.
+    pub fn retrievers<'a>(
+        &'a self,
+        kinds: &[RetrieverKind],
+        embedder: &'a dyn Embedder,
+    ) -> Vec<Box<dyn Retriever + 'a>> {
+        kinds
+            .iter()
+            .map(|k| -> Box<dyn Retriever + 'a> {
+                match k {
+                    RetrieverKind::Vector => Box::new(vector::VectorRetriever {
+                        index: &self.vector,
+                        embedder,
+                    }),
+                    RetrieverKind::Bm25 => Box::new(&self.bm25),
+                }
+            })
+            .collect()
+    }
+
+    /// [`retrieve`] over this index, with the source nodes' text, file and pages
+    /// filled in.
+    pub fn search(
+        &self,
+        query: &str,
+        embedder: &dyn Embedder,
+        llm: Option<&dyn Llm>,
+        opts: &RetrieveOptions,
+        cancel: &Cancel,
+    ) -> Result<Retrieval> {
+        let boxed = self.retrievers(&opts.retrievers, embedder);
+        let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
+        let mut r = retrieve(query, &refs, llm, opts, cancel)?;
+        for n in &mut r.nodes {
+            n.chunk = self.chunks.get(&n.chunk_id).cloned();
+        }
+        Ok(r)
+    }
+}
