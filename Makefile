@@ -11,14 +11,16 @@ run: setup
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
 	  exec ./target/release/quire-desktop; \
 	else \
-	  echo "No display found (DISPLAY/WAYLAND_DISPLAY unset)."; \
-	  echo "Quire's desktop window needs a display; the browser mode (quire serve) comes with the HTTP server."; \
-	  exit 1; \
+	  echo "No display found (DISPLAY/WAYLAND_DISPLAY unset): serving the same UI to a browser instead."; \
+	  exec ./target/release/quire serve; \
 	fi
 
 test: setup-test
 	$(CARGO) fmt --all -- --check
+	$(CARGO) build -p quire -p quire-desktop
 	$(CARGO) test --workspace
+	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
+	cd tests/e2e && xvfb-run -a npm run test:tauri
 
 setup:
 	scripts/setup.sh

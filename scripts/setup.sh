@@ -14,6 +14,7 @@ pkgs=(build-essential pkg-config curl file libssl-dev libwebkit2gtk-4.1-dev
       libxdo-dev libayatana-appindicator3-dev librsvg2-dev python3-pip)
 if [ "$want_test" = 1 ]; then
   pkgs+=(poppler-utils chromium xvfb webkit2gtk-driver xauth)
+  command -v npm >/dev/null || pkgs+=(nodejs npm)
 fi
 
 missing=()
@@ -42,6 +43,12 @@ if command -v rustup >/dev/null && ! rustup toolchain list | grep -q "^$want"; t
   else
     rustup toolchain install "$want" --profile minimal -c rustfmt -c clippy
   fi
+fi
+
+# tauri-driver (a Rust crate) drives the desktop window in the E2E test.
+if [ "$want_test" = 1 ] && ! command -v tauri-driver >/dev/null && [ ! -x "$HOME/.cargo/bin/tauri-driver" ]; then
+  echo "setup: installing tauri-driver (cargo install)"
+  cargo install tauri-driver --locked --quiet
 fi
 
 models/fetch.sh

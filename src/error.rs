@@ -33,6 +33,10 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
 
+    /// Something asked for (a document, a conversation) does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+
     /// The work was cancelled by the user.
     #[error("cancelled")]
     Cancelled,

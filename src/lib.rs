@@ -8,12 +8,14 @@
 //! logic.
 
 pub mod embed;
+pub mod engine;
 pub mod error;
 pub mod ingest;
 pub mod llm;
 pub mod models;
 pub mod retrieve;
 pub mod server;
+pub mod settings;
 pub mod store;
 pub mod synth;
 

@@ -1,6 +1,6 @@
 //! The `quire` command line: a thin adapter over the library.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -20,6 +20,60 @@ enum Cmd {
         #[arg(long)]
         model: Option<PathBuf>,
     },
+    /// Serve the UI and the API over HTTP (loopback by default).
+    Serve {
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// 0 picks a free port.
+        #[arg(long, default_value_t = 8717)]
+        port: u16,
+        /// Access token; required to bind anything but loopback.
+        #[arg(long, env = "QUIRE_TOKEN")]
+        token: Option<String>,
+        /// Largest upload in MiB.
+        #[arg(long, default_value_t = 100)]
+        max_upload_mib: usize,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Benchmarks: print figures (one JSON object with --json).
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Embedding throughput: 256 chunks of 200 words, batch 32, median of 3, side by
+    /// side with sentence-transformers' figure.
+    Embed {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// sentence-transformers' speed.json.
+        #[arg(long, default_value = "../shared/reference/speed.json")]
+        reference: PathBuf,
+        /// Number of chunks.
+        #[arg(long, default_value_t = 256)]
+        chunks: usize,
+        /// Runs (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+}
+
+/// Where the index lives.
+#[derive(clap::Args, Clone)]
+struct DataDir {
+    /// Data directory (default: $XDG_DATA_HOME/quire or ~/.local/share/quire).
+    #[arg(long, env = "QUIRE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+impl DataDir {
+    fn engine(&self) -> anyhow::Result<quire::engine::Engine> {
+        let cfg = quire::engine::EngineConfig::new(self.data_dir.clone())?;
+        Ok(quire::engine::Engine::open(cfg)?)
+    }
 }
 
 fn main() {
@@ -33,6 +87,30 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Models { model } => models(model),
+        Cmd::Serve {
+            host,
+            port,
+            token,
+            max_upload_mib,
+            data,
+        } => {
+            let engine = std::sync::Arc::new(data.engine()?);
+            let opts = quire::server::ServeOptions {
+                addr: std::net::SocketAddr::new(host, port),
+                token,
+                max_upload: max_upload_mib * 1024 * 1024,
+                ui_dir: None,
+            };
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(quire::server::serve(engine, opts))?;
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Embed {
+            json,
+            reference,
+            chunks,
+            runs,
+        }) => bench_embed(json, &reference, chunks, runs),
     }
 }
 
@@ -58,5 +136,21 @@ fn models(model: Option<PathBuf>) -> anyhow::Result<()> {
         b.config.num_hidden_layers,
         b.tokenizer.get_vocab_size(true)
     );
+    Ok(())
+}
+
+fn bench_embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Result<()> {
+    let dir = quire::models::default_embedder()?;
+    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
+    let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3")
+        .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
+    let chunks = quire::embed::bench::chunks_of_words(&text, n, 200);
+    let reference = reference.is_file().then_some(reference);
+    let r = quire::embed::bench::run(&emb, "all-MiniLM-L6-v2", &chunks, 200, runs, reference)?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print!("{r}");
+    }
     Ok(())
 }

@@ -1,9 +1,191 @@
-//! Quire's desktop shell: a Tauri window showing `ui/`. It forwards to the core and
-//! holds no logic of its own.
+//! Quire's desktop shell: a Tauri window showing `ui/`, with commands that forward to
+//! the core [`Engine`] and nothing more. Heavy work runs on blocking threads (the
+//! engine's own adapters), never on the main thread.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use quire::engine::{self, AskEvent, AskRequest, Engine, EngineConfig, IndexEvent};
+use quire::settings::Settings;
+use tauri::ipc::Channel;
+use tauri::{Manager, State, WindowEvent};
+
+/// A command error the page can show.
+#[derive(Debug, serde::Serialize)]
+struct CommandError {
+    message: String,
+}
+
+impl From<quire::Error> for CommandError {
+    fn from(e: quire::Error) -> Self {
+        Self {
+            message: e.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+type CmdResult<T> = Result<T, CommandError>;
+type Eng<'a> = State<'a, Arc<Engine>>;
+
+/// Run blocking engine work off the main thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> quire::Result<T> + Send + 'static,
+) -> CmdResult<T> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| CommandError {
+            message: e.to_string(),
+        })?
+        .map_err(Into::into)
+}
+
+#[tauri::command]
+async fn status(engine: Eng<'_>) -> CmdResult<engine::Status> {
+    let e = engine.inner().clone();
+    blocking(move || Ok(e.status())).await
+}
+
+#[tauri::command]
+async fn documents(engine: Eng<'_>) -> CmdResult<Vec<engine::DocumentView>> {
+    let e = engine.inner().clone();
+    blocking(move || e.documents()).await
+}
+
+#[tauri::command]
+async fn remove_document(engine: Eng<'_>, id: i64) -> CmdResult<()> {
+    let e = engine.inner().clone();
+    blocking(move || e.remove_document(id)).await
+}
+
+#[tauri::command]
+fn settings(engine: Eng<'_>) -> engine::SettingsView {
+    engine.settings_view()
+}
+
+#[tauri::command]
+async fn save_settings(engine: Eng<'_>, settings: Settings) -> CmdResult<engine::SettingsView> {
+    let e = engine.inner().clone();
+    blocking(move || e.set_settings(settings).map(|_| e.settings_view())).await
+}
+
+#[tauri::command]
+async fn conversations(
+    engine: Eng<'_>,
+) -> CmdResult<Vec<quire::store::conversations::ConversationInfo>> {
+    let e = engine.inner().clone();
+    blocking(move || e.conversations()).await
+}
+
+#[tauri::command]
+async fn conversation(
+    engine: Eng<'_>,
+    id: i64,
+) -> CmdResult<quire::store::conversations::Conversation> {
+    let e = engine.inner().clone();
+    blocking(move || e.conversation(id)).await
+}
+
+#[tauri::command]
+async fn remove_conversation(engine: Eng<'_>, id: i64) -> CmdResult<()> {
+    let e = engine.inner().clone();
+    blocking(move || e.remove_conversation(id)).await
+}
+
+/// Ask; events go to `channel` as they come.
+#[tauri::command]
+async fn ask(engine: Eng<'_>, request: AskRequest, channel: Channel<AskEvent>) -> CmdResult<()> {
+    let mut handle = engine::spawn_ask(engine.inner().clone(), request);
+    while let Some(ev) = handle.events.recv().await {
+        if channel.send(ev).is_err() {
+            break; // the page went away: dropping the handle cancels
+        }
+    }
+    Ok(())
+}
+
+#[tauri::command]
+fn cancel(engine: Eng<'_>, ask_id: u64) -> bool {
+    engine.cancel(ask_id)
+}
+
+/// Index dropped or picked paths (files or folders); progress goes to `channel`.
+#[tauri::command]
+async fn index_paths(
+    engine: Eng<'_>,
+    paths: Vec<PathBuf>,
+    channel: Channel<IndexEvent>,
+) -> CmdResult<()> {
+    let mut handle = engine::spawn_index(engine.inner().clone(), paths);
+    while let Some(ev) = handle.events.recv().await {
+        if channel.send(ev).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The native file picker, for PDFs.
+#[tauri::command]
+async fn pick_files(app: tauri::AppHandle) -> Vec<PathBuf> {
+    use tauri_plugin_dialog::DialogExt;
+    let (tx, mut rx) = tauri::async_runtime::channel(1);
+    app.dialog()
+        .file()
+        .add_filter("PDF", &["pdf", "PDF"])
+        .pick_files(move |files| {
+            let paths = files
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|f| f.into_path().ok())
+                .collect();
+            let _ = tx.try_send(paths);
+        });
+    rx.recv().await.unwrap_or_default()
+}
+
 fn main() {
-    if let Err(e) = tauri::Builder::default().run(tauri::generate_context!()) {
+    // QUIRE_DATA_DIR lets tests run the app on a temporary index.
+    let data_dir = std::env::var_os("QUIRE_DATA_DIR").map(PathBuf::from);
+    let engine = match EngineConfig::new(data_dir).and_then(Engine::open) {
+        Ok(e) => Arc::new(e),
+        Err(e) => {
+            eprintln!("quire-desktop: cannot open the index: {e}");
+            std::process::exit(1);
+        }
+    };
+    let result = tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
+        .manage(engine)
+        .invoke_handler(tauri::generate_handler![
+            status,
+            documents,
+            remove_document,
+            settings,
+            save_settings,
+            conversations,
+            conversation,
+            remove_conversation,
+            ask,
+            cancel,
+            index_paths,
+            pick_files
+        ])
+        .on_window_event(|window, event| {
+            if let WindowEvent::CloseRequested { .. } = event {
+                // Stop any generation and indexing; the database closes when the
+                // engine is dropped at exit.
+                window.state::<Arc<Engine>>().cancel_all();
+            }
+        })
+        .run(tauri::generate_context!());
+    if let Err(e) = result {
         eprintln!("quire-desktop: {e}");
         std::process::exit(1);
     }

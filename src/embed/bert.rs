@@ -3,9 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_transformers::models::bert::Config;
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 
+use crate::embed::Embedder;
 use crate::{Error, Result};
 
 /// A BERT model folder with its config and tokenizer read.
@@ -43,5 +46,148 @@ impl BertFiles {
             tokenizer,
             weights,
         })
+    }
+}
+
+/// all-MiniLM-L6-v2's maximum sequence length in sentence-transformers (the packaged
+/// `tokenizer.json` says 128; the model was trained with, and is used at, 256).
+pub const MAX_TOKENS: usize = 256;
+
+/// How many texts go through the model at once.
+pub const BATCH_SIZE: usize = 32;
+
+/// A sentence-transformers BERT embedder on candle: mean pooling over the attention
+/// mask, L2-normalized vectors.
+pub struct BertEmbedder {
+    model: BertModel,
+    /// No truncation, no padding: used to count tokens and for offsets.
+    tokenizer: Tokenizer,
+    max_tokens: usize,
+    dims: usize,
+    pad_id: u32,
+    device: Device,
+}
+
+impl BertEmbedder {
+    /// Load the model in `dir` (see [`BertFiles`]) on the CPU.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::from_files(BertFiles::open(dir)?, &Device::Cpu)
+    }
+
+    /// Load the model from files already read, on `device`.
+    pub fn from_files(files: BertFiles, device: &Device) -> Result<Self> {
+        crate::embed::tune_allocator();
+        let BertFiles {
+            config,
+            mut tokenizer,
+            weights,
+            ..
+        } = files;
+        // The packaged tokenizer.json truncates and pads to 128: we count, truncate
+        // and pad ourselves.
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| Error::model_format(&weights, format!("tokenizer: {e}")))?;
+        tokenizer.with_padding(None);
+        let pad_id = tokenizer.token_to_id("[PAD]").unwrap_or(0);
+        // SAFETY: the weights file is not modified while Quire runs (it is a read-only
+        // model file); this is how candle loads safetensors without copying them.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, device)? };
+        let model = BertModel::load(vb, &config)
+            .map_err(|e| Error::model_format(&weights, format!("not a BERT model: {e}")))?;
+        let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
+        Ok(Self {
+            model,
+            tokenizer,
+            max_tokens,
+            dims: config.hidden_size,
+            pad_id,
+            device: device.clone(),
+        })
+    }
+
+    /// The tokenizer (no truncation, no padding).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        let enc = self
+            .tokenizer
+            .encode_fast(text, true)
+            .map_err(|e| Error::Invalid(format!("tokenizer: {e}")))?;
+        let mut ids = enc.get_ids().to_vec();
+        if ids.len() > self.max_tokens {
+            // Same as sentence-transformers: keep the head, end with [SEP].
+            let last = ids[ids.len() - 1];
+            ids.truncate(self.max_tokens - 1);
+            ids.push(last);
+        }
+        Ok(ids)
+    }
+
+    /// Embed one batch of token id sequences (padded to the longest).
+    fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let n = seqs.len();
+        let len = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
+        let mut ids = vec![self.pad_id; n * len];
+        let mut mask = vec![0f32; n * len];
+        for (i, s) in seqs.iter().enumerate() {
+            ids[i * len..i * len + s.len()].copy_from_slice(s);
+            mask[i * len..i * len + s.len()].fill(1.0);
+        }
+        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
+        let types = ids.zeros_like()?;
+        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+        let hidden = self.model.forward(&ids, &types, Some(&mask))?; // (n, len, dims)
+        let summed = hidden.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?; // (n, dims)
+        let counts = mask.sum_keepdim(1)?.clamp(1e-9, f32::MAX)?; // (n, 1)
+        let mean = summed.broadcast_div(&counts)?;
+        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f32::MAX)?;
+        Ok(mean.broadcast_div(&norm)?.to_vec2::<f32>()?)
+    }
+}
+
+impl Embedder for BertEmbedder {
+    fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let seqs = texts
+            .iter()
+            .map(|t| self.tokenize(t))
+            .collect::<Result<Vec<_>>>()?;
+        // Longest first, so that each batch pads little.
+        let mut order: Vec<usize> = (0..seqs.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(seqs[i].len()));
+        let mut out = vec![Vec::new(); seqs.len()];
+        for batch in order.chunks(BATCH_SIZE) {
+            let refs: Vec<&[u32]> = batch.iter().map(|&i| seqs[i].as_slice()).collect();
+            for (&i, v) in batch.iter().zip(self.forward(&refs)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn token_spans(&self, text: &str) -> Result<Vec<std::ops::Range<usize>>> {
+        let enc = self
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| Error::Invalid(format!("tokenizer: {e}")))?;
+        Ok(enc.get_offsets().iter().map(|&(a, b)| a..b).collect())
+    }
+
+    fn count_tokens(&self, text: &str) -> Result<usize> {
+        let enc = self
+            .tokenizer
+            .encode_fast(text, true)
+            .map_err(|e| Error::Invalid(format!("tokenizer: {e}")))?;
+        Ok(enc.len())
     }
 }

@@ -2,6 +2,7 @@
 //! cancellation, and GGUF model files ([`gguf`]).
 
 pub mod gguf;
+pub mod tokenizer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,1 +1,2 @@
 //! The local index: SQLite schema, migrations and queries.
+pub mod conversations;

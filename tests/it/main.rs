@@ -3,3 +3,6 @@
 mod util;
 
 mod plumbing;
+
+mod llm;
+mod embed;

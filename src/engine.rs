@@ -1,0 +1,445 @@
+//! The one facade the shells use: open a data directory and models, index PDFs, ask
+//! questions, keep conversations and settings. Blocking and push-style (events go to a
+//! callback); [`spawn_ask`] and [`spawn_index`] adapt it to async shells.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::llm::Cancel;
+use crate::settings::Settings;
+use crate::store::conversations::{self, Conversation, ConversationInfo};
+use crate::{Error, Result};
+
+/// Where the engine keeps its data and finds its models.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Holds the index database and settings.
+    pub data_dir: PathBuf,
+}
+
+impl EngineConfig {
+    /// The user's data directory (XDG), or `dir` when given.
+    pub fn new(dir: Option<PathBuf>) -> Result<Self> {
+        let data_dir = dir.or_else(crate::models::data_dir).ok_or_else(|| {
+            Error::Invalid("no data directory: set HOME or pass --data-dir".into())
+        })?;
+        Ok(Self { data_dir })
+    }
+}
+
+/// A question as the UI sends it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AskRequest {
+    /// Continue this conversation; `None` starts a new one.
+    pub conversation_id: Option<i64>,
+    pub question: String,
+    /// Response mode; `None` uses the settings' mode.
+    pub mode: Option<String>,
+}
+
+/// One retriever's view of a source: which query found it, at which rank and score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub retriever: String,
+    pub query_index: usize,
+    /// 0-based.
+    pub rank: usize,
+    pub score: f32,
+}
+
+/// A source node as the side panel shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub chunk_id: i64,
+    pub doc_id: i64,
+    pub file: String,
+    pub page_start: u32,
+    pub page_end: u32,
+    pub score: f32,
+    pub text: String,
+    pub evidence: Vec<Evidence>,
+}
+
+/// Figures of a finished answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AskStats {
+    pub llm_calls: usize,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    pub secs: f64,
+    pub tokens_per_s: f64,
+}
+
+/// What an ask streams, in order: started, queries, sources, then steps with their
+/// prompts and tokens, then done (or error / cancelled).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AskEvent {
+    Started {
+        ask_id: u64,
+        conversation_id: i64,
+    },
+    Queries {
+        queries: Vec<String>,
+    },
+    Sources {
+        sources: Vec<Source>,
+    },
+    /// A step (one LLM call) begins; `final` marks the one whose text is the answer.
+    Step {
+        step: usize,
+        label: String,
+        #[serde(rename = "final")]
+        is_final: bool,
+    },
+    Prompt {
+        step: usize,
+        prompt: String,
+    },
+    Token {
+        step: usize,
+        text: String,
+        #[serde(rename = "final")]
+        is_final: bool,
+    },
+    Done {
+        answer: String,
+        stats: AskStats,
+    },
+    Error {
+        message: String,
+    },
+    Cancelled,
+}
+
+/// The engine. Cheap to share behind an `Arc`; one generation runs at a time and
+/// other asks wait their turn.
+pub struct Engine {
+    config: EngineConfig,
+    db: Mutex<rusqlite::Connection>,
+    settings: Mutex<Settings>,
+    /// Held for the whole of a generation: asks queue here.
+    generation: Mutex<()>,
+    next_ask: std::sync::atomic::AtomicU64,
+    /// Running (or queued) work, so a shell can cancel it by id or all at once.
+    running: Mutex<std::collections::HashMap<u64, Cancel>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in another thread must not make the engine unusable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Engine {
+    /// Open (creating if needed) the data directory.
+    pub fn open(config: EngineConfig) -> Result<Self> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
+        let db_path = config.data_dir.join("index.sqlite");
+        let conn = rusqlite::Connection::open(&db_path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conversations::migrate(&conn)?;
+        let settings = Settings::load(&config.data_dir.join("settings.json"))?;
+        Ok(Self {
+            config,
+            db: Mutex::new(conn),
+            settings: Mutex::new(settings),
+            generation: Mutex::new(()),
+            next_ask: std::sync::atomic::AtomicU64::new(1),
+            running: Mutex::new(std::collections::HashMap::new()),
+        })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.config.data_dir
+    }
+
+    /// Current settings.
+    pub fn settings(&self) -> Settings {
+        lock(&self.settings).clone()
+    }
+
+    /// Validate, save and apply new settings.
+    pub fn set_settings(&self, s: Settings) -> Result<Settings> {
+        s.save(&self.config.data_dir.join("settings.json"))?;
+        *lock(&self.settings) = s.clone();
+        Ok(s)
+    }
+
+    /// Conversations, most recent first.
+    pub fn conversations(&self) -> Result<Vec<ConversationInfo>> {
+        conversations::list(&lock(&self.db))
+    }
+
+    /// One conversation with its messages.
+    pub fn conversation(&self, id: i64) -> Result<Conversation> {
+        conversations::get(&lock(&self.db), id)?
+            .ok_or_else(|| Error::NotFound(format!("conversation {id}")))
+    }
+
+    /// Delete a conversation.
+    pub fn remove_conversation(&self, id: i64) -> Result<()> {
+        if conversations::remove(&lock(&self.db), id)? {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!("conversation {id}")))
+        }
+    }
+
+    /// Register `cancel` under a fresh id; the guard unregisters it.
+    fn register(&self, cancel: &Cancel) -> Registered<'_> {
+        let id = self
+            .next_ask
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.running).insert(id, cancel.clone());
+        Registered { engine: self, id }
+    }
+
+    /// Cancel the ask with this id; false if it is not running.
+    pub fn cancel(&self, ask_id: u64) -> bool {
+        match lock(&self.running).get(&ask_id) {
+            Some(c) => {
+                c.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancel everything running (the window is closing).
+    pub fn cancel_all(&self) {
+        for c in lock(&self.running).values() {
+            c.cancel();
+        }
+    }
+}
+
+/// Keeps running work listed while it runs.
+struct Registered<'a> {
+    engine: &'a Engine,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        lock(&self.engine.running).remove(&self.id);
+    }
+}
+
+/// A running ask: its events, and the flag that stops it. Dropping it cancels.
+pub struct AskHandle {
+    pub events: mpsc::Receiver<AskEvent>,
+    pub cancel: Cancel,
+}
+
+impl Drop for AskHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Run `ask` on a blocking thread; events arrive on a bounded channel, and the ask is
+/// cancelled when the handle (or its receiver) is dropped.
+pub fn spawn_ask(engine: Arc<Engine>, req: AskRequest) -> AskHandle {
+    let (tx, rx) = mpsc::channel(256);
+    let cancel = Cancel::new();
+    let c = cancel.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut send = |ev: AskEvent| tx.blocking_send(ev).is_ok();
+        if let Err(e) = engine.ask(req, &c, &mut send) {
+            let ev = match e {
+                Error::Cancelled => AskEvent::Cancelled,
+                e => AskEvent::Error {
+                    message: e.to_string(),
+                },
+            };
+            let _ = tx.blocking_send(ev);
+        }
+    });
+    AskHandle { events: rx, cancel }
+}
+
+/// Indexing progress as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum IndexEvent {
+    /// File `index` (1-based) of `total` starts.
+    File {
+        index: usize,
+        total: usize,
+        path: String,
+    },
+    Page {
+        path: String,
+        page: u32,
+        pages: u32,
+    },
+    Embedded {
+        path: String,
+        chunks: usize,
+    },
+    FileDone {
+        path: String,
+        doc_id: i64,
+        chunks: usize,
+        /// Already in the index with the same content.
+        skipped: bool,
+    },
+    FileFailed {
+        path: String,
+        reason: String,
+    },
+    Finished {
+        indexed: usize,
+        failed: usize,
+        secs: f64,
+    },
+}
+
+/// Running indexing work; dropping the handle cancels it between files.
+pub struct IndexHandle {
+    pub events: mpsc::Receiver<IndexEvent>,
+    pub cancel: Cancel,
+}
+
+impl Drop for IndexHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Run `index` on a blocking thread, with progress on a bounded channel.
+pub fn spawn_index(engine: Arc<Engine>, paths: Vec<PathBuf>) -> IndexHandle {
+    let (tx, rx) = mpsc::channel(256);
+    let cancel = Cancel::new();
+    let c = cancel.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut send = |ev: IndexEvent| tx.blocking_send(ev).is_ok();
+        if let Err(e) = engine.index(&paths, &c, &mut send) {
+            let _ = tx.blocking_send(IndexEvent::FileFailed {
+                path: String::new(),
+                reason: e.to_string(),
+            });
+        }
+    });
+    IndexHandle { events: rx, cancel }
+}
+
+/// What the UI needs to know at start: which models are there, what is missing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub data_dir: String,
+    pub llm: Option<String>,
+    pub embedder: Option<String>,
+    /// Human-readable problems, e.g. a missing model and how to fetch it.
+    pub problems: Vec<String>,
+}
+
+/// Settings plus the choices the dialog offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsView {
+    #[serde(flatten)]
+    pub settings: Settings,
+    pub available_models: Vec<String>,
+}
+
+/// A document as the document list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentView {
+    pub id: i64,
+    pub path: String,
+    pub file_name: String,
+    pub title: Option<String>,
+    pub pages: u32,
+    pub chunks: usize,
+    pub status: String,
+    pub error: Option<String>,
+}
+
+/// GGUF files in the model search path, by file name.
+pub fn available_models() -> Vec<String> {
+    let mut out: Vec<String> = crate::models::search_dirs()
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".gguf"))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+impl Engine {
+    /// Models present or missing.
+    pub fn status(&self) -> Status {
+        let mut problems = Vec::new();
+        let model = self.settings().model;
+        let llm = match crate::models::find(&model) {
+            Ok(p) => Some(p.display().to_string()),
+            Err(e) => {
+                problems.push(format!(
+                    "The language model is missing ({e}). Answers need it; sources still work."
+                ));
+                None
+            }
+        };
+        let embedder = match crate::models::default_embedder() {
+            Ok(p) => Some(p.display().to_string()),
+            Err(e) => {
+                problems.push(format!(
+                    "The embedding model is missing ({e}). Indexing and search need it."
+                ));
+                None
+            }
+        };
+        Status {
+            data_dir: self.config.data_dir.display().to_string(),
+            llm,
+            embedder,
+            problems,
+        }
+    }
+
+    /// Settings and the models to choose from.
+    pub fn settings_view(&self) -> SettingsView {
+        SettingsView {
+            settings: self.settings(),
+            available_models: available_models(),
+        }
+    }
+}
+
+// PENDING-WIRING: replaced when the index, retrieval and synthesis land.
+impl Engine {
+    pub fn documents(&self) -> Result<Vec<DocumentView>> {
+        Ok(Vec::new())
+    }
+    pub fn remove_document(&self, id: i64) -> Result<()> {
+        Err(Error::NotFound(format!("document {id}")))
+    }
+    pub fn index(
+        &self,
+        _paths: &[PathBuf],
+        _cancel: &Cancel,
+        _on: &mut dyn FnMut(IndexEvent) -> bool,
+    ) -> Result<()> {
+        Err(Error::Invalid("indexing is not wired yet".into()))
+    }
+    pub fn ask(
+        &self,
+        _req: AskRequest,
+        _cancel: &Cancel,
+        _on: &mut dyn FnMut(AskEvent) -> bool,
+    ) -> Result<()> {
+        let _reg = self.register(_cancel);
+        let _g = lock(&self.generation);
+        Err(Error::Invalid("asking is not wired yet".into()))
+    }
+}

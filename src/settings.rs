@@ -1,0 +1,157 @@
+//! User settings: what the settings dialog edits, kept as JSON in the data directory.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Everything a user can set. Unknown or missing fields take their defaults, so an
+/// older settings file keeps working.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Response mode used when a request names none.
+    pub mode: String,
+    /// GGUF file name in the models folder (or a path).
+    pub model: String,
+    /// Source nodes kept after fusion.
+    pub top_k: usize,
+    pub temperature: f64,
+    pub max_tokens: usize,
+    /// Fusion mode: reciprocal_rerank, relative_score, dist_based_score, simple.
+    pub fusion: String,
+    /// Queries per question including the original; 1 turns query generation off.
+    pub num_queries: usize,
+    /// Structured answer filtering for refine and compact.
+    pub structured_answer_filtering: bool,
+    /// Custom QA (and summary) template; `None` for LlamaIndex's default.
+    pub text_qa_template: Option<String>,
+    /// Extra template variables.
+    pub template_vars: BTreeMap<String, String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            mode: "compact".into(),
+            model: crate::models::DEFAULT_LLM.into(),
+            top_k: 4,
+            temperature: 0.0,
+            max_tokens: 256,
+            fusion: "reciprocal_rerank".into(),
+            num_queries: 1,
+            structured_answer_filtering: false,
+            text_qa_template: None,
+            template_vars: BTreeMap::new(),
+        }
+    }
+}
+
+const MODES: [&str; 7] = [
+    "refine",
+    "compact",
+    "tree_summarize",
+    "simple_summarize",
+    "no_text",
+    "accumulate",
+    "compact_accumulate",
+];
+const FUSIONS: [&str; 4] = [
+    "reciprocal_rerank",
+    "relative_score",
+    "dist_based_score",
+    "simple",
+];
+
+impl Settings {
+    /// Check ranges and names; the message says which field is wrong.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Invalid(m));
+        if !MODES.contains(&self.mode.as_str()) {
+            return bad(format!("unknown response mode '{}'", self.mode));
+        }
+        if !FUSIONS.contains(&self.fusion.as_str()) {
+            return bad(format!("unknown fusion mode '{}'", self.fusion));
+        }
+        if !(1..=100).contains(&self.top_k) {
+            return bad(format!("top_k must be 1..=100, not {}", self.top_k));
+        }
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return bad(format!(
+                "temperature must be 0..=2, not {}",
+                self.temperature
+            ));
+        }
+        if !(1..=8192).contains(&self.max_tokens) {
+            return bad(format!(
+                "max_tokens must be 1..=8192, not {}",
+                self.max_tokens
+            ));
+        }
+        if !(1..=10).contains(&self.num_queries) {
+            return bad(format!(
+                "num_queries must be 1..=10, not {}",
+                self.num_queries
+            ));
+        }
+        if self.model.trim().is_empty() {
+            return bad("model must name a GGUF file".into());
+        }
+        Ok(())
+    }
+
+    /// Read `path`; a missing file gives the defaults, a broken one an error.
+    pub fn load(path: &Path) -> Result<Self> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| Error::Invalid(format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// Write atomically (temp file + rename), so a crash never leaves half a file.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        self.validate()?;
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| Error::Invalid(format!("settings: {e}")))?;
+        std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("settings.json");
+        assert_eq!(Settings::load(&p).unwrap(), Settings::default());
+        let mut s = Settings::default();
+        s.top_k = 7;
+        s.template_vars
+            .insert("tone_name".into(), "a Shakespeare play".into());
+        s.save(&p).unwrap();
+        assert_eq!(Settings::load(&p).unwrap(), s);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let s = Settings {
+            mode: "telepathy".into(),
+            ..Settings::default()
+        };
+        assert!(s.validate().unwrap_err().to_string().contains("telepathy"));
+        let s = Settings {
+            top_k: 0,
+            ..Settings::default()
+        };
+        assert!(s.validate().unwrap_err().to_string().contains("top_k"));
+    }
+}

@@ -1,0 +1,152 @@
+// End-to-end test of Quire's web UI in a real browser (Debian's Chromium via
+// playwright-core): `quire serve` with the real default models on a temporary data
+// directory. Screenshots go to artifacts/e2e/.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { makePdf } from "./make-pdf.mjs";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const shared = process.env.QUIRE_SHARED || resolve(repo, "../shared");
+const bin = process.env.QUIRE_BIN || join(repo, "target/debug/quire");
+const shots = join(repo, "artifacts/e2e");
+const MODES = ["compact", "refine", "tree_summarize", "simple_summarize", "no_text", "accumulate", "compact_accumulate"];
+// The question about wasysym.pdf's page 2 from the shared corpus.
+const question = JSON.parse(readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes('"A23"')));
+
+let server, url, browser, page, dataDir;
+const pageErrors = [];
+
+function startServer() {
+  return new Promise((ok, fail) => {
+    server = spawn(bin, ["serve", "--port", "0", "--data-dir", dataDir], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    server.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/serving on (http:\/\/\S+)/);
+      if (m) ok(m[1]);
+    });
+    server.on("exit", (code) => fail(new Error(`quire serve exited with ${code}: ${out}`)));
+  });
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  dataDir = mkdtempSync(join(tmpdir(), "quire-e2e-"));
+  url = await startServer();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on("pageerror", (e) => pageErrors.push(String(e)));
+  page.on("dialog", (d) => { pageErrors.push(`dialog: ${d.message()}`); d.dismiss(); });
+  // Record whether answer text grew while the message was still streaming.
+  await page.addInitScript(() => {
+    window.__streamed = 0;
+    new MutationObserver(() => {
+      const live = document.querySelector(".msg.assistant.streaming .body");
+      if (live && live.textContent.length > 0) window.__streamed++;
+    }).observe(document, { subtree: true, childList: true, characterData: true });
+  });
+  await page.goto(url);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill("SIGTERM");
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function upload(path, name) {
+  await page.setInputFiles("#file-input", path);
+  await page.waitForSelector(`#documents li:has-text("${name}")`, { timeout: 300_000 });
+}
+
+async function askIn(mode, text) {
+  await page.selectOption("#mode", mode);
+  await page.evaluate(() => { window.__streamed = 0; });
+  const before = await page.locator(".msg.assistant").count();
+  await page.fill("#question", text);
+  await page.press("#question", "Enter");
+  await page.waitForFunction((n) => {
+    const msgs = document.querySelectorAll(".msg.assistant");
+    return msgs.length > n && !msgs[msgs.length - 1].classList.contains("streaming");
+  }, before, { timeout: 600_000 });
+  return page.locator(".msg.assistant").last();
+}
+
+test("upload a corpus PDF and see indexing finish", async () => {
+  await upload(join(shared, "corpus/pdfs", question.file), question.file.replace(/\.pdf$/, ""));
+  await page.screenshot({ path: join(shots, "01-indexed.png") });
+});
+
+for (const mode of MODES) {
+  test(`ask in ${mode} mode: tokens stream, sources show the right file and page`, async () => {
+    const msg = await askIn(mode, question.question);
+    const errors = await msg.locator(".error").count();
+    assert.equal(errors, 0, await msg.innerText());
+    const sources = page.locator("#sources li.source");
+    assert.ok(await sources.count() > 0, "no sources shown");
+    const where = await sources.evaluateAll((lis) => lis.map((li) => `${li.dataset.file} ${li.dataset.pages}`));
+    assert.ok(where.some((w) => w.includes(question.file) && new RegExp(`\\b${question.pages[0]}\\b`).test(w)),
+      `expected ${question.file} p. ${question.pages[0]} among ${where.join("; ")}`);
+    if (mode !== "no_text") {
+      const body = await msg.locator(".body").innerText();
+      assert.ok(body.trim().length > 0, "empty answer");
+      assert.ok(await page.evaluate(() => window.__streamed) > 1, "answer text did not arrive while streaming");
+      assert.match(await msg.locator(".stats").innerText(), /tokens\/s/);
+    }
+    await page.screenshot({ path: join(shots, `02-${mode}.png`) });
+  });
+}
+
+test("stop a generation midway", async () => {
+  await page.selectOption("#mode", "refine");
+  const before = await page.locator(".msg.assistant").count();
+  await page.fill("#question", "Write a long essay on every symbol in this document.");
+  await page.press("#question", "Enter");
+  await page.waitForFunction((n) => {
+    const msgs = document.querySelectorAll(".msg.assistant");
+    const m = msgs[msgs.length - 1];
+    return msgs.length > n && m.classList.contains("streaming") && m.querySelector(".steps .out")?.textContent.length > 0;
+  }, before, { timeout: 300_000 });
+  await page.click("#stop");
+  await page.waitForFunction(() => !document.querySelector(".msg.assistant.streaming"), null, { timeout: 60_000 });
+  assert.match(await page.locator(".msg.assistant").last().locator(".stats").innerText(), /Stopped/);
+  await page.screenshot({ path: join(shots, "03-stopped.png") });
+});
+
+test("reload and find the conversation again", async () => {
+  await page.reload();
+  await page.waitForSelector("#conversations li");
+  const titles = await page.locator("#conversations li .name").allInnerTexts();
+  assert.ok(titles.some((t) => question.question.startsWith(t.replace(/…$/, ""))), titles.join("; "));
+  await page.waitForSelector(".msg.user");
+  assert.ok(await page.locator(".msg.assistant").count() >= MODES.length);
+  await page.screenshot({ path: join(shots, "04-reloaded.png") });
+});
+
+test("document text is shown as text, never run", async () => {
+  const hostile = join(dataDir, "hostile.pdf");
+  makePdf(hostile, [[
+    "Quokkaberry notes: the quokkaberry grows on islands.",
+    "<img src=x onerror=\"window.__pwned=1;alert(1)\">",
+    "<script>window.__pwned=2;alert(2)</script>",
+    "quokkaberry <b>bold</b> end",
+  ]]);
+  await upload(hostile, "hostile");
+  await askIn("no_text", "Where does the quokkaberry grow?");
+  const text = await page.locator("#sources").innerText();
+  assert.ok(text.includes("<img src=x onerror="), `hostile text not shown literally: ${text.slice(0, 300)}`);
+  assert.equal(await page.locator("#sources img, #sources script, #sources b").count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.deepEqual(pageErrors, []);
+  await page.screenshot({ path: join(shots, "05-hostile.png") });
+});

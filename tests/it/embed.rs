@@ -1,0 +1,61 @@
+//! The BERT embedder against sentence-transformers' vectors.
+
+use quire::embed::bert::BertEmbedder;
+use quire::embed::Embedder;
+
+use crate::util;
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64) * (*y as f64)).sum();
+    let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+#[test]
+fn parity_with_sentence_transformers() {
+    let path = util::shared().join("reference/embeddings/all-MiniLM-L6-v2.json");
+    let text = std::fs::read_to_string(&path).expect("reference embeddings");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    let texts: Vec<&str> = rows.iter().map(|r| r["text"].as_str().expect("text")).collect();
+    let want: Vec<Vec<f32>> = rows
+        .iter()
+        .map(|r| {
+            r["embedding"]
+                .as_array()
+                .expect("embedding")
+                .iter()
+                .map(|x| x.as_f64().expect("number") as f32)
+                .collect()
+        })
+        .collect();
+    let emb = BertEmbedder::open(util::default_embedder()).expect("embedder");
+    assert_eq!(emb.dims(), 384);
+    assert_eq!(emb.max_tokens(), 256);
+    // All at once (one padded batch) and one by one must both match.
+    let got = emb.embed(&texts).expect("embed");
+    assert_eq!(got.len(), texts.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let norm: f32 = g.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "row {i} not normalized: {norm}");
+        let c = cosine(g, w);
+        assert!(c >= 0.999, "row {i} ({:?}): cosine {c}", &texts[i]);
+        let alone = emb.embed(&[texts[i]]).expect("embed one");
+        let c1 = cosine(&alone[0], w);
+        assert!(c1 >= 0.999, "row {i} alone: cosine {c1}");
+    }
+}
+
+#[test]
+fn token_counts_and_spans() {
+    let emb = BertEmbedder::open(util::default_embedder()).expect("embedder");
+    let text = "The cat sat on the mat. 响应合成器";
+    let spans = emb.token_spans(text).expect("spans");
+    assert_eq!(emb.count_tokens(text).expect("count"), spans.len() + 2);
+    assert_eq!(&text[spans[0].clone()], "The");
+    assert_eq!(&text[spans.last().expect("last").clone()], "器");
+    // The packaged tokenizer truncates at 128: ours does not.
+    let long = "word ".repeat(300);
+    assert_eq!(emb.count_tokens(&long).expect("count"), 302);
+}
