@@ -10,7 +10,7 @@
 //! The indexes here are plain in-memory structures ([`RetrievalIndex`]) that the
 //! store fills; this room knows nothing of SQLite.
 
-// pub mod bench;
+pub mod bench;
 pub mod bm25;
 pub mod fusion;
 pub mod query_gen;
@@ -347,5 +347,57 @@ impl RetrievalIndex {
             n.chunk = self.chunks.get(&n.chunk_id).cloned();
         }
         Ok(r)
+    }
+}
+
+impl std::fmt::Display for Retrieval {
+    /// The ranked sources with, for each, the rank and raw score every (retriever,
+    /// query) list gave it, as `quire search` prints them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "fusion {} over {}",
+            self.fusion,
+            self.retrievers.join(" + ")
+        )?;
+        for (i, q) in self.queries.iter().enumerate() {
+            let who = if i == 0 { "user" } else { "generated" };
+            writeln!(f, "query q{i} ({who}): {q}")?;
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            write!(
+                f,
+                "\n#{:<2} score {:.4}  chunk {}",
+                i + 1,
+                n.score,
+                n.chunk_id
+            )?;
+            if let Some(c) = &n.chunk {
+                if c.page_start == c.page_end {
+                    write!(f, "  {} p.{}", c.file, c.page_start)?;
+                } else {
+                    write!(f, "  {} pp.{}-{}", c.file, c.page_start, c.page_end)?;
+                }
+            }
+            writeln!(f)?;
+            let why: Vec<String> = n
+                .evidence
+                .iter()
+                .map(|e| {
+                    let name = self.retrievers.get(e.retriever).map_or("?", String::as_str);
+                    format!("{name} q{} #{} ({:.4})", e.query, e.rank, e.score)
+                })
+                .collect();
+            writeln!(f, "    found by: {}", why.join(", "))?;
+            if let Some(c) = &n.chunk {
+                let text: String = c.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let mut short: String = text.chars().take(240).collect();
+                if short.len() < text.len() {
+                    short.push('…');
+                }
+                writeln!(f, "    {short}")?;
+            }
+        }
+        Ok(())
     }
 }
