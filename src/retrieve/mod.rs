@@ -283,6 +283,9 @@ impl RetrievalIndex {
         let mut bb = bm25::Bm25Builder::new();
         let mut infos = HashMap::with_capacity(chunks.len());
         for c in chunks {
+            if infos.contains_key(&c.id) {
+                return Err(Error::Invalid(format!("chunk id {} given twice", c.id)));
+            }
             vb.push(c.id, c.info.doc_id, &c.embedding)?;
             bb.add(c.id, c.info.doc_id, &c.info.text);
             infos.insert(c.id, c.info);
@@ -399,5 +402,205 @@ impl std::fmt::Display for Retrieval {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::llm::{Completion, GenParams, StopReason, TokenSink};
+
+    /// Counts of the words `apple`, `banana`, `cherry`: a toy embedding.
+    struct Fruit;
+    impl Embedder for Fruit {
+        fn dims(&self) -> usize {
+            3
+        }
+        fn max_tokens(&self) -> usize {
+            512
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    ["apple", "banana", "cherry"]
+                        .iter()
+                        .map(|w| t.matches(w).count() as f32 + 0.01)
+                        .collect()
+                })
+                .collect())
+        }
+    }
+
+    /// Writes the same variants for every prompt.
+    struct Variants(&'static str);
+    impl Llm for Variants {
+        fn context_window(&self) -> usize {
+            2048
+        }
+        fn count_tokens(&self, text: &str) -> Result<usize> {
+            Ok(text.len())
+        }
+        fn complete(
+            &self,
+            _prompt: &str,
+            _params: &GenParams,
+            _cancel: &Cancel,
+            sink: &mut TokenSink<'_>,
+        ) -> Result<Completion> {
+            sink(self.0)?;
+            Ok(Completion {
+                text: self.0.to_string(),
+                prompt_tokens: 0,
+                output_tokens: 0,
+                stop: StopReason::EndToken,
+                prompt_secs: 0.0,
+                gen_secs: 0.0,
+            })
+        }
+    }
+
+    fn chunk(id: i64, doc_id: i64, page: u32, text: &str) -> IndexedChunk {
+        IndexedChunk {
+            id,
+            info: ChunkInfo {
+                doc_id,
+                file: format!("doc{doc_id}.pdf"),
+                page_start: page,
+                page_end: page,
+                text: text.to_string(),
+            },
+            embedding: Fruit.embed(&[text]).unwrap().remove(0),
+        }
+    }
+
+    fn index() -> RetrievalIndex {
+        RetrievalIndex::build(vec![
+            chunk(1, 1, 1, "apple apple pie"),
+            chunk(2, 1, 2, "banana bread"),
+            chunk(3, 2, 5, "cherry tart with apple"),
+            chunk(4, 2, 6, "plain water"),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn search_fuses_both_retrievers_and_fills_the_chunks() {
+        let ix = index();
+        let r = ix
+            .search(
+                "apple",
+                &Fruit,
+                None,
+                &RetrieveOptions::default(),
+                &Cancel::new(),
+            )
+            .unwrap();
+        assert_eq!(r.queries, vec!["apple"]);
+        assert_eq!(r.retrievers, vec!["vector", "bm25"]);
+        let first = &r.nodes[0];
+        assert_eq!(first.chunk_id, 1);
+        let info = first.chunk.as_ref().unwrap();
+        assert_eq!((info.file.as_str(), info.page_start), ("doc1.pdf", 1));
+        // Chunk 1 is first for both retrievers: 1/60 + 1/60.
+        assert!((first.score - 2.0 / 60.0).abs() < 1e-12);
+        assert_eq!(first.evidence.len(), 2);
+        assert!(first.evidence.iter().all(|e| e.rank == 1 && e.query == 0));
+        // The vector retriever returns every chunk, BM25 only those with "apple".
+        let bm25_found: Vec<i64> = r
+            .nodes
+            .iter()
+            .filter(|n| n.evidence.iter().any(|e| e.retriever == 1))
+            .map(|n| n.chunk_id)
+            .collect();
+        assert_eq!(bm25_found, vec![1, 3]);
+        let shown = r.to_string();
+        assert!(shown.contains("vector q0 #1"), "{shown}");
+        assert!(shown.contains("doc1.pdf p.1"), "{shown}");
+    }
+
+    #[test]
+    fn generated_queries_are_run_and_reported() {
+        let ix = index();
+        let opts = RetrieveOptions {
+            num_queries: 3,
+            retrievers: vec![RetrieverKind::Bm25],
+            ..RetrieveOptions::default()
+        };
+        let llm = Variants("1. banana\n2. cherry\n");
+        let r = ix
+            .search("apple", &Fruit, Some(&llm), &opts, &Cancel::new())
+            .unwrap();
+        assert_eq!(r.queries, vec!["apple", "banana", "cherry"]);
+        let by_query = |q: usize| -> Vec<i64> {
+            r.nodes
+                .iter()
+                .filter(|n| n.evidence.iter().any(|e| e.query == q))
+                .map(|n| n.chunk_id)
+                .collect()
+        };
+        assert_eq!(by_query(1), vec![2]);
+        assert_eq!(by_query(2), vec![3]);
+        // Without an LLM, more than one query is an error, not a silent fallback.
+        assert!(ix
+            .search("apple", &Fruit, None, &opts, &Cancel::new())
+            .is_err());
+    }
+
+    #[test]
+    fn filter_cancel_and_bad_input() {
+        let ix = index();
+        let opts = RetrieveOptions {
+            filter: Some(DocFilter::new([2])),
+            ..RetrieveOptions::default()
+        };
+        let r = ix
+            .search("apple", &Fruit, None, &opts, &Cancel::new())
+            .unwrap();
+        assert!(r
+            .nodes
+            .iter()
+            .all(|n| n.chunk.as_ref().unwrap().doc_id == 2));
+        assert!(!r.nodes.is_empty());
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert!(matches!(
+            ix.search("apple", &Fruit, None, &RetrieveOptions::default(), &cancel),
+            Err(Error::Cancelled)
+        ));
+        let none = RetrieveOptions::default();
+        assert!(ix
+            .search("  ", &Fruit, None, &none, &Cancel::new())
+            .is_err());
+        let zero = RetrieveOptions {
+            top_k: 0,
+            ..RetrieveOptions::default()
+        };
+        assert!(ix
+            .search("apple", &Fruit, None, &zero, &Cancel::new())
+            .is_err());
+        assert!(RetrievalIndex::build(vec![chunk(1, 1, 1, "a"), chunk(1, 1, 2, "b")]).is_err());
+        assert_eq!(
+            RetrieverKind::parse_list("bm25, vector,bm25").unwrap(),
+            vec![RetrieverKind::Bm25, RetrieverKind::Vector]
+        );
+        assert!(RetrieverKind::parse_list("vector,sql").is_err());
+        assert!(RetrieverKind::parse_list(",").is_err());
+    }
+
+    #[test]
+    fn an_empty_index_finds_nothing() {
+        let ix = RetrievalIndex::build(Vec::new()).unwrap();
+        let r = ix
+            .search(
+                "apple",
+                &Fruit,
+                None,
+                &RetrieveOptions::default(),
+                &Cancel::new(),
+            )
+            .unwrap();
+        assert!(r.nodes.is_empty());
     }
 }

@@ -132,15 +132,15 @@ impl VectorIndex {
     /// The `k` rows most similar to `query` (cosine), best first; ties go to the
     /// earlier row.
     pub fn search(&self, query: &[f32], k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
         if query.len() != self.dims {
             return Err(Error::Invalid(format!(
                 "query embedding has {} dimensions, the index {}",
                 query.len(),
                 self.dims
             )));
-        }
-        if k == 0 || self.is_empty() {
-            return Ok(Vec::new());
         }
         let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
         if !norm.is_finite() {
