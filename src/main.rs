@@ -36,6 +36,28 @@ enum Cmd {
         #[command(flatten)]
         data: DataDir,
     },
+    /// Retrieve the sources for a question and show why each was chosen.
+    Search {
+        question: String,
+        /// Sources to keep after fusion.
+        #[arg(long, default_value_t = 5)]
+        top_k: usize,
+        /// reciprocal_rerank, relative_score, dist_based_score or simple.
+        #[arg(long, default_value = "reciprocal_rerank")]
+        fusion: quire::retrieve::FusionMode,
+        /// Queries in all, the question included (above 1 the LLM writes the rest).
+        #[arg(long, default_value_t = 1)]
+        queries: usize,
+        /// Comma-separated: vector, bm25.
+        #[arg(long, default_value = "vector,bm25")]
+        retrievers: String,
+        /// PDFs to index in memory (stand-in until the store is wired in).
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks: print figures (one JSON object with --json).
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -58,6 +80,34 @@ enum BenchCmd {
         /// Runs (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
+    },
+    /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
+    /// fused, by language.
+    Retrieval {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// The PDFs to index.
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        /// One JSON question a line (id, lang, file, pages, question).
+        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+        questions: PathBuf,
+        /// Fusion mode of the fused set.
+        #[arg(long, default_value = "reciprocal_rerank")]
+        fusion: quire::retrieve::FusionMode,
+    },
+    /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
+    RetrievalScale {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Comma-separated index sizes.
+        #[arg(long, default_value = "10000,100000,1000000")]
+        sizes: String,
+        /// Queries timed per size.
+        #[arg(long, default_value_t = 50)]
+        queries: usize,
     },
 }
 
@@ -111,7 +161,104 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             chunks,
             runs,
         }) => bench_embed(json, &reference, chunks, runs),
+        Cmd::Search {
+            question,
+            top_k,
+            fusion,
+            queries,
+            retrievers,
+            pdfs,
+            json,
+        } => {
+            let opts = quire::retrieve::RetrieveOptions {
+                top_k,
+                fusion,
+                num_queries: queries,
+                retrievers: quire::retrieve::RetrieverKind::parse_list(&retrievers)?,
+                ..Default::default()
+            };
+            search(&question, &opts, &pdfs, json)
+        }
+        Cmd::Bench(BenchCmd::Retrieval {
+            json,
+            pdfs,
+            questions,
+            fusion,
+        }) => bench_retrieval(json, &pdfs, &questions, fusion),
+        Cmd::Bench(BenchCmd::RetrievalScale {
+            json,
+            sizes,
+            queries,
+        }) => {
+            let sizes = sizes
+                .split(',')
+                .map(|s| s.trim().parse::<usize>())
+                .collect::<Result<Vec<_>, _>>()
+                .context("--sizes: comma-separated numbers")?;
+            let params = quire::retrieve::bench::ScaleParams {
+                sizes,
+                queries,
+                ..Default::default()
+            };
+            let r = quire::retrieve::bench::scale(&params, |m| eprintln!("{m}"))?;
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                print!("{r}");
+            }
+            Ok(())
+        }
     }
+}
+
+/// The default embedder and an in-memory retrieval index over the PDFs in `pdfs`.
+fn pdf_index(
+    pdfs: &Path,
+) -> anyhow::Result<(
+    quire::embed::bert::BertEmbedder,
+    quire::retrieve::RetrievalIndex,
+)> {
+    let emb = quire::embed::bert::BertEmbedder::open(quire::models::default_embedder()?)?;
+    eprintln!("indexing {} ...", pdfs.display());
+    let chunks = quire::retrieve::bench::index_pdf_dir(pdfs, &emb)?;
+    Ok((emb, quire::retrieve::RetrievalIndex::build(chunks)?))
+}
+
+fn search(
+    question: &str,
+    opts: &quire::retrieve::RetrieveOptions,
+    pdfs: &Path,
+    json: bool,
+) -> anyhow::Result<()> {
+    if opts.num_queries > 1 {
+        anyhow::bail!("--queries above 1 needs the LLM, which this build cannot load yet");
+    }
+    let (emb, index) = pdf_index(pdfs)?;
+    let cancel = quire::llm::Cancel::new();
+    let r = index.search(question, &emb, None, opts, &cancel)?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print!("{r}");
+    }
+    Ok(())
+}
+
+fn bench_retrieval(
+    json: bool,
+    pdfs: &Path,
+    questions: &Path,
+    fusion: quire::retrieve::FusionMode,
+) -> anyhow::Result<()> {
+    let qs = quire::retrieve::bench::load_questions(questions)?;
+    let (emb, index) = pdf_index(pdfs)?;
+    let r = quire::retrieve::bench::quality(&index, &emb, None, &qs, fusion, 1)?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print!("{r}");
+    }
+    Ok(())
 }
 
 fn models(model: Option<PathBuf>) -> anyhow::Result<()> {

@@ -1,1 +1,606 @@
 //! Retrieval: vector and BM25 retrievers, query generation, rank fusion.
+//!
+//! Quire retrieves the way LlamaIndex's `QueryFusionRetriever` does (after
+//! RAG-fusion): the LLM may write variants of the question ([`query_gen`]), every
+//! query runs through every [`Retriever`] ([`vector`], [`bm25`]), and the ranked
+//! lists are fused ([`fusion`]) into the top-k [`SourceNode`]s. Each source node keeps,
+//! for every (query, retriever) list that found it, its rank and raw score, so the UI
+//! can show why a chunk was chosen.
+//!
+//! The indexes here are plain in-memory structures ([`RetrievalIndex`]) that the
+//! store fills; this room knows nothing of SQLite.
+
+pub mod bench;
+pub mod bm25;
+pub mod fusion;
+pub mod query_gen;
+pub mod text;
+pub mod vector;
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::Embedder;
+use crate::llm::{Cancel, Llm};
+use crate::{Error, Result};
+
+pub use bm25::Bm25Index;
+pub use fusion::{Evidence, FusionMode};
+pub use vector::VectorIndex;
+
+/// One retriever's answer for one chunk: its id and the retriever's raw score
+/// (cosine for the vector retriever, BM25 for the BM25 retriever).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub chunk_id: i64,
+    pub score: f32,
+}
+
+/// Restricts retrieval to some documents.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocFilter {
+    docs: HashSet<i64>,
+}
+
+impl DocFilter {
+    /// Only chunks of these documents.
+    pub fn new(docs: impl IntoIterator<Item = i64>) -> Self {
+        Self {
+            docs: docs.into_iter().collect(),
+        }
+    }
+    /// Whether `doc_id` passes.
+    pub fn allows(&self, doc_id: i64) -> bool {
+        self.docs.contains(&doc_id)
+    }
+}
+
+/// Finds the chunks that best match a query.
+pub trait Retriever: Send + Sync {
+    /// Short name shown with the evidence: `vector`, `bm25`.
+    fn name(&self) -> &str;
+    /// At most `top_k` hits, best first, only from `filter`'s documents when given.
+    fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>>;
+}
+
+impl<T: Retriever + ?Sized> Retriever for &T {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
+        (**self).retrieve(query, top_k, filter)
+    }
+}
+
+/// The retrievers Quire has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrieverKind {
+    Vector,
+    Bm25,
+}
+
+impl RetrieverKind {
+    /// Its name in settings, on the command line and in the evidence.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetrieverKind::Vector => "vector",
+            RetrieverKind::Bm25 => "bm25",
+        }
+    }
+    /// Parse a comma-separated list such as `vector,bm25`.
+    pub fn parse_list(s: &str) -> Result<Vec<RetrieverKind>> {
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let k = part.parse()?;
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::Invalid(
+                "no retriever given (use vector, bm25)".into(),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl std::str::FromStr for RetrieverKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "vector" => Ok(RetrieverKind::Vector),
+            "bm25" => Ok(RetrieverKind::Bm25),
+            other => Err(Error::Invalid(format!(
+                "unknown retriever {other:?} (use vector, bm25)"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for RetrieverKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the side panel shows about a chunk besides its scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkInfo {
+    pub doc_id: i64,
+    /// The PDF's file name.
+    pub file: String,
+    /// First and last page the chunk spans, 1-based.
+    pub page_start: u32,
+    pub page_end: u32,
+    pub text: String,
+}
+
+/// One chunk as the store hands it to the retrieval indexes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedChunk {
+    pub id: i64,
+    pub info: ChunkInfo,
+    /// L2-normalized embedding.
+    pub embedding: Vec<f32>,
+}
+
+/// A fused result: a chunk, its fused score, and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceNode {
+    pub chunk_id: i64,
+    /// The fusion mode's score (higher is better).
+    pub score: f64,
+    /// For each (query, retriever) list that found the chunk: rank and raw score.
+    pub evidence: Vec<Evidence>,
+    /// Text, file and pages; `None` until filled from the index or the store.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<ChunkInfo>,
+}
+
+/// How to retrieve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrieveOptions {
+    /// Source nodes to keep after fusion.
+    pub top_k: usize,
+    /// Hits each retriever returns per query before fusion (LlamaIndex's
+    /// per-retriever `similarity_top_k`); `None` means `max(top_k, 10)`.
+    pub candidates: Option<usize>,
+    pub fusion: FusionMode,
+    /// Queries in all, the user's included; above 1 the LLM writes the rest.
+    pub num_queries: usize,
+    pub retrievers: Vec<RetrieverKind>,
+    /// Retriever weights for the score-based fusions, one per retriever (they are
+    /// normalized to sum to 1); `None` means equal weights.
+    pub weights: Option<Vec<f64>>,
+    /// Restrict retrieval to these documents.
+    #[serde(skip)]
+    pub filter: Option<DocFilter>,
+}
+
+impl Default for RetrieveOptions {
+    fn default() -> Self {
+        Self {
+            top_k: 5,
+            candidates: None,
+            fusion: FusionMode::ReciprocalRerank,
+            num_queries: 1,
+            retrievers: vec![RetrieverKind::Vector, RetrieverKind::Bm25],
+            weights: None,
+            filter: None,
+        }
+    }
+}
+
+impl RetrieveOptions {
+    /// Hits asked of each retriever per query.
+    pub fn candidates(&self) -> usize {
+        self.candidates
+            .unwrap_or(self.top_k.max(10))
+            .max(self.top_k)
+    }
+}
+
+/// The result of one retrieval: the queries run and the fused source nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retrieval {
+    /// The user's query first, then the generated ones.
+    pub queries: Vec<String>,
+    /// Retriever names, in the order of [`Evidence::retriever`] indices.
+    pub retrievers: Vec<String>,
+    pub fusion: FusionMode,
+    pub nodes: Vec<SourceNode>,
+}
+
+/// Run `retrievers` for `query` (and, when `opts.num_queries > 1` and an LLM is
+/// given, for its generated variants), then fuse.
+pub fn retrieve(
+    query: &str,
+    retrievers: &[&dyn Retriever],
+    llm: Option<&dyn Llm>,
+    opts: &RetrieveOptions,
+    cancel: &Cancel,
+) -> Result<Retrieval> {
+    if query.trim().is_empty() {
+        return Err(Error::Invalid("empty query".into()));
+    }
+    if retrievers.is_empty() {
+        return Err(Error::Invalid("no retriever".into()));
+    }
+    if opts.top_k == 0 {
+        return Err(Error::Invalid("top_k must be at least 1".into()));
+    }
+    let num_queries = opts.num_queries.max(1);
+    let queries = match (num_queries, llm) {
+        (1, _) => vec![query.to_string()],
+        (n, Some(llm)) => query_gen::generate_queries(llm, query, n, cancel)?,
+        (_, None) => {
+            return Err(Error::Invalid(
+                "query generation needs an LLM (or use num_queries = 1)".into(),
+            ))
+        }
+    };
+    let weights = fusion::normalized_weights(opts.weights.as_deref(), retrievers.len())?;
+    let candidates = opts.candidates();
+    let mut lists = Vec::with_capacity(queries.len() * retrievers.len());
+    for (qi, q) in queries.iter().enumerate() {
+        for (ri, r) in retrievers.iter().enumerate() {
+            cancel.check()?;
+            let hits = r.retrieve(q, candidates, opts.filter.as_ref())?;
+            lists.push(fusion::RankedList {
+                query: qi,
+                retriever: ri,
+                hits,
+            });
+        }
+    }
+    let nodes = fusion::fuse(&lists, opts.fusion, &weights, num_queries, opts.top_k);
+    Ok(Retrieval {
+        queries,
+        retrievers: retrievers.iter().map(|r| r.name().to_string()).collect(),
+        fusion: opts.fusion,
+        nodes,
+    })
+}
+
+/// The in-memory retrieval indexes over one set of chunks, with the chunks' text,
+/// file and pages for the source nodes.
+#[derive(Debug, Default)]
+pub struct RetrievalIndex {
+    pub vector: VectorIndex,
+    pub bm25: Bm25Index,
+    chunks: HashMap<i64, ChunkInfo>,
+}
+
+impl RetrievalIndex {
+    /// Build both indexes. All embeddings must have the same length.
+    pub fn build(chunks: Vec<IndexedChunk>) -> Result<Self> {
+        let dims = chunks.first().map_or(0, |c| c.embedding.len());
+        let mut vb = vector::VectorIndexBuilder::new(dims);
+        let mut bb = bm25::Bm25Builder::new();
+        let mut infos = HashMap::with_capacity(chunks.len());
+        for c in chunks {
+            if infos.contains_key(&c.id) {
+                return Err(Error::Invalid(format!("chunk id {} given twice", c.id)));
+            }
+            vb.push(c.id, c.info.doc_id, &c.embedding)?;
+            bb.add(c.id, c.info.doc_id, &c.info.text);
+            infos.insert(c.id, c.info);
+        }
+        Ok(Self {
+            vector: vb.build(),
+            bm25: bb.build(),
+            chunks: infos,
+        })
+    }
+
+    /// Chunks indexed.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// Text, file and pages of a chunk.
+    pub fn chunk(&self, id: i64) -> Option<&ChunkInfo> {
+        self.chunks.get(&id)
+    }
+
+    /// The retrievers of `kinds` over this index; the vector one embeds queries
+    /// with `embedder`.
+    pub fn retrievers<'a>(
+        &'a self,
+        kinds: &[RetrieverKind],
+        embedder: &'a dyn Embedder,
+    ) -> Vec<Box<dyn Retriever + 'a>> {
+        kinds
+            .iter()
+            .map(|k| -> Box<dyn Retriever + 'a> {
+                match k {
+                    RetrieverKind::Vector => Box::new(vector::VectorRetriever {
+                        index: &self.vector,
+                        embedder,
+                    }),
+                    RetrieverKind::Bm25 => Box::new(&self.bm25),
+                }
+            })
+            .collect()
+    }
+
+    /// [`retrieve`] over this index, with the source nodes' text, file and pages
+    /// filled in.
+    pub fn search(
+        &self,
+        query: &str,
+        embedder: &dyn Embedder,
+        llm: Option<&dyn Llm>,
+        opts: &RetrieveOptions,
+        cancel: &Cancel,
+    ) -> Result<Retrieval> {
+        let boxed = self.retrievers(&opts.retrievers, embedder);
+        let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
+        let mut r = retrieve(query, &refs, llm, opts, cancel)?;
+        for n in &mut r.nodes {
+            n.chunk = self.chunks.get(&n.chunk_id).cloned();
+        }
+        Ok(r)
+    }
+}
+
+impl std::fmt::Display for Retrieval {
+    /// The ranked sources with, for each, the rank and raw score every (retriever,
+    /// query) list gave it, as `quire search` prints them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "fusion {} over {}",
+            self.fusion,
+            self.retrievers.join(" + ")
+        )?;
+        for (i, q) in self.queries.iter().enumerate() {
+            let who = if i == 0 { "user" } else { "generated" };
+            writeln!(f, "query q{i} ({who}): {q}")?;
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            write!(
+                f,
+                "\n#{:<2} score {:.4}  chunk {}",
+                i + 1,
+                n.score,
+                n.chunk_id
+            )?;
+            if let Some(c) = &n.chunk {
+                if c.page_start == c.page_end {
+                    write!(f, "  {} p.{}", c.file, c.page_start)?;
+                } else {
+                    write!(f, "  {} pp.{}-{}", c.file, c.page_start, c.page_end)?;
+                }
+            }
+            writeln!(f)?;
+            let why: Vec<String> = n
+                .evidence
+                .iter()
+                .map(|e| {
+                    let name = self.retrievers.get(e.retriever).map_or("?", String::as_str);
+                    format!("{name} q{} #{} ({:.4})", e.query, e.rank, e.score)
+                })
+                .collect();
+            writeln!(f, "    found by: {}", why.join(", "))?;
+            if let Some(c) = &n.chunk {
+                let text: String = c.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let mut short: String = text.chars().take(240).collect();
+                if short.len() < text.len() {
+                    short.push('…');
+                }
+                writeln!(f, "    {short}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::llm::{Completion, GenParams, StopReason, TokenSink};
+
+    /// Counts of the words `apple`, `banana`, `cherry`: a toy embedding.
+    struct Fruit;
+    impl Embedder for Fruit {
+        fn dims(&self) -> usize {
+            3
+        }
+        fn max_tokens(&self) -> usize {
+            512
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    ["apple", "banana", "cherry"]
+                        .iter()
+                        .map(|w| t.matches(w).count() as f32 + 0.01)
+                        .collect()
+                })
+                .collect())
+        }
+    }
+
+    /// Writes the same variants for every prompt.
+    struct Variants(&'static str);
+    impl Llm for Variants {
+        fn context_window(&self) -> usize {
+            2048
+        }
+        fn count_tokens(&self, text: &str) -> Result<usize> {
+            Ok(text.len())
+        }
+        fn complete(
+            &self,
+            _prompt: &str,
+            _params: &GenParams,
+            _cancel: &Cancel,
+            sink: &mut TokenSink<'_>,
+        ) -> Result<Completion> {
+            sink(self.0)?;
+            Ok(Completion {
+                text: self.0.to_string(),
+                prompt_tokens: 0,
+                output_tokens: 0,
+                stop: StopReason::EndToken,
+                prompt_secs: 0.0,
+                gen_secs: 0.0,
+            })
+        }
+    }
+
+    fn chunk(id: i64, doc_id: i64, page: u32, text: &str) -> IndexedChunk {
+        IndexedChunk {
+            id,
+            info: ChunkInfo {
+                doc_id,
+                file: format!("doc{doc_id}.pdf"),
+                page_start: page,
+                page_end: page,
+                text: text.to_string(),
+            },
+            embedding: Fruit.embed(&[text]).unwrap().remove(0),
+        }
+    }
+
+    fn index() -> RetrievalIndex {
+        RetrievalIndex::build(vec![
+            chunk(1, 1, 1, "apple apple pie"),
+            chunk(2, 1, 2, "banana bread"),
+            chunk(3, 2, 5, "cherry tart with apple"),
+            chunk(4, 2, 6, "plain water"),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn search_fuses_both_retrievers_and_fills_the_chunks() {
+        let ix = index();
+        let r = ix
+            .search(
+                "apple",
+                &Fruit,
+                None,
+                &RetrieveOptions::default(),
+                &Cancel::new(),
+            )
+            .unwrap();
+        assert_eq!(r.queries, vec!["apple"]);
+        assert_eq!(r.retrievers, vec!["vector", "bm25"]);
+        let first = &r.nodes[0];
+        assert_eq!(first.chunk_id, 1);
+        let info = first.chunk.as_ref().unwrap();
+        assert_eq!((info.file.as_str(), info.page_start), ("doc1.pdf", 1));
+        // Chunk 1 is first for both retrievers: 1/60 + 1/60.
+        assert!((first.score - 2.0 / 60.0).abs() < 1e-12);
+        assert_eq!(first.evidence.len(), 2);
+        assert!(first.evidence.iter().all(|e| e.rank == 1 && e.query == 0));
+        // The vector retriever returns every chunk, BM25 only those with "apple".
+        let bm25_found: Vec<i64> = r
+            .nodes
+            .iter()
+            .filter(|n| n.evidence.iter().any(|e| e.retriever == 1))
+            .map(|n| n.chunk_id)
+            .collect();
+        assert_eq!(bm25_found, vec![1, 3]);
+        let shown = r.to_string();
+        assert!(shown.contains("vector q0 #1"), "{shown}");
+        assert!(shown.contains("doc1.pdf p.1"), "{shown}");
+    }
+
+    #[test]
+    fn generated_queries_are_run_and_reported() {
+        let ix = index();
+        let opts = RetrieveOptions {
+            num_queries: 3,
+            retrievers: vec![RetrieverKind::Bm25],
+            ..RetrieveOptions::default()
+        };
+        let llm = Variants("1. banana\n2. cherry\n");
+        let r = ix
+            .search("apple", &Fruit, Some(&llm), &opts, &Cancel::new())
+            .unwrap();
+        assert_eq!(r.queries, vec!["apple", "banana", "cherry"]);
+        let by_query = |q: usize| -> Vec<i64> {
+            r.nodes
+                .iter()
+                .filter(|n| n.evidence.iter().any(|e| e.query == q))
+                .map(|n| n.chunk_id)
+                .collect()
+        };
+        assert_eq!(by_query(1), vec![2]);
+        assert_eq!(by_query(2), vec![3]);
+        // Without an LLM, more than one query is an error, not a silent fallback.
+        assert!(ix
+            .search("apple", &Fruit, None, &opts, &Cancel::new())
+            .is_err());
+    }
+
+    #[test]
+    fn filter_cancel_and_bad_input() {
+        let ix = index();
+        let opts = RetrieveOptions {
+            filter: Some(DocFilter::new([2])),
+            ..RetrieveOptions::default()
+        };
+        let r = ix
+            .search("apple", &Fruit, None, &opts, &Cancel::new())
+            .unwrap();
+        assert!(r
+            .nodes
+            .iter()
+            .all(|n| n.chunk.as_ref().unwrap().doc_id == 2));
+        assert!(!r.nodes.is_empty());
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert!(matches!(
+            ix.search("apple", &Fruit, None, &RetrieveOptions::default(), &cancel),
+            Err(Error::Cancelled)
+        ));
+        let none = RetrieveOptions::default();
+        assert!(ix
+            .search("  ", &Fruit, None, &none, &Cancel::new())
+            .is_err());
+        let zero = RetrieveOptions {
+            top_k: 0,
+            ..RetrieveOptions::default()
+        };
+        assert!(ix
+            .search("apple", &Fruit, None, &zero, &Cancel::new())
+            .is_err());
+        assert!(RetrievalIndex::build(vec![chunk(1, 1, 1, "a"), chunk(1, 1, 2, "b")]).is_err());
+        assert_eq!(
+            RetrieverKind::parse_list("bm25, vector,bm25").unwrap(),
+            vec![RetrieverKind::Bm25, RetrieverKind::Vector]
+        );
+        assert!(RetrieverKind::parse_list("vector,sql").is_err());
+        assert!(RetrieverKind::parse_list(",").is_err());
+    }
+
+    #[test]
+    fn an_empty_index_finds_nothing() {
+        let ix = RetrievalIndex::build(Vec::new()).unwrap();
+        let r = ix
+            .search(
+                "apple",
+                &Fruit,
+                None,
+                &RetrieveOptions::default(),
+                &Cancel::new(),
+            )
+            .unwrap();
+        assert!(r.nodes.is_empty());
+    }
+}

@@ -8,3 +8,4 @@ mod embed;
 mod llm;
 mod server;
 mod synth_parity;
+mod retrieve;

@@ -1,0 +1,741 @@
+//! Retrieval benchmarks: quality over the shared corpus (`quire bench retrieval`) and
+//! latency at scale over synthetic chunks (`quire bench retrieval-scale`).
+//!
+//! Quality: every question of `questions.jsonl` is asked of the vector retriever
+//! alone, BM25 alone and both fused; a question is a hit at k when one of the first
+//! k source nodes is from the question's file and its pages include an expected
+//! page. Reported per retriever set and language: hit@1, hit@3, hit@5, hit@10 and
+//! MRR (over the first 10).
+//!
+//! Until the store lands, [`pdf_pages`] and [`chunk_pages`] stand in for ingestion:
+//! pages come from poppler's `pdftotext` (installed by the test set-up) and are cut
+//! into windows of the embedder's tokens, one page at a time.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::bm25::Bm25Builder;
+use super::vector::{VectorIndexBuilder, VectorRetriever};
+use super::{
+    retrieve, ChunkInfo, FusionMode, IndexedChunk, RetrievalIndex, RetrieveOptions, Retriever,
+    RetrieverKind,
+};
+use crate::embed::Embedder;
+use crate::llm::{Cancel, Llm};
+use crate::{Error, Result};
+
+/// One question of the corpus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    pub id: String,
+    /// `en` or `zh`.
+    pub lang: String,
+    /// The PDF's file name.
+    pub file: String,
+    /// 1-based physical pages where the answer is.
+    pub pages: Vec<u32>,
+    pub question: String,
+}
+
+/// Read a `questions.jsonl` file (other fields are ignored).
+pub fn load_questions(path: &Path) -> Result<Vec<Question>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| Error::Invalid(format!("{} line {}: {e}", path.display(), i + 1)))
+        })
+        .collect()
+}
+
+/// The text of each page of `pdf`, by poppler's `pdftotext` (pages are separated by
+/// form feeds). A stand-in for the ingestion pipeline in benchmarks.
+pub fn pdf_pages(pdf: &Path) -> Result<Vec<String>> {
+    let out = Command::new("pdftotext")
+        .args(["-q", "-enc", "UTF-8"])
+        .arg(pdf)
+        .arg("-")
+        .output()
+        .map_err(|e| Error::Pdf {
+            file: pdf.to_path_buf(),
+            page: None,
+            reason: format!("cannot run pdftotext (install poppler-utils): {e}"),
+        })?;
+    if !out.status.success() {
+        return Err(Error::Pdf {
+            file: pdf.to_path_buf(),
+            page: None,
+            reason: format!("pdftotext failed: {}", String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut pages: Vec<String> = text.split('\u{c}').map(str::to_string).collect();
+    // pdftotext ends the last page with a form feed too.
+    if pages.last().is_some_and(|p| p.trim().is_empty()) {
+        pages.pop();
+    }
+    Ok(pages)
+}
+
+/// A piece of a page, before embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageChunk {
+    pub file: String,
+    /// 1-based.
+    pub page: u32,
+    pub text: String,
+}
+
+/// Cut each page into windows of at most `window` of the embedder's tokens,
+/// overlapping by `overlap` tokens; whitespace is collapsed and empty pages skipped.
+pub fn chunk_pages(
+    file: &str,
+    pages: &[String],
+    embedder: &dyn Embedder,
+    window: usize,
+    overlap: usize,
+) -> Result<Vec<PageChunk>> {
+    if window == 0 || overlap >= window {
+        return Err(Error::Invalid(format!(
+            "chunk window {window} must be above its overlap {overlap}"
+        )));
+    }
+    let mut out = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        let text = page.split_whitespace().collect::<Vec<_>>().join(" ");
+        if text.is_empty() {
+            continue;
+        }
+        let spans = embedder.token_spans(&text)?;
+        let page_no = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let mut start = 0;
+        while start < spans.len() {
+            let end = (start + window).min(spans.len());
+            let (a, b) = (spans[start].start, spans[end - 1].end);
+            if let Some(t) = text.get(a..b) {
+                out.push(PageChunk {
+                    file: file.to_string(),
+                    page: page_no,
+                    text: t.to_string(),
+                });
+            }
+            if end == spans.len() {
+                break;
+            }
+            start = end - overlap;
+        }
+    }
+    Ok(out)
+}
+
+/// Embed `chunks` into [`IndexedChunk`]s (ids from 1, one document id per file).
+pub fn embed_chunks(chunks: &[PageChunk], embedder: &dyn Embedder) -> Result<Vec<IndexedChunk>> {
+    let mut files: Vec<&str> = Vec::new();
+    let mut out = Vec::with_capacity(chunks.len());
+    for batch in chunks.chunks(64) {
+        let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
+        let vecs = embedder.embed(&texts)?;
+        for (c, embedding) in batch.iter().zip(vecs) {
+            let doc = match files.iter().position(|f| *f == c.file) {
+                Some(d) => d,
+                None => {
+                    files.push(&c.file);
+                    files.len() - 1
+                }
+            };
+            out.push(IndexedChunk {
+                id: out.len() as i64 + 1,
+                info: ChunkInfo {
+                    doc_id: doc as i64 + 1,
+                    file: c.file.clone(),
+                    page_start: c.page,
+                    page_end: c.page,
+                    text: c.text.clone(),
+                },
+                embedding,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Index every PDF in `dir` (sorted by name) with the stand-in pipeline: pdftotext
+/// pages, windows of 200 tokens overlapping by 40, embedded by `embedder`.
+pub fn index_pdf_dir(dir: &Path, embedder: &dyn Embedder) -> Result<Vec<IndexedChunk>> {
+    let mut pdfs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
+        .collect();
+    pdfs.sort();
+    if pdfs.is_empty() {
+        return Err(Error::Invalid(format!("no PDF in {}", dir.display())));
+    }
+    let window = embedder.max_tokens().saturating_sub(2).clamp(16, 200);
+    let mut chunks = Vec::new();
+    for pdf in &pdfs {
+        let name = pdf
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        chunks.extend(chunk_pages(
+            &name,
+            &pdf_pages(pdf)?,
+            embedder,
+            window,
+            window / 5,
+        )?);
+    }
+    embed_chunks(&chunks, embedder)
+}
+
+/// Hit rates and MRR of one retriever set over some questions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QualityRow {
+    /// `vector`, `bm25` or `fused`.
+    pub retrievers: String,
+    /// `en`, `zh` or `all`.
+    pub lang: String,
+    pub questions: usize,
+    pub hit1: f64,
+    pub hit3: f64,
+    pub hit5: f64,
+    pub hit10: f64,
+    pub mrr: f64,
+}
+
+/// Where each question's first relevant source was, per retriever set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuestionResult {
+    pub id: String,
+    pub lang: String,
+    /// 1-based rank of the first relevant source among the first 10, per retriever
+    /// set in the order of [`QualityReport::sets`].
+    pub ranks: Vec<Option<usize>>,
+}
+
+/// The figures of `quire bench retrieval`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QualityReport {
+    pub chunks: usize,
+    pub fusion: FusionMode,
+    pub num_queries: usize,
+    pub sets: Vec<String>,
+    pub rows: Vec<QualityRow>,
+    pub per_question: Vec<QuestionResult>,
+    /// Seconds to answer all questions with all retriever sets.
+    pub search_secs: f64,
+}
+
+/// Ask every question of `questions` with vector only, BM25 only, and both fused
+/// (with `fusion` and `num_queries`, the LLM writing variants when above 1).
+pub fn quality(
+    index: &RetrievalIndex,
+    embedder: &dyn Embedder,
+    llm: Option<&dyn Llm>,
+    questions: &[Question],
+    fusion: FusionMode,
+    num_queries: usize,
+) -> Result<QualityReport> {
+    let sets: [(&str, Vec<RetrieverKind>, usize); 3] = [
+        ("vector", vec![RetrieverKind::Vector], 1),
+        ("bm25", vec![RetrieverKind::Bm25], 1),
+        (
+            "fused",
+            vec![RetrieverKind::Vector, RetrieverKind::Bm25],
+            num_queries,
+        ),
+    ];
+    let cancel = Cancel::new();
+    let started = Instant::now();
+    let mut per_question = Vec::with_capacity(questions.len());
+    for q in questions {
+        let mut ranks = Vec::with_capacity(sets.len());
+        for (_, kinds, nq) in &sets {
+            let opts = RetrieveOptions {
+                top_k: 10,
+                fusion,
+                num_queries: *nq,
+                retrievers: kinds.clone(),
+                ..RetrieveOptions::default()
+            };
+            let r = index.search(&q.question, embedder, llm, &opts, &cancel)?;
+            let rank = r.nodes.iter().position(|n| {
+                n.chunk.as_ref().is_some_and(|c| {
+                    c.file == q.file
+                        && q.pages
+                            .iter()
+                            .any(|p| (c.page_start..=c.page_end).contains(p))
+                })
+            });
+            ranks.push(rank.map(|r| r + 1));
+        }
+        per_question.push(QuestionResult {
+            id: q.id.clone(),
+            lang: q.lang.clone(),
+            ranks,
+        });
+    }
+    let search_secs = started.elapsed().as_secs_f64();
+    let mut rows = Vec::new();
+    for (si, (name, _, _)) in sets.iter().enumerate() {
+        for lang in ["en", "zh", "all"] {
+            let rs: Vec<Option<usize>> = per_question
+                .iter()
+                .filter(|r| lang == "all" || r.lang == lang)
+                .map(|r| r.ranks[si])
+                .collect();
+            if rs.is_empty() {
+                continue;
+            }
+            let n = rs.len() as f64;
+            let hit = |k: usize| rs.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n;
+            let mrr = rs
+                .iter()
+                .map(|r| r.map_or(0.0, |r| 1.0 / r as f64))
+                .sum::<f64>()
+                / n;
+            rows.push(QualityRow {
+                retrievers: name.to_string(),
+                lang: lang.to_string(),
+                questions: rs.len(),
+                hit1: hit(1),
+                hit3: hit(3),
+                hit5: hit(5),
+                hit10: hit(10),
+                mrr,
+            });
+        }
+    }
+    Ok(QualityReport {
+        chunks: index.len(),
+        fusion,
+        num_queries,
+        sets: sets.iter().map(|s| s.0.to_string()).collect(),
+        rows,
+        per_question,
+        search_secs,
+    })
+}
+
+impl fmt::Display for QualityReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "retrieval quality: {} chunks, fusion {}, {} quer{} for fused",
+            self.chunks,
+            self.fusion,
+            self.num_queries,
+            if self.num_queries == 1 { "y" } else { "ies" }
+        )?;
+        writeln!(
+            f,
+            "{:<8} {:<4} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "set", "lang", "n", "hit@1", "hit@3", "hit@5", "hit@10", "MRR"
+        )?;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "{:<8} {:<4} {:>3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
+                r.retrievers, r.lang, r.questions, r.hit1, r.hit3, r.hit5, r.hit10, r.mrr
+            )?;
+        }
+        let misses: Vec<String> = self
+            .per_question
+            .iter()
+            .filter(|q| q.ranks.last().is_some_and(|r| r.is_none_or(|r| r > 5)))
+            .map(|q| q.id.clone())
+            .collect();
+        writeln!(f, "fused misses at 5: {}", misses.join(" "))?;
+        writeln!(
+            f,
+            "search time (all questions, all sets): {:.2} s",
+            self.search_secs
+        )
+    }
+}
+
+/// An embedder that returns a vector fixed in advance, so that the scale benchmark
+/// measures retrieval, not the model.
+pub struct FixedEmbedder(pub Vec<f32>);
+
+impl Embedder for FixedEmbedder {
+    fn dims(&self) -> usize {
+        self.0.len()
+    }
+    fn max_tokens(&self) -> usize {
+        usize::MAX
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|_| self.0.clone()).collect())
+    }
+}
+
+/// A small xorshift generator: synthetic data needs speed and repeatability, not
+/// quality.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// A term rank in `0..vocab` with density about 1/rank (Zipf's law, s = 1).
+    fn zipf(&mut self, vocab: usize) -> usize {
+        let r = ((vocab as f64).ln() * self.unit()).exp() as usize;
+        r.saturating_sub(1).min(vocab.saturating_sub(1))
+    }
+}
+
+/// Settings of the scale benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleParams {
+    pub sizes: Vec<usize>,
+    pub dims: usize,
+    /// Distinct words of the synthetic texts.
+    pub vocab: usize,
+    /// Words per synthetic chunk.
+    pub words_per_chunk: usize,
+    /// Words per query.
+    pub words_per_query: usize,
+    /// Queries timed per size.
+    pub queries: usize,
+    pub top_k: usize,
+}
+
+impl Default for ScaleParams {
+    fn default() -> Self {
+        Self {
+            sizes: vec![10_000, 100_000, 1_000_000],
+            dims: 384,
+            vocab: 50_000,
+            words_per_chunk: 120,
+            words_per_query: 6,
+            queries: 50,
+            top_k: 5,
+        }
+    }
+}
+
+/// Latency figures at one index size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleRow {
+    pub chunks: usize,
+    pub build_secs: f64,
+    pub vector_mb: f64,
+    pub bm25_mb: f64,
+    pub bm25_postings: usize,
+    /// One fused query (vector + BM25, one query, reciprocal rerank), milliseconds.
+    pub fused_p50_ms: f64,
+    pub fused_p95_ms: f64,
+    pub vector_p50_ms: f64,
+    pub bm25_p50_ms: f64,
+}
+
+/// The figures of `quire bench retrieval-scale`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleReport {
+    pub params: ScaleParams,
+    pub rows: Vec<ScaleRow>,
+}
+
+impl fmt::Display for ScaleReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.params;
+        writeln!(
+            f,
+            "retrieval latency: synthetic chunks, {}-d vectors, {} words each from a \
+             {}-word Zipf vocabulary; {}-word queries, top {}, {} queries per size \
+             (query embedding precomputed)",
+            p.dims, p.words_per_chunk, p.vocab, p.words_per_query, p.top_k, p.queries
+        )?;
+        writeln!(
+            f,
+            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>10} {:>10} {:>10}",
+            "chunks",
+            "build s",
+            "vector MB",
+            "bm25 MB",
+            "fused p50",
+            "fused p95",
+            "vec p50",
+            "bm25 p50"
+        )?;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "{:>9} {:>8.1} {:>9.0} {:>8.0} {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms",
+                r.chunks,
+                r.build_secs,
+                r.vector_mb,
+                r.bm25_mb,
+                r.fused_p50_ms,
+                r.fused_p95_ms,
+                r.vector_p50_ms,
+                r.bm25_p50_ms
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Percentile `p` (0..=1) of `xs`, by nearest rank.
+fn percentile(xs: &mut [f64], p: f64) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.sort_by(f64::total_cmp);
+    let i = ((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1;
+    xs[i]
+}
+
+fn random_unit_vector(rng: &mut Rng, dims: usize, out: &mut Vec<f32>) {
+    out.clear();
+    out.extend((0..dims).map(|_| (rng.unit() * 2.0 - 1.0) as f32));
+    let n = out
+        .iter()
+        .map(|x| x * x)
+        .sum::<f32>()
+        .sqrt()
+        .max(f32::MIN_POSITIVE);
+    out.iter_mut().for_each(|x| *x /= n);
+}
+
+/// Time one fused query (vector + BM25) at each of `params.sizes` synthetic chunks.
+/// `progress` is told what is being done.
+pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<ScaleReport> {
+    if params.dims == 0 || params.vocab == 0 || params.queries == 0 || params.top_k == 0 {
+        return Err(Error::Invalid(
+            "dims, vocab, queries and top_k must be at least 1".into(),
+        ));
+    }
+    let mut rows = Vec::new();
+    for &n in &params.sizes {
+        progress(&format!("building {n} synthetic chunks"));
+        let started = Instant::now();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ n as u64);
+        let mut vb = VectorIndexBuilder::new(params.dims);
+        vb.reserve(n);
+        let mut bb = Bm25Builder::new();
+        let term_ids: Vec<u32> = (0..params.vocab)
+            .map(|i| bb.term_id(&format!("w{i}")))
+            .collect();
+        let mut v = Vec::with_capacity(params.dims);
+        let mut terms = Vec::with_capacity(params.words_per_chunk);
+        for i in 0..n {
+            random_unit_vector(&mut rng, params.dims, &mut v);
+            let doc = (i / 50) as i64;
+            vb.push(i as i64, doc, &v)?;
+            terms.clear();
+            terms.extend((0..params.words_per_chunk).map(|_| term_ids[rng.zipf(params.vocab)]));
+            bb.add_term_ids(i as i64, doc, &mut terms);
+        }
+        let vector = vb.build();
+        let bm25 = bb.build();
+        let build_secs = started.elapsed().as_secs_f64();
+        progress(&format!(
+            "timing {} queries over {n} chunks",
+            params.queries
+        ));
+        let queries: Vec<(String, Vec<f32>)> = (0..params.queries)
+            .map(|_| {
+                let words: Vec<String> = (0..params.words_per_query)
+                    .map(|_| format!("w{}", rng.zipf(params.vocab)))
+                    .collect();
+                let mut q = Vec::with_capacity(params.dims);
+                random_unit_vector(&mut rng, params.dims, &mut q);
+                (words.join(" "), q)
+            })
+            .collect();
+        let opts = RetrieveOptions {
+            top_k: params.top_k,
+            ..RetrieveOptions::default()
+        };
+        let cancel = Cancel::new();
+        let (mut fused, mut vec_ms, mut bm25_ms) = (Vec::new(), Vec::new(), Vec::new());
+        for (text, qv) in &queries {
+            let embedder = FixedEmbedder(qv.clone());
+            let vr = VectorRetriever {
+                index: &vector,
+                embedder: &embedder,
+            };
+            let t = Instant::now();
+            let r = retrieve(text, &[&vr, &bm25], None, &opts, &cancel)?;
+            fused.push(t.elapsed().as_secs_f64() * 1e3);
+            std::hint::black_box(r);
+            let t = Instant::now();
+            std::hint::black_box(vr.retrieve(text, opts.candidates(), None)?);
+            vec_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            std::hint::black_box(bm25.retrieve(text, opts.candidates(), None)?);
+            bm25_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        rows.push(ScaleRow {
+            chunks: n,
+            build_secs,
+            vector_mb: vector.bytes() as f64 / 1e6,
+            bm25_mb: bm25.bytes() as f64 / 1e6,
+            bm25_postings: bm25.postings(),
+            fused_p50_ms: percentile(&mut fused, 0.5),
+            fused_p95_ms: percentile(&mut fused, 0.95),
+            vector_p50_ms: percentile(&mut vec_ms, 0.5),
+            bm25_p50_ms: percentile(&mut bm25_ms, 0.5),
+        });
+    }
+    Ok(ScaleReport {
+        params: params.clone(),
+        rows,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let mut xs = vec![5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(percentile(&mut xs, 0.5), 3.0);
+        assert_eq!(percentile(&mut xs, 0.95), 5.0);
+        assert_eq!(percentile(&mut [], 0.5), 0.0);
+    }
+
+    #[test]
+    fn zipf_ranks_stay_in_the_vocabulary_and_favour_low_ranks() {
+        let mut rng = Rng(42);
+        let draws: Vec<usize> = (0..10_000).map(|_| rng.zipf(1000)).collect();
+        assert!(draws.iter().all(|&r| r < 1000));
+        let low = draws.iter().filter(|&&r| r < 10).count();
+        let high = draws.iter().filter(|&&r| (990..1000).contains(&r)).count();
+        assert!(low > 10 * high, "{low} vs {high}");
+    }
+
+    #[test]
+    fn scale_runs_on_a_tiny_index() {
+        let params = ScaleParams {
+            sizes: vec![300],
+            dims: 8,
+            vocab: 100,
+            queries: 3,
+            ..ScaleParams::default()
+        };
+        let r = scale(&params, |_| {}).unwrap();
+        assert_eq!(r.rows.len(), 1);
+        assert_eq!(r.rows[0].chunks, 300);
+        assert!(r.rows[0].bm25_postings > 300);
+    }
+
+    /// Splits on spaces, one token a word.
+    struct Words;
+    impl Embedder for Words {
+        fn dims(&self) -> usize {
+            2
+        }
+        fn max_tokens(&self) -> usize {
+            8
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+    }
+
+    #[test]
+    fn pages_are_cut_into_overlapping_windows() {
+        let pages = vec![
+            "a b c d\n e f g".to_string(),
+            "   ".to_string(),
+            "h".to_string(),
+        ];
+        let got = chunk_pages("x.pdf", &pages, &Words, 3, 1).unwrap();
+        let texts: Vec<(&str, u32)> = got.iter().map(|c| (c.text.as_str(), c.page)).collect();
+        assert_eq!(
+            texts,
+            vec![("a b c", 1), ("c d e", 1), ("e f g", 1), ("h", 3)]
+        );
+        assert!(chunk_pages("x.pdf", &pages, &Words, 2, 2).is_err());
+        let indexed = embed_chunks(&got, &Words).unwrap();
+        assert_eq!(indexed.len(), 4);
+        assert_eq!(indexed[3].info.page_start, 3);
+        assert_eq!(indexed[3].id, 4);
+    }
+
+    #[test]
+    fn quality_counts_hits_by_file_and_page() {
+        let chunks = vec![
+            IndexedChunk {
+                id: 1,
+                info: ChunkInfo {
+                    doc_id: 1,
+                    file: "a.pdf".into(),
+                    page_start: 2,
+                    page_end: 2,
+                    text: "apt-mark hold keeps a package".into(),
+                },
+                embedding: vec![1.0, 0.0],
+            },
+            IndexedChunk {
+                id: 2,
+                info: ChunkInfo {
+                    doc_id: 2,
+                    file: "b.pdf".into(),
+                    page_start: 7,
+                    page_end: 7,
+                    text: "宏包 的 说明".into(),
+                },
+                embedding: vec![0.0, 1.0],
+            },
+        ];
+        let index = RetrievalIndex::build(chunks).unwrap();
+        let questions = vec![
+            Question {
+                id: "Q1".into(),
+                lang: "en".into(),
+                file: "a.pdf".into(),
+                pages: vec![2],
+                question: "how to hold a package".into(),
+            },
+            Question {
+                id: "Q2".into(),
+                lang: "zh".into(),
+                file: "b.pdf".into(),
+                pages: vec![9],
+                question: "宏包".into(),
+            },
+        ];
+        // The fixed query vector favours chunk 1 for the vector retriever.
+        let r = quality(
+            &index,
+            &FixedEmbedder(vec![1.0, 0.0]),
+            None,
+            &questions,
+            FusionMode::ReciprocalRerank,
+            1,
+        )
+        .unwrap();
+        // Q1: chunk 1 is first everywhere. Q2: the page is wrong, never a hit.
+        assert_eq!(r.per_question[0].ranks, vec![Some(1), Some(1), Some(1)]);
+        assert_eq!(r.per_question[1].ranks, vec![None, None, None]);
+        let all_fused = r
+            .rows
+            .iter()
+            .find(|x| x.retrievers == "fused" && x.lang == "all")
+            .unwrap();
+        assert_eq!(all_fused.questions, 2);
+        assert!((all_fused.hit1 - 0.5).abs() < 1e-12);
+        assert!((all_fused.mrr - 0.5).abs() < 1e-12);
+        assert!(r.to_string().contains("fused misses at 5: Q2"));
+    }
+}

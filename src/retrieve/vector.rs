@@ -1,0 +1,437 @@
+//! The vector retriever: exact top-k by cosine over all chunk embeddings.
+//!
+//! Embeddings live in one contiguous, row-major `Vec<f32>`, L2-normalized, so cosine
+//! is a dot product and a query is one linear scan with a bounded heap (no
+//! allocation per row). Rows are grouped by document, so a document filter scans
+//! only the filtered documents' rows. On x86-64 with AVX2+FMA the scan runs a
+//! vectorized kernel chosen at run time.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use super::{DocFilter, Hit, Retriever};
+use crate::embed::Embedder;
+use crate::{Error, Result};
+
+/// Exact cosine search over normalized embeddings.
+#[derive(Debug, Default, Clone)]
+pub struct VectorIndex {
+    dims: usize,
+    ids: Vec<i64>,
+    docs: Vec<i64>,
+    data: Vec<f32>,
+    /// `(doc_id, first row, end row)`, rows of a document being contiguous.
+    doc_ranges: Vec<(i64, usize, usize)>,
+}
+
+/// Collects embeddings for a [`VectorIndex`].
+#[derive(Debug, Default)]
+pub struct VectorIndexBuilder {
+    dims: usize,
+    rows: Vec<(i64, i64)>,
+    data: Vec<f32>,
+}
+
+impl VectorIndexBuilder {
+    /// Embeddings of length `dims`.
+    pub fn new(dims: usize) -> Self {
+        Self {
+            dims,
+            ..Self::default()
+        }
+    }
+
+    /// Room for `n` more rows.
+    pub fn reserve(&mut self, n: usize) {
+        self.rows.reserve(n);
+        self.data.reserve(n * self.dims);
+    }
+
+    /// Add a chunk's embedding; it is normalized here (a zero vector stays zero).
+    pub fn push(&mut self, chunk_id: i64, doc_id: i64, embedding: &[f32]) -> Result<()> {
+        if embedding.len() != self.dims {
+            return Err(Error::Invalid(format!(
+                "chunk {chunk_id}: embedding has {} dimensions, the index {}",
+                embedding.len(),
+                self.dims
+            )));
+        }
+        if embedding.iter().any(|x| !x.is_finite()) {
+            return Err(Error::Invalid(format!(
+                "chunk {chunk_id}: embedding is not finite"
+            )));
+        }
+        let norm = embedding.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let inv = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+        self.data.extend(embedding.iter().map(|x| x * inv));
+        self.rows.push((chunk_id, doc_id));
+        Ok(())
+    }
+
+    /// Rows grouped by document (stable within one).
+    pub fn build(self) -> VectorIndex {
+        let dims = self.dims;
+        let n = self.rows.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| self.rows[i].1);
+        let in_order = order.iter().enumerate().all(|(a, &b)| a == b);
+        let data = if in_order || dims == 0 {
+            self.data
+        } else {
+            let mut d = Vec::with_capacity(self.data.len());
+            for &i in &order {
+                d.extend_from_slice(&self.data[i * dims..(i + 1) * dims]);
+            }
+            d
+        };
+        let ids: Vec<i64> = order.iter().map(|&i| self.rows[i].0).collect();
+        let docs: Vec<i64> = order.iter().map(|&i| self.rows[i].1).collect();
+        let mut doc_ranges: Vec<(i64, usize, usize)> = Vec::new();
+        for (row, &doc) in docs.iter().enumerate() {
+            match doc_ranges.last_mut() {
+                Some(last) if last.0 == doc => last.2 = row + 1,
+                _ => doc_ranges.push((doc, row, row + 1)),
+            }
+        }
+        VectorIndex {
+            dims,
+            ids,
+            docs,
+            data,
+            doc_ranges,
+        }
+    }
+}
+
+impl VectorIndex {
+    /// Vector length.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Rows indexed.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Bytes held by the embeddings.
+    pub fn bytes(&self) -> usize {
+        self.data.len() * 4 + self.ids.len() * 16
+    }
+
+    /// Document of a row.
+    pub fn doc_of_row(&self, row: usize) -> Option<i64> {
+        self.docs.get(row).copied()
+    }
+
+    /// The `k` rows most similar to `query` (cosine), best first; ties go to the
+    /// earlier row.
+    pub fn search(&self, query: &[f32], k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
+        if query.len() != self.dims {
+            return Err(Error::Invalid(format!(
+                "query embedding has {} dimensions, the index {}",
+                query.len(),
+                self.dims
+            )));
+        }
+        let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if !norm.is_finite() {
+            return Err(Error::Invalid("query embedding is not finite".into()));
+        }
+        let inv = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+        let q: Vec<f32> = query.iter().map(|x| x * inv).collect();
+        let mut top = TopK::new(k);
+        match filter {
+            None => self.scan(&q, 0, self.len(), &mut top),
+            Some(f) => {
+                for &(doc, start, end) in &self.doc_ranges {
+                    if f.allows(doc) {
+                        self.scan(&q, start, end, &mut top);
+                    }
+                }
+            }
+        }
+        Ok(top
+            .into_sorted()
+            .into_iter()
+            .map(|(score, row)| Hit {
+                chunk_id: self.ids[row],
+                score,
+            })
+            .collect())
+    }
+
+    fn scan(&self, q: &[f32], start: usize, end: usize, top: &mut TopK) {
+        let rows = &self.data[start * self.dims..end * self.dims];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                // SAFETY: the CPU has the features `scan_avx2` is compiled for.
+                unsafe { scan_avx2(rows, q, start, top) };
+                return;
+            }
+        }
+        scan_impl::<false>(rows, q, start, top);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn scan_avx2(rows: &[f32], q: &[f32], first_row: usize, top: &mut TopK) {
+    scan_impl::<true>(rows, q, first_row, top);
+}
+
+#[inline(always)]
+fn scan_impl<const FMA: bool>(rows: &[f32], q: &[f32], first_row: usize, top: &mut TopK) {
+    let dims = q.len();
+    if dims == 0 {
+        return;
+    }
+    for (i, row) in rows.chunks_exact(dims).enumerate() {
+        let s = dot::<FMA>(row, q);
+        if s > top.threshold() {
+            top.push(s, first_row + i);
+        }
+    }
+}
+
+#[inline(always)]
+fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    const L: usize = 16;
+    let mut acc = [0f32; L];
+    let ca = a.chunks_exact(L);
+    let cb = b.chunks_exact(L);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..L {
+            acc[i] = if FMA {
+                x[i].mul_add(y[i], acc[i])
+            } else {
+                acc[i] + x[i] * y[i]
+            };
+        }
+    }
+    let mut s = 0.0;
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    // Pairwise sum of the lanes.
+    let mut w = L;
+    while w > 1 {
+        w /= 2;
+        for i in 0..w {
+            acc[i] += acc[i + w];
+        }
+    }
+    acc[0] + s
+}
+
+/// A bounded min-heap keeping the `k` best `(score, row)` pairs.
+pub(crate) struct TopK {
+    k: usize,
+    heap: BinaryHeap<Entry>,
+}
+
+#[derive(Clone, Copy)]
+struct Entry(f32, usize);
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    /// "Greater" means worse, so the heap's top is the worst kept entry: lower score,
+    /// or on a tie the later row.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.total_cmp(&self.0).then(self.1.cmp(&o.1))
+    }
+}
+
+impl TopK {
+    pub(crate) fn new(k: usize) -> Self {
+        Self {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    /// Scores at or below this cannot enter (ties keep the earlier row, and rows
+    /// come in increasing order).
+    #[inline]
+    pub(crate) fn threshold(&self) -> f32 {
+        if self.heap.len() < self.k {
+            f32::NEG_INFINITY
+        } else {
+            self.heap.peek().map_or(f32::NEG_INFINITY, |e| e.0)
+        }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, score: f32, row: usize) {
+        if self.k == 0 {
+            return;
+        }
+        let e = Entry(score, row);
+        if self.heap.len() < self.k {
+            self.heap.push(e);
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if e < *worst {
+                *worst = e;
+            }
+        }
+    }
+
+    /// Best first.
+    pub(crate) fn into_sorted(self) -> Vec<(f32, usize)> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|e| (e.0, e.1))
+            .collect()
+    }
+}
+
+/// [`VectorIndex`] with the embedder that turns queries into vectors.
+pub struct VectorRetriever<'a> {
+    pub index: &'a VectorIndex,
+    pub embedder: &'a dyn Embedder,
+}
+
+impl Retriever for VectorRetriever<'_> {
+    fn name(&self) -> &str {
+        "vector"
+    }
+    fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
+        let mut v = self.embedder.embed(&[query])?;
+        let q = v
+            .pop()
+            .ok_or_else(|| Error::Invalid("the embedder returned no vector".into()))?;
+        self.index.search(&q, top_k, filter)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn index(rows: &[(i64, i64, [f32; 3])]) -> VectorIndex {
+        let mut b = VectorIndexBuilder::new(3);
+        for (id, doc, v) in rows {
+            b.push(*id, *doc, v).unwrap();
+        }
+        b.build()
+    }
+
+    #[test]
+    fn exact_top_k_by_cosine() {
+        let ix = index(&[
+            (1, 10, [1.0, 0.0, 0.0]),
+            (2, 20, [0.0, 1.0, 0.0]),
+            (3, 10, [1.0, 1.0, 0.0]),
+            (4, 20, [-1.0, 0.0, 0.0]),
+        ]);
+        let hits = ix.search(&[2.0, 0.0, 0.0], 3, None).unwrap();
+        let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
+        assert_eq!(ids, vec![1, 3, 2]);
+        assert!((hits[0].score - 1.0).abs() < 1e-6);
+        assert!((hits[1].score - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert!(hits[2].score.abs() < 1e-6);
+    }
+
+    #[test]
+    fn filter_restricts_to_documents() {
+        let ix = index(&[
+            (1, 10, [1.0, 0.0, 0.0]),
+            (2, 20, [0.9, 0.1, 0.0]),
+            (3, 10, [0.0, 1.0, 0.0]),
+        ]);
+        let f = DocFilter::new([10]);
+        let ids: Vec<i64> = ix
+            .search(&[0.0, 1.0, 0.0], 5, Some(&f))
+            .unwrap()
+            .iter()
+            .map(|h| h.chunk_id)
+            .collect();
+        assert_eq!(ids, vec![3, 1]);
+        assert!(ix
+            .search(&[1.0, 0.0, 0.0], 5, Some(&DocFilter::new([99])))
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn ties_keep_the_earlier_row_and_bad_input_is_an_error() {
+        let ix = index(&[
+            (7, 1, [1.0, 0.0, 0.0]),
+            (5, 1, [1.0, 0.0, 0.0]),
+            (6, 1, [1.0, 0.0, 0.0]),
+        ]);
+        let ids: Vec<i64> = ix
+            .search(&[1.0, 0.0, 0.0], 2, None)
+            .unwrap()
+            .iter()
+            .map(|h| h.chunk_id)
+            .collect();
+        assert_eq!(ids, vec![7, 5]);
+        assert!(ix.search(&[1.0, 0.0], 2, None).is_err());
+        assert!(ix.search(&[f32::NAN, 0.0, 0.0], 2, None).is_err());
+        let mut b = VectorIndexBuilder::new(3);
+        assert!(b.push(1, 1, &[1.0]).is_err());
+    }
+
+    #[test]
+    fn kernel_matches_a_plain_dot_product_on_many_rows() {
+        // Odd dimensions exercise the remainder path.
+        let dims = 37;
+        let mut state = 12345u64;
+        let mut rnd = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2000) as f32 / 1000.0 - 1.0
+        };
+        let mut b = VectorIndexBuilder::new(dims);
+        let mut rows = Vec::new();
+        for i in 0..500 {
+            let v: Vec<f32> = (0..dims).map(|_| rnd()).collect();
+            b.push(i, i % 7, &v).unwrap();
+            rows.push(v);
+        }
+        let ix = b.build();
+        let q: Vec<f32> = (0..dims).map(|_| rnd()).collect();
+        let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let mut expect: Vec<(f32, i64)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let rn = r.iter().map(|x| x * x).sum::<f32>().sqrt();
+                (
+                    r.iter().zip(&q).map(|(a, b)| a * b).sum::<f32>() / rn / qn,
+                    i as i64,
+                )
+            })
+            .collect();
+        expect.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let got = ix.search(&q, 10, None).unwrap();
+        for (g, e) in got.iter().zip(&expect) {
+            assert_eq!(g.chunk_id, e.1);
+            assert!((g.score - e.0).abs() < 1e-5);
+        }
+    }
+}
