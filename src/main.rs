@@ -20,6 +20,26 @@ enum Cmd {
         #[arg(long)]
         model: Option<PathBuf>,
     },
+    /// Extract one PDF in this process and print it as JSON (the isolated extractor's child).
+    #[command(name = "__extract", hide = true)]
+    ExtractChild { file: PathBuf },
+    /// Measure a part of Quire and print its figures.
+    Bench {
+        #[command(subcommand)]
+        what: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// PDF text extraction against `pdftotext -layout`: per-page word F1 and pages/s.
+    Extract {
+        /// Folder of PDFs (default: ../shared/corpus/pdfs).
+        dir: Option<PathBuf>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() {
@@ -33,7 +53,22 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Models { model } => models(model),
+        Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),
+        Cmd::Bench { what } => match what {
+            Bench::Extract { dir, json } => bench_extract(dir, json),
+        },
     }
+}
+
+fn bench_extract(dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
+    let report = quire::ingest::pdf::bench::bench(&dir)?;
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
 }
 
 fn models(model: Option<PathBuf>) -> anyhow::Result<()> {

@@ -4,7 +4,7 @@
 //! XObjects, spaces and line breaks inferred from glyph positions, ligatures
 //! normalized. A page without text (a scan) has empty text.
 //!
-//! This runs in the calling process; [`super::extract`] runs it in a child process
+//! This runs in the calling process; [`extract_isolated`] and [`Extractor`] run it in a child process
 //! with time and memory limits, which is what untrusted files need.
 
 use std::path::Path;
@@ -12,16 +12,32 @@ use std::path::Path;
 use super::{ExtractedDoc, ExtractedPage};
 use crate::{Error, Result};
 
+pub mod bench;
 mod builtin;
 mod cid;
 mod cmap;
 mod content;
 mod encoding;
 mod font;
+mod isolate;
 mod layout;
 mod tables;
 
 pub use encoding::normalize_ligatures;
+pub use isolate::{child_main, extract_isolated, Extractor, Limits, CHILD_COMMAND, EXE_ENV};
+
+/// The shared corpus of PDFs: `$QUIRE_SHARED/corpus/pdfs`, else `../shared/corpus/pdfs`
+/// from the current folder, else next to the source checkout.
+pub fn default_corpus() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("QUIRE_SHARED") {
+        return std::path::PathBuf::from(d).join("corpus/pdfs");
+    }
+    let here = std::path::PathBuf::from("../shared/corpus/pdfs");
+    if here.is_dir() {
+        return here;
+    }
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/pdfs")
+}
 
 /// The most any single stream may decompress to (a guard against decompression bombs).
 const MAX_STREAM: usize = 64 * 1024 * 1024;
