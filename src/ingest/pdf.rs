@@ -24,7 +24,9 @@ mod layout;
 mod tables;
 
 pub use encoding::normalize_ligatures;
-pub use isolate::{child_main, extract_isolated, Extractor, Limits, CHILD_COMMAND, EXE_ENV};
+pub use isolate::{
+    child_main, extract_isolated, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
+};
 
 /// The shared corpus of PDFs: `$QUIRE_SHARED/corpus/pdfs`, else `../shared/corpus/pdfs`
 /// from the current folder, else next to the source checkout.

@@ -310,6 +310,27 @@ fn isolation_stops_a_child_over_its_memory_limit() {
     assert!(r.contains("memory"), "{r}");
 }
 
+/// The debug-build fault hook makes the child overflow its stack or hang: each is
+/// reported as such, and the next file is read as usual.
+#[cfg(debug_assertions)]
+#[test]
+fn isolation_reports_a_crash_and_a_hang() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = save(&mut doc_with(KNOWN), dir.path(), "good.pdf");
+    let crash = extractor().with_env(pdf::FAULT_ENV, "stack");
+    let r = reason(crash.extract(&good), &good);
+    assert!(r.contains("stack overflow"), "{r}");
+    let hang = extractor()
+        .with_env(pdf::FAULT_ENV, "loop")
+        .with_limits(Limits {
+            time: Duration::from_millis(500),
+            ..Limits::default()
+        });
+    let r = reason(hang.extract(&good), &good);
+    assert!(r.contains("time limit"), "{r}");
+    assert!(extractor().extract(&good).is_ok());
+}
+
 #[test]
 fn missing_file_is_an_error_not_a_crash() {
     let p = Path::new("/nonexistent/quire-test.pdf");

@@ -167,11 +167,8 @@ impl<'a> Interpreter<'a> {
             }
             let a = &op.operands;
             match op.operator.as_str() {
-                "q" => {
-                    if stack.len() < 1024 {
-                        stack.push(st.clone());
-                    }
-                }
+                // Deeper nesting than this is hostile; its saves are dropped.
+                "q" if stack.len() < 1024 => stack.push(st.clone()),
                 "Q" => {
                     if let Some(s) = stack.pop() {
                         st = s;

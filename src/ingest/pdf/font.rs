@@ -68,7 +68,7 @@ fn dict_get<'a>(doc: &'a Document, d: &'a Dictionary, key: &[u8]) -> Option<&'a 
     d.get(key).ok().map(|o| deref(doc, o))
 }
 
-fn as_dict<'a>(o: &'a Object) -> Option<&'a Dictionary> {
+fn as_dict(o: &Object) -> Option<&Dictionary> {
     match o {
         Object::Dictionary(d) => Some(d),
         Object::Stream(s) => Some(&s.dict),

@@ -58,6 +58,7 @@ enum Reply {
 pub struct Extractor {
     exe: PathBuf,
     limits: Limits,
+    env: Vec<(String, String)>,
 }
 
 impl Extractor {
@@ -66,6 +67,7 @@ impl Extractor {
         Extractor {
             exe: exe.into(),
             limits: Limits::default(),
+            env: Vec::new(),
         }
     }
 
@@ -100,6 +102,14 @@ impl Extractor {
         self
     }
 
+    /// The same extractor with an environment variable set in its children (tests use
+    /// it for the debug-build fault hook, see [`child_main`]).
+    #[doc(hidden)]
+    pub fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
     /// The limits of each extraction.
     pub fn limits(&self) -> Limits {
         self.limits
@@ -117,7 +127,8 @@ impl Extractor {
             .arg(path)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         limit_child(&mut cmd, &self.limits);
         let start = Instant::now();
         let mut child = cmd.spawn().map_err(|e| Error::io(&self.exe, e))?;
@@ -288,10 +299,37 @@ pub fn extract_isolated(path: &Path) -> Result<ExtractedDoc> {
     Extractor::from_env()?.extract(path)
 }
 
+/// In debug builds, the child fails on purpose as `$QUIRE_TEST_EXTRACT_FAULT` says
+/// (`stack`: overflow its stack; `loop`: never finish), so that tests can check
+/// how crashes and hangs are reported without a hostile PDF for each.
+pub const FAULT_ENV: &str = "QUIRE_TEST_EXTRACT_FAULT";
+
+#[cfg(debug_assertions)]
+fn test_fault() {
+    fn deep(n: u64) -> u64 {
+        let frame = std::hint::black_box([n; 256]);
+        if n == u64::MAX {
+            return 0;
+        }
+        deep(n + 1).wrapping_add(frame[7])
+    }
+    match std::env::var(FAULT_ENV).as_deref() {
+        Ok("stack") => {
+            std::hint::black_box(deep(0));
+        }
+        Ok("loop") => loop {
+            std::thread::park();
+        },
+        _ => {}
+    }
+}
+
 /// The child's side (`quire __extract FILE`): extract `path` in this process and
 /// write the reply as JSON on stdout. Errors about the file are part of the reply;
 /// an `Err` here means stdout could not be written.
 pub fn child_main(path: &Path) -> std::io::Result<()> {
+    #[cfg(debug_assertions)]
+    test_fault();
     let reply = match super::extract(path) {
         Ok(doc) => Reply::Ok(doc),
         Err(Error::Pdf { page, reason, .. }) => Reply::Err { page, reason },
