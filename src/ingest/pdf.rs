@@ -28,6 +28,15 @@ pub use isolate::{
     child_main, extract_isolated, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
 };
 
+/// The numbers of the pages of `doc` without text (scans, figures, blank pages).
+pub fn pages_without_text(doc: &ExtractedDoc) -> Vec<u32> {
+    doc.pages
+        .iter()
+        .filter(|p| p.text.trim().is_empty())
+        .map(|p| p.number)
+        .collect()
+}
+
 /// The shared corpus of PDFs: `$QUIRE_SHARED/corpus/pdfs`, else `../shared/corpus/pdfs`
 /// from the current folder, else next to the source checkout.
 pub fn default_corpus() -> std::path::PathBuf {

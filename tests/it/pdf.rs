@@ -144,6 +144,7 @@ fn page_without_text_is_empty() {
     let doc = pdf::extract(&path).expect("extract");
     assert_eq!(doc.pages.len(), 1);
     assert_eq!(doc.pages[0].text, "");
+    assert_eq!(pdf::pages_without_text(&doc), [1]);
 }
 
 #[test]
