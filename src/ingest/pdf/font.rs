@@ -6,19 +6,22 @@
 //! `/Widths`. Type0 fonts use the codes of their CMap (Identity-H: two bytes, code =
 //! CID) and the descendant's `/W`. A ToUnicode CMap, when present, wins.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 use lopdf::{Dictionary, Document, Object};
 
 use super::cid;
 use super::cmap::ToUnicode;
-use super::encoding::{self, CodeMap};
+use super::encoding;
 
 /// One glyph of a shown string.
 #[derive(Debug, Clone)]
 pub struct Glyph {
     /// Its text, possibly empty when unknown.
-    pub text: String,
+    pub text: Rc<str>,
     /// Advance width in text space units (1 = the font size).
     pub width: f64,
     /// The single-byte code 32, to which word spacing (`Tw`) applies.
@@ -28,7 +31,8 @@ pub struct Glyph {
 #[derive(Debug)]
 enum Kind {
     Simple {
-        codes: CodeMap,
+        /// Text per code, ToUnicode already applied; empty when unknown.
+        text: Vec<Rc<str>>,
         widths: Vec<Option<f64>>,
     },
     Composite {
@@ -43,11 +47,36 @@ enum Kind {
     },
 }
 
+/// FNV-1a: the memo's keys are small integers from the file, a fast hash is enough.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type Memo = HashMap<(u8, u32), Rc<str>, BuildHasherDefault<Fnv>>;
+
 /// A font ready to decode shown strings.
 #[derive(Debug)]
 pub struct Font {
     kind: Kind,
     to_unicode: Option<ToUnicode>,
+    /// Text of the composite codes seen so far (CMap lookups are not free).
+    memo: RefCell<Memo>,
     /// Width used when the font gives none, in text space units.
     missing_width: f64,
 }
@@ -176,9 +205,20 @@ impl Font {
             } else {
                 0.5
             });
+        let text = (0..=255u8)
+            .map(|b| {
+                to_unicode
+                    .as_ref()
+                    .and_then(|tu| tu.get(1, u32::from(b)))
+                    .or_else(|| codes.get(b as usize).cloned().flatten())
+                    .map(Rc::from)
+                    .unwrap_or_else(|| Rc::from(""))
+            })
+            .collect();
         Font {
-            kind: Kind::Simple { codes, widths },
+            kind: Kind::Simple { text, widths },
             to_unicode,
+            memo: RefCell::default(),
             missing_width,
         }
     }
@@ -222,6 +262,7 @@ impl Font {
                 default_width,
             },
             to_unicode,
+            memo: RefCell::default(),
             missing_width: default_width,
         }
     }
@@ -229,14 +270,12 @@ impl Font {
     /// Split `bytes` into glyphs.
     pub fn decode(&self, bytes: &[u8], out: &mut Vec<Glyph>) {
         match &self.kind {
-            Kind::Simple { codes, widths } => {
+            Kind::Simple { text, widths } => {
                 for &b in bytes {
-                    let text = self
-                        .to_unicode
-                        .as_ref()
-                        .and_then(|tu| tu.get(1, u32::from(b)))
-                        .or_else(|| codes.get(b as usize).cloned().flatten())
-                        .unwrap_or_default();
+                    let text = text
+                        .get(b as usize)
+                        .cloned()
+                        .unwrap_or_else(|| Rc::from(""));
                     let width = widths
                         .get(b as usize)
                         .copied()
@@ -271,18 +310,29 @@ impl Font {
                         .take(n)
                         .fold(0u32, |a, &b| a << 8 | u32::from(b));
                     i += n;
-                    let text = self
-                        .to_unicode
-                        .as_ref()
-                        .and_then(|tu| tu.get(n as u8, code))
-                        .or_else(|| {
-                            if *utf16 {
-                                char::from_u32(code).map(String::from)
-                            } else {
-                                collection.and_then(|c| c.text(code))
-                            }
-                        })
-                        .unwrap_or_default();
+                    let key = (n as u8, code);
+                    let known = self.memo.borrow().get(&key).cloned();
+                    let text = known.unwrap_or_else(|| {
+                        let t: Rc<str> = self
+                            .to_unicode
+                            .as_ref()
+                            .and_then(|tu| tu.get(n as u8, code))
+                            .or_else(|| {
+                                if *utf16 {
+                                    char::from_u32(code).map(String::from)
+                                } else {
+                                    collection.and_then(|c| c.text(code))
+                                }
+                            })
+                            .map(Rc::from)
+                            .unwrap_or_else(|| Rc::from(""));
+                        let mut memo = self.memo.borrow_mut();
+                        // Hostile files may use billions of distinct codes.
+                        if memo.len() < 1 << 16 {
+                            memo.insert(key, t.clone());
+                        }
+                        t
+                    });
                     let width = widths.get(&code).copied().unwrap_or(*default_width);
                     out.push(Glyph {
                         text,
