@@ -1,24 +1,131 @@
-//! Text extraction from PDF files with lopdf, page by page.
+//! Text extraction from PDF files with lopdf, page by page, with Quire's own
+//! content-stream interpreter: simple fonts with `/Encoding` and `/Differences`,
+//! ToUnicode CMaps, Type0/CID fonts, Type3 and the standard 14, text in Form
+//! XObjects, spaces and line breaks inferred from glyph positions, ligatures
+//! normalized. A page without text (a scan) has empty text.
+//!
+//! This runs in the calling process; [`extract_isolated`] and [`Extractor`] run it in a child process
+//! with time and memory limits, which is what untrusted files need.
 
 use std::path::Path;
 
 use super::{ExtractedDoc, ExtractedPage};
 use crate::{Error, Result};
 
+pub mod bench;
+mod builtin;
+mod cid;
+mod cmap;
+mod content;
+mod encoding;
+mod font;
+mod isolate;
+mod layout;
+mod tables;
+
+pub use encoding::normalize_ligatures;
+pub use isolate::{
+    child_main, extract_isolated, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
+};
+
+/// The numbers of the pages of `doc` without text (scans, figures, blank pages).
+pub fn pages_without_text(doc: &ExtractedDoc) -> Vec<u32> {
+    doc.pages
+        .iter()
+        .filter(|p| p.text.trim().is_empty())
+        .map(|p| p.number)
+        .collect()
+}
+
+/// The shared corpus of PDFs: `$QUIRE_SHARED/corpus/pdfs`, else `../shared/corpus/pdfs`
+/// from the current folder, else next to the source checkout.
+pub fn default_corpus() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("QUIRE_SHARED") {
+        return std::path::PathBuf::from(d).join("corpus/pdfs");
+    }
+    let here = std::path::PathBuf::from("../shared/corpus/pdfs");
+    if here.is_dir() {
+        return here;
+    }
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/pdfs")
+}
+
+/// The most any single stream may decompress to (a guard against decompression bombs).
+const MAX_STREAM: usize = 64 * 1024 * 1024;
+
 /// Extract the text of every page of the PDF at `path` (in this process).
+///
+/// A document that cannot be opened is an error; a page whose content cannot be
+/// read keeps the text read before the fault (possibly none).
 pub fn extract(path: &Path) -> Result<ExtractedDoc> {
-    let pdf_err = |page: Option<u32>, reason: String| Error::Pdf {
+    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    extract_bytes(path, &data)
+}
+
+/// [`extract`] from the bytes of a PDF; `path` only names it in errors.
+pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
+    let pdf_err = |reason: String| Error::Pdf {
         file: path.to_path_buf(),
-        page,
+        page: None,
         reason,
     };
-    let doc = lopdf::Document::load(path).map_err(|e| pdf_err(None, e.to_string()))?;
-    let mut pages = Vec::new();
-    for (number, _id) in doc.get_pages() {
-        let text = doc
-            .extract_text(&[number])
-            .map_err(|e| pdf_err(Some(number), e.to_string()))?;
-        pages.push(ExtractedPage { number, text });
+    if !data.windows(5).take(1024).any(|w| w == b"%PDF-") {
+        return Err(pdf_err("not a PDF file (no %PDF- header)".into()));
     }
-    Ok(ExtractedDoc { title: None, pages })
+    let doc = lopdf::Document::load_mem(data).map_err(|e| match e {
+        lopdf::Error::InvalidPassword | lopdf::Error::Decryption(_) => {
+            pdf_err("password-protected (the empty user password does not open it)".into())
+        }
+        e => pdf_err(format!("cannot parse: {e}")),
+    })?;
+    if doc.is_encrypted() && !doc.was_encrypted() {
+        return Err(pdf_err(
+            "password-protected (the empty user password does not open it)".into(),
+        ));
+    }
+    let pages = doc.get_pages();
+    if pages.is_empty() {
+        return Err(pdf_err("no readable pages (broken page tree)".into()));
+    }
+    let title = doc
+        .trailer
+        .get(b"Info")
+        .ok()
+        .and_then(|o| doc.dereference(o).ok())
+        .and_then(|(_, o)| o.as_dict().ok())
+        .and_then(|info| info.get(b"Title").ok())
+        .and_then(|o| doc.dereference(o).ok())
+        .and_then(|(_, o)| lopdf::decode_text_string(o).ok())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
+    let mut fonts = content::FontCache::new();
+    let mut out = Vec::with_capacity(pages.len());
+    for (number, page_id) in pages {
+        let text = page_text(&doc, page_id, &mut fonts);
+        out.push(ExtractedPage { number, text });
+    }
+    Ok(ExtractedDoc { title, pages: out })
+}
+
+fn page_text(
+    doc: &lopdf::Document,
+    page_id: lopdf::ObjectId,
+    fonts: &mut content::FontCache,
+) -> String {
+    let mut resources: Vec<&lopdf::Dictionary> = Vec::new();
+    if let Ok((own, inherited)) = doc.get_page_resources(page_id) {
+        resources.extend(own);
+        resources.extend(
+            inherited
+                .iter()
+                .filter_map(|id| doc.get_dictionary(*id).ok()),
+        );
+    }
+    let Ok(data) = doc.get_page_content_with_limit(page_id, MAX_STREAM) else {
+        return String::new();
+    };
+    let mut interp = content::Interpreter::new(doc, fonts);
+    // A fault in the stream keeps the text read before it.
+    let _ = interp.run(&data, &resources, content::IDENTITY);
+    interp.layout.finish()
 }

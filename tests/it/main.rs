@@ -2,6 +2,7 @@
 
 mod util;
 
+mod pdf;
 mod plumbing;
 
 mod embed;
