@@ -6,7 +6,11 @@ use quire::embed::Embedder;
 use crate::util;
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64) * (*y as f64)).sum();
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (*x as f64) * (*y as f64))
+        .sum();
     let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
     let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
     dot / (na * nb)
@@ -18,7 +22,10 @@ fn parity_with_sentence_transformers() {
     let text = std::fs::read_to_string(&path).expect("reference embeddings");
     let v: serde_json::Value = serde_json::from_str(&text).expect("json");
     let rows = v["rows"].as_array().expect("rows");
-    let texts: Vec<&str> = rows.iter().map(|r| r["text"].as_str().expect("text")).collect();
+    let texts: Vec<&str> = rows
+        .iter()
+        .map(|r| r["text"].as_str().expect("text"))
+        .collect();
     let want: Vec<Vec<f32>> = rows
         .iter()
         .map(|r| {

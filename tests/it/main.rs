@@ -4,5 +4,6 @@ mod util;
 
 mod plumbing;
 
-mod llm;
 mod embed;
+mod index;
+mod llm;
