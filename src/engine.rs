@@ -8,9 +8,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::embed::bert::BertEmbedder;
+use crate::embed::Embedder;
+use crate::ingest::pipeline::{self, Extractor, Pipeline};
+use crate::ingest::split::SplitConfig;
 use crate::llm::Cancel;
 use crate::settings::Settings;
 use crate::store::conversations::{self, Conversation, ConversationInfo};
+use crate::store::Store;
 use crate::{Error, Result};
 
 /// Where the engine keeps its data and finds its models.
@@ -120,7 +125,10 @@ pub enum AskEvent {
 /// other asks wait their turn.
 pub struct Engine {
     config: EngineConfig,
-    db: Mutex<rusqlite::Connection>,
+    db: Mutex<Store>,
+    /// Loaded on first use, then kept.
+    embedder: Mutex<Option<Arc<BertEmbedder>>>,
+    extractor: Extractor,
     settings: Mutex<Settings>,
     /// Held for the whole of a generation: asks queue here.
     generation: Mutex<()>,
@@ -138,15 +146,13 @@ impl Engine {
     /// Open (creating if needed) the data directory.
     pub fn open(config: EngineConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
-        let db_path = config.data_dir.join("index.sqlite");
-        let conn = rusqlite::Connection::open(&db_path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conversations::migrate(&conn)?;
+        let store = Store::open(&config.data_dir.join("index.sqlite"))?;
         let settings = Settings::load(&config.data_dir.join("settings.json"))?;
         Ok(Self {
             config,
-            db: Mutex::new(conn),
+            db: Mutex::new(store),
+            embedder: Mutex::new(None),
+            extractor: pipeline::default_extractor(),
             settings: Mutex::new(settings),
             generation: Mutex::new(()),
             next_ask: std::sync::atomic::AtomicU64::new(1),
@@ -173,18 +179,18 @@ impl Engine {
 
     /// Conversations, most recent first.
     pub fn conversations(&self) -> Result<Vec<ConversationInfo>> {
-        conversations::list(&lock(&self.db))
+        conversations::list(lock(&self.db).conn())
     }
 
     /// One conversation with its messages.
     pub fn conversation(&self, id: i64) -> Result<Conversation> {
-        conversations::get(&lock(&self.db), id)?
+        conversations::get(lock(&self.db).conn(), id)?
             .ok_or_else(|| Error::NotFound(format!("conversation {id}")))
     }
 
     /// Delete a conversation.
     pub fn remove_conversation(&self, id: i64) -> Result<()> {
-        if conversations::remove(&lock(&self.db), id)? {
+        if conversations::remove(lock(&self.db).conn(), id)? {
             Ok(())
         } else {
             Err(Error::NotFound(format!("conversation {id}")))
@@ -279,9 +285,13 @@ pub enum IndexEvent {
         page: u32,
         pages: u32,
     },
+    /// `chunks` of the file's `total` are embedded.
     Embedded {
         path: String,
         chunks: usize,
+        total: usize,
+        /// Estimated seconds left for the whole batch.
+        eta_secs: Option<f64>,
     },
     FileDone {
         path: String,
@@ -320,11 +330,14 @@ pub fn spawn_index(engine: Arc<Engine>, paths: Vec<PathBuf>) -> IndexHandle {
     let c = cancel.clone();
     tokio::task::spawn_blocking(move || {
         let mut send = |ev: IndexEvent| tx.blocking_send(ev).is_ok();
-        if let Err(e) = engine.index(&paths, &c, &mut send) {
-            let _ = tx.blocking_send(IndexEvent::FileFailed {
-                path: String::new(),
-                reason: e.to_string(),
-            });
+        match engine.index(&paths, &c, &mut send) {
+            Ok(()) | Err(Error::Cancelled) => {}
+            Err(e) => {
+                let _ = tx.blocking_send(IndexEvent::FileFailed {
+                    path: String::new(),
+                    reason: e.to_string(),
+                });
+            }
         }
     });
     IndexHandle { events: rx, cancel }
@@ -416,22 +429,119 @@ impl Engine {
     }
 }
 
-// PENDING-WIRING: replaced when the index, retrieval and synthesis land.
 impl Engine {
+    /// Use `extract` to read PDFs instead of the default extractor.
+    pub fn with_extractor(mut self, extract: Extractor) -> Self {
+        self.extractor = extract;
+        self
+    }
+
+    /// The index database. Hold it briefly: indexing waits for it to write.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        lock(&self.db)
+    }
+
+    /// The embedding model, loaded on first use.
+    pub fn embedder(&self) -> Result<Arc<BertEmbedder>> {
+        let mut slot = lock(&self.embedder);
+        if let Some(e) = slot.as_ref() {
+            return Ok(e.clone());
+        }
+        let e = Arc::new(BertEmbedder::open(crate::models::default_embedder()?)?);
+        *slot = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Documents in the index, failed ones included, by id.
     pub fn documents(&self) -> Result<Vec<DocumentView>> {
-        Ok(Vec::new())
+        Ok(self
+            .store()
+            .documents()?
+            .into_iter()
+            .map(|d| DocumentView {
+                id: d.id,
+                path: d.path,
+                file_name: d.file_name,
+                title: d.title,
+                pages: d.pages,
+                chunks: d.chunks,
+                status: d.status,
+                error: d.error,
+            })
+            .collect())
     }
+
+    /// The id of a document given by id or by path.
+    pub fn find_document(&self, id_or_path: &str) -> Result<i64> {
+        let docs = self.store().documents()?;
+        if let Ok(id) = id_or_path.parse::<i64>() {
+            if docs.iter().any(|d| d.id == id) {
+                return Ok(id);
+            }
+        }
+        let p = Path::new(id_or_path);
+        let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        docs.iter()
+            .find(|d| Path::new(&d.path) == abs || d.path == id_or_path)
+            .map(|d| d.id)
+            .ok_or_else(|| Error::NotFound(format!("document {id_or_path}")))
+    }
+
+    /// Remove a document from the index (and its file, when it is an upload Quire
+    /// keeps in its data directory).
     pub fn remove_document(&self, id: i64) -> Result<()> {
-        Err(Error::NotFound(format!("document {id}")))
+        let path = self
+            .store()
+            .documents()?
+            .into_iter()
+            .find(|d| d.id == id)
+            .map(|d| PathBuf::from(d.path))
+            .ok_or_else(|| Error::NotFound(format!("document {id}")))?;
+        if !self.store().remove_document(id)? {
+            return Err(Error::NotFound(format!("document {id}")));
+        }
+        let uploads = self.config.data_dir.join("uploads");
+        let uploads = std::fs::canonicalize(&uploads).unwrap_or(uploads);
+        if path.starts_with(&uploads) {
+            let _ = std::fs::remove_file(&path);
+        }
+        Ok(())
     }
+
+    /// Index PDFs (files or folders, recursively), with progress through `on`
+    /// (returning false cancels). A file that fails is reported and recorded; the
+    /// others go on.
     pub fn index(
         &self,
-        _paths: &[PathBuf],
-        _cancel: &Cancel,
-        _on: &mut dyn FnMut(IndexEvent) -> bool,
+        paths: &[PathBuf],
+        cancel: &Cancel,
+        on: &mut dyn FnMut(IndexEvent) -> bool,
     ) -> Result<()> {
-        Err(Error::Invalid("indexing is not wired yet".into()))
+        self.index_summary(paths, cancel, on).map(|_| ())
     }
+
+    /// [`Engine::index`], returning how it went.
+    pub fn index_summary(
+        &self,
+        paths: &[PathBuf],
+        cancel: &Cancel,
+        on: &mut dyn FnMut(IndexEvent) -> bool,
+    ) -> Result<pipeline::Summary> {
+        let _reg = self.register(cancel);
+        let embedder = self.embedder()?;
+        let p = Pipeline {
+            store: &self.db,
+            embedder: embedder.as_ref() as &dyn Embedder,
+            model: crate::models::DEFAULT_EMBEDDER,
+            extract: &self.extractor,
+            split: SplitConfig::default(),
+        };
+        p.run(paths, cancel, on)
+    }
+}
+
+// PENDING-WIRING: replaced when retrieval and synthesis land.
+impl Engine {
     pub fn ask(
         &self,
         _req: AskRequest,

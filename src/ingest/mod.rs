@@ -2,6 +2,8 @@
 //! pipeline.
 
 pub mod pdf;
+pub mod pipeline;
+pub mod split;
 
 /// The text of one page.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,2 +1,563 @@
 //! The local index: SQLite schema, migrations and queries.
+//!
+//! One database file (`index.sqlite` in the data directory) holds the documents, their
+//! pages, chunks, embeddings and a full-text index (FTS5), and the conversations
+//! ([`conversations`]). The schema version is SQLite's `user_version`; migrations run
+//! at open. The journal is WAL, so readers (a question) and the writer (indexing) do
+//! not block each other, and a document is written in one transaction, so a crash or a
+//! kill leaves either all of it or none of it.
+
 pub mod conversations;
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use crate::ingest::split::Chunk;
+use crate::ingest::ExtractedPage;
+use crate::Result;
+
+/// The schema, one entry per version: entry `i` moves the database from version `i`
+/// to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: documents, pages, chunks, embeddings, full-text index, generation counter.
+    // Ids are never reused (AUTOINCREMENT): a removed document's id or chunk ids held
+    // by a UI or an in-memory index must not come to mean another one.
+    "CREATE TABLE documents (
+         id         INTEGER PRIMARY KEY AUTOINCREMENT,
+         path       TEXT NOT NULL UNIQUE,
+         file_name  TEXT NOT NULL,
+         hash       TEXT NOT NULL,
+         title      TEXT,
+         pages      INTEGER NOT NULL DEFAULT 0,
+         status     TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+         error      TEXT,
+         bytes      INTEGER NOT NULL DEFAULT 0,
+         indexed_at INTEGER NOT NULL
+     );
+     CREATE INDEX documents_by_hash ON documents(hash);
+     CREATE TABLE pages (
+         doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+         number INTEGER NOT NULL,
+         text   TEXT NOT NULL,
+         PRIMARY KEY (doc_id, number)
+     ) WITHOUT ROWID;
+     CREATE TABLE chunks (
+         id         INTEGER PRIMARY KEY AUTOINCREMENT,
+         doc_id     INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+         seq        INTEGER NOT NULL,
+         page_start INTEGER NOT NULL,
+         page_end   INTEGER NOT NULL,
+         char_start INTEGER NOT NULL,
+         char_end   INTEGER NOT NULL,
+         tokens     INTEGER NOT NULL,
+         text       TEXT NOT NULL
+     );
+     CREATE INDEX chunks_by_doc ON chunks(doc_id, seq);
+     CREATE TABLE embeddings (
+         chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+         model    TEXT NOT NULL,
+         vector   BLOB NOT NULL
+     );
+     CREATE VIRTUAL TABLE chunks_fts USING fts5(
+         text, content = 'chunks', content_rowid = 'id',
+         tokenize = 'unicode61 remove_diacritics 2'
+     );
+     CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+         INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text);
+     END;
+     CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+         INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+     END;
+     CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+     INSERT INTO meta (key, value) VALUES ('generation', 0);",
+];
+
+/// The local index database.
+pub struct Store {
+    conn: Connection,
+}
+
+/// A document as listed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DocumentRow {
+    pub id: i64,
+    pub path: String,
+    pub file_name: String,
+    /// sha256 of the file's bytes, hex.
+    pub hash: String,
+    pub title: Option<String>,
+    pub pages: u32,
+    pub chunks: usize,
+    /// `done` or `failed`.
+    pub status: String,
+    pub error: Option<String>,
+}
+
+/// A chunk with its embedding, as the in-memory retrievers load them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredChunk {
+    pub id: i64,
+    pub doc_id: i64,
+    /// The document's file name.
+    pub file: String,
+    pub page_start: u32,
+    pub page_end: u32,
+    pub text: String,
+    pub embedding: Vec<f32>,
+}
+
+/// A document ready to be written: what extraction, splitting and embedding made.
+#[derive(Debug, Clone)]
+pub struct NewDocument<'a> {
+    pub path: &'a str,
+    pub hash: &'a str,
+    pub bytes: u64,
+    pub title: Option<&'a str>,
+    pub pages: &'a [ExtractedPage],
+    pub chunks: &'a [Chunk],
+    /// One per chunk, same order.
+    pub embeddings: &'a [Vec<f32>],
+    /// Which model made the embeddings.
+    pub model: &'a str,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}
+
+fn vector_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn blob_vector(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path` and bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Self> {
+        Self::init(Connection::open(path)?)
+    }
+
+    /// A database in memory (tests).
+    pub fn open_in_memory() -> Result<Self> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<Self> {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // NORMAL is durable across application crashes in WAL mode; only a power
+        // loss may lose the last commits, never consistency.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // Another process (a second `quire index`) may hold the write lock briefly.
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        migrate(&mut conn)?;
+        conversations::migrate(&conn)?;
+        Ok(Self { conn })
+    }
+
+    /// The connection, for the other tables of the database (conversations).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The schema version.
+    pub fn version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?)
+    }
+
+    /// A counter bumped by every change to the documents: when it moves, in-memory
+    /// indexes built from [`Store::load_chunks`] are stale.
+    pub fn generation(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// All documents, by id.
+    pub fn documents(&self) -> Result<Vec<DocumentRow>> {
+        let mut st = self.conn.prepare(
+            "SELECT d.id, d.path, d.file_name, d.hash, d.title, d.pages, d.status, d.error,
+                    (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
+             FROM documents d ORDER BY d.id",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(DocumentRow {
+                id: r.get(0)?,
+                path: r.get(1)?,
+                file_name: r.get(2)?,
+                hash: r.get(3)?,
+                title: r.get(4)?,
+                pages: r.get(5)?,
+                status: r.get(6)?,
+                error: r.get(7)?,
+                chunks: r.get::<_, i64>(8)? as usize,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The document at `path`, if any.
+    pub fn document_by_path(&self, path: &str) -> Result<Option<DocumentRow>> {
+        Ok(self.documents()?.into_iter().find(|d| d.path == path))
+    }
+
+    /// A document indexed (status done) with this content hash, if any.
+    pub fn done_with_hash(&self, hash: &str) -> Result<Option<(i64, String, usize)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT d.id, d.path, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
+                 FROM documents d WHERE d.hash = ?1 AND d.status = 'done'
+                 ORDER BY d.id LIMIT 1",
+                [hash],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as usize)),
+            )
+            .optional()?)
+    }
+
+    fn bump(tx: &Transaction<'_>) -> Result<()> {
+        tx.execute(
+            "UPDATE meta SET value = value + 1 WHERE key = 'generation'",
+            [],
+        )?;
+        Ok(())
+    }
+
+    /// Write a document with its pages, chunks and embeddings in one transaction,
+    /// replacing whatever was indexed at the same path. Returns its id.
+    pub fn insert_document(&mut self, doc: &NewDocument<'_>) -> Result<i64> {
+        if doc.embeddings.len() != doc.chunks.len() {
+            return Err(crate::Error::Invalid(format!(
+                "{} embeddings for {} chunks",
+                doc.embeddings.len(),
+                doc.chunks.len()
+            )));
+        }
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM documents WHERE path = ?1", [doc.path])?;
+        tx.execute(
+            "INSERT INTO documents (path, file_name, hash, title, pages, status, bytes, indexed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'done', ?6, ?7)",
+            params![
+                doc.path,
+                file_name(doc.path),
+                doc.hash,
+                doc.title,
+                doc.pages.len() as i64,
+                doc.bytes as i64,
+                now_ms()
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut page =
+                tx.prepare("INSERT INTO pages (doc_id, number, text) VALUES (?1, ?2, ?3)")?;
+            for p in doc.pages {
+                page.execute(params![id, p.number, p.text])?;
+            }
+            let mut chunk = tx.prepare(
+                "INSERT INTO chunks (doc_id, seq, page_start, page_end, char_start, char_end, tokens, text)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let mut emb =
+                tx.prepare("INSERT INTO embeddings (chunk_id, model, vector) VALUES (?1, ?2, ?3)")?;
+            for (seq, (c, v)) in doc.chunks.iter().zip(doc.embeddings).enumerate() {
+                chunk.execute(params![
+                    id,
+                    seq as i64,
+                    c.page_start,
+                    c.page_end,
+                    c.char_start as i64,
+                    c.char_end as i64,
+                    c.tokens as i64,
+                    c.text
+                ])?;
+                emb.execute(params![tx.last_insert_rowid(), doc.model, vector_blob(v)])?;
+            }
+        }
+        Self::bump(&tx)?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Record that the file at `path` could not be indexed (replacing what was there).
+    pub fn insert_failed(
+        &mut self,
+        path: &str,
+        hash: &str,
+        bytes: u64,
+        error: &str,
+    ) -> Result<i64> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM documents WHERE path = ?1", [path])?;
+        tx.execute(
+            "INSERT INTO documents (path, file_name, hash, status, error, bytes, indexed_at)
+             VALUES (?1, ?2, ?3, 'failed', ?4, ?5, ?6)",
+            params![path, file_name(path), hash, error, bytes as i64, now_ms()],
+        )?;
+        let id = tx.last_insert_rowid();
+        Self::bump(&tx)?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Remove a document with its pages, chunks and embeddings. Returns whether it
+    /// existed.
+    pub fn remove_document(&mut self, id: i64) -> Result<bool> {
+        let tx = self.conn.transaction()?;
+        let n = tx.execute("DELETE FROM documents WHERE id = ?1", [id])?;
+        if n > 0 {
+            Self::bump(&tx)?;
+        }
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    /// The text of one page of a document.
+    pub fn page_text(&self, doc_id: i64, number: u32) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT text FROM pages WHERE doc_id = ?1 AND number = ?2",
+                params![doc_id, number],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Every chunk of the documents indexed (status done), with its embedding, in
+    /// chunk id order.
+    pub fn load_chunks(&self) -> Result<Vec<StoredChunk>> {
+        let mut st = self.conn.prepare(
+            "SELECT c.id, c.doc_id, d.file_name, c.page_start, c.page_end, c.text, e.vector
+             FROM chunks c
+             JOIN documents d ON d.id = c.doc_id AND d.status = 'done'
+             JOIN embeddings e ON e.chunk_id = c.id
+             ORDER BY c.id",
+        )?;
+        let rows = st.query_map([], |r| {
+            let blob: Vec<u8> = r.get(6)?;
+            Ok(StoredChunk {
+                id: r.get(0)?,
+                doc_id: r.get(1)?,
+                file: r.get(2)?,
+                page_start: r.get(3)?,
+                page_end: r.get(4)?,
+                text: r.get(5)?,
+                embedding: blob_vector(&blob),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Chunk ids matching a full-text query (FTS5 syntax), best first (bm25).
+    pub fn search_text(&self, query: &str, limit: usize) -> Result<Vec<(i64, f64)>> {
+        let mut st = self.conn.prepare(
+            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?1
+             ORDER BY bm25(chunks_fts) LIMIT ?2",
+        )?;
+        let rows = st.query_map(params![query, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Problems that would make the index inconsistent: chunks without an embedding,
+    /// rows without their document, full-text rows out of step. Empty when all is
+    /// well.
+    pub fn check(&self) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
+        let checks = [
+            (
+                "chunks without an embedding",
+                "SELECT count(*) FROM chunks c LEFT JOIN embeddings e ON e.chunk_id = c.id
+                 WHERE e.chunk_id IS NULL",
+            ),
+            (
+                "embeddings without a chunk",
+                "SELECT count(*) FROM embeddings e LEFT JOIN chunks c ON c.id = e.chunk_id
+                 WHERE c.id IS NULL",
+            ),
+            (
+                "chunks without a document",
+                "SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.id = c.doc_id
+                 WHERE d.id IS NULL",
+            ),
+            (
+                "pages without a document",
+                "SELECT count(*) FROM pages p LEFT JOIN documents d ON d.id = p.doc_id
+                 WHERE d.id IS NULL",
+            ),
+            (
+                "done documents without pages",
+                "SELECT count(*) FROM documents d WHERE d.status = 'done'
+                 AND d.pages != (SELECT count(*) FROM pages p WHERE p.doc_id = d.id)",
+            ),
+            (
+                "failed documents with chunks",
+                "SELECT count(*) FROM documents d WHERE d.status = 'failed'
+                 AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.id)",
+            ),
+        ];
+        for (what, sql) in checks {
+            let n = count(sql)?;
+            if n > 0 {
+                problems.push(format!("{n} {what}"));
+            }
+        }
+        let chunks = count("SELECT count(*) FROM chunks")?;
+        let fts = count("SELECT count(*) FROM chunks_fts")?;
+        if chunks != fts {
+            problems.push(format!("{chunks} chunks but {fts} full-text rows"));
+        }
+        let ok: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        if ok != "ok" {
+            problems.push(format!("integrity_check: {ok}"));
+        }
+        Ok(problems)
+    }
+}
+
+/// Bring the schema up to the latest version, one transaction per step.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for (v, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", v as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn chunk(page: u32, text: &str) -> Chunk {
+        Chunk {
+            text: text.into(),
+            page_start: page,
+            page_end: page,
+            char_start: 0,
+            char_end: text.chars().count(),
+            tokens: 3,
+        }
+    }
+
+    fn doc<'a>(
+        path: &'a str,
+        hash: &'a str,
+        pages: &'a [ExtractedPage],
+        chunks: &'a [Chunk],
+        embs: &'a [Vec<f32>],
+    ) -> NewDocument<'a> {
+        NewDocument {
+            path,
+            hash,
+            bytes: 10,
+            title: Some("T"),
+            pages,
+            chunks,
+            embeddings: embs,
+            model: "m",
+        }
+    }
+
+    #[test]
+    fn insert_load_replace_remove() {
+        let mut s = Store::open_in_memory().unwrap();
+        assert_eq!(s.version().unwrap(), MIGRATIONS.len() as i64);
+        let g0 = s.generation().unwrap();
+        let pages = [ExtractedPage {
+            number: 1,
+            text: "alpha beta. gamma".into(),
+        }];
+        let chunks = [chunk(1, "alpha beta."), chunk(1, "gamma")];
+        let embs = [vec![1.0, 0.0], vec![0.0, -1.5]];
+        let id = s
+            .insert_document(&doc("/x/a.pdf", "h1", &pages, &chunks, &embs))
+            .unwrap();
+        assert!(s.generation().unwrap() > g0);
+        let loaded = s.load_chunks().unwrap();
+        assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded[1].embedding, vec![0.0, -1.5]);
+        assert_eq!(loaded[0].file, "a.pdf");
+        assert_eq!(loaded[0].doc_id, id);
+        assert_eq!(s.search_text("gamma", 5).unwrap()[0].0, loaded[1].id);
+        assert_eq!(s.done_with_hash("h1").unwrap().unwrap().0, id);
+
+        // Same path again: replaced, not added.
+        let chunks2 = [chunk(1, "delta")];
+        let id2 = s
+            .insert_document(&doc("/x/a.pdf", "h2", &pages, &chunks2, &embs[..1]))
+            .unwrap();
+        assert_ne!(id, id2);
+        assert_eq!(s.documents().unwrap().len(), 1);
+        assert_eq!(s.load_chunks().unwrap().len(), 1);
+        assert!(s.search_text("gamma", 5).unwrap().is_empty());
+        assert!(s.check().unwrap().is_empty());
+
+        // A failure replaces it too, and failed documents give no chunks.
+        s.insert_failed("/x/a.pdf", "h3", 3, "broken").unwrap();
+        assert!(s.load_chunks().unwrap().is_empty());
+        let d = &s.documents().unwrap()[0];
+        assert_eq!(
+            (d.status.as_str(), d.error.as_deref()),
+            ("failed", Some("broken"))
+        );
+
+        let g = s.generation().unwrap();
+        assert!(s.remove_document(d.id).unwrap());
+        assert!(!s.remove_document(d.id).unwrap());
+        assert!(s.generation().unwrap() > g);
+        assert!(s.documents().unwrap().is_empty());
+        assert!(s.check().unwrap().is_empty());
+    }
+
+    #[test]
+    fn mismatched_embeddings_are_refused() {
+        let mut s = Store::open_in_memory().unwrap();
+        let chunks = [chunk(1, "a")];
+        assert!(s
+            .insert_document(&doc("/a.pdf", "h", &[], &chunks, &[]))
+            .is_err());
+        assert!(s.documents().unwrap().is_empty());
+    }
+
+    #[test]
+    fn reopening_keeps_data_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        {
+            let mut s = Store::open(&path).unwrap();
+            s.insert_failed("/b.pdf", "h", 1, "bad").unwrap();
+            conversations::create(s.conn(), "hello?").unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.version().unwrap(), MIGRATIONS.len() as i64);
+        assert_eq!(s.documents().unwrap().len(), 1);
+        assert_eq!(conversations::list(s.conn()).unwrap().len(), 1);
+    }
+}

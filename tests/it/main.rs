@@ -10,3 +10,5 @@ mod llm;
 mod server;
 mod synth_parity;
 mod retrieve;
+mod index;
+mod llm;

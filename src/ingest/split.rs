@@ -1,0 +1,481 @@
+//! Splitting a document's pages into chunks for embedding and retrieval.
+//!
+//! Sentence-aware (English `.!?` followed by a space, Chinese `。！？；` and friends,
+//! paragraph breaks), with an overlap of whole sentences between neighbouring chunks.
+//! Sizes are counted in the embedding model's own tokens, and no chunk is longer than
+//! the model's maximum sequence length: a sentence too long for one chunk is cut at
+//! token boundaries (preferring word starts), and every chunk is checked against the
+//! tokenizer before it is returned, so the embedder never truncates silently.
+
+use std::ops::Range;
+
+use super::ExtractedPage;
+use crate::embed::Embedder;
+use crate::{Error, Result};
+
+/// How big chunks are, in the embedding model's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitConfig {
+    /// Target size of a chunk (special tokens not counted); capped at the model's
+    /// maximum sequence length minus its special tokens.
+    pub chunk_tokens: usize,
+    /// Tokens of trailing sentences repeated at the start of the next chunk.
+    pub overlap_tokens: usize,
+}
+
+impl Default for SplitConfig {
+    /// 200 tokens with 40 of overlap: about 150 English words, well inside
+    /// all-MiniLM-L6-v2's 256-token window.
+    fn default() -> Self {
+        Self {
+            chunk_tokens: 200,
+            overlap_tokens: 40,
+        }
+    }
+}
+
+/// A piece of a document, ready to embed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    pub text: String,
+    /// 1-based physical page where the chunk starts.
+    pub page_start: u32,
+    /// 1-based physical page where it ends (same as `page_start` for most chunks).
+    pub page_end: u32,
+    /// Offset of the first character, in characters from the start of
+    /// `page_start`'s text.
+    pub char_start: usize,
+    /// Offset just past the last character, in characters from the start of
+    /// `page_end`'s text.
+    pub char_end: usize,
+    /// Length in the model's tokens, special tokens included (≤ `max_tokens`).
+    pub tokens: usize,
+}
+
+/// A sentence (or part of one) on one page.
+#[derive(Debug, Clone)]
+struct Piece {
+    page: usize,
+    bytes: Range<usize>,
+    tokens: usize,
+}
+
+/// Split `pages` into chunks sized in `emb`'s tokens.
+pub fn split(pages: &[ExtractedPage], emb: &dyn Embedder, cfg: &SplitConfig) -> Result<Vec<Chunk>> {
+    // [CLS] and [SEP] (or the model's equivalents) take two of the window.
+    let max = emb.max_tokens();
+    let budget = cfg.chunk_tokens.min(max.saturating_sub(2)).max(1);
+    let overlap = cfg.overlap_tokens.min(budget / 2);
+    let mut pieces = Vec::new();
+    for (p, page) in pages.iter().enumerate() {
+        let spans = emb.token_spans(&page.text)?;
+        let starts: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        for s in sentences(&page.text) {
+            let first = starts.partition_point(|&t| t < s.start);
+            let last = starts.partition_point(|&t| t < s.end);
+            let tokens = last - first;
+            if tokens == 0 {
+                continue;
+            }
+            if tokens <= budget {
+                pieces.push(Piece {
+                    page: p,
+                    bytes: s,
+                    tokens,
+                });
+            } else {
+                cut_long(
+                    &page.text,
+                    p,
+                    &spans[first..last],
+                    s.end,
+                    budget,
+                    &mut pieces,
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < pieces.len() {
+        let mut j = i;
+        let mut sum = 0;
+        while j < pieces.len() && (j == i || sum + pieces[j].tokens <= budget) {
+            sum += pieces[j].tokens;
+            j += 1;
+        }
+        emit(pages, &pieces[i..j], emb, max, &mut out)?;
+        if j == pieces.len() {
+            break;
+        }
+        // Step back over whole sentences for the overlap, always moving forward.
+        let mut k = j;
+        let mut ov = 0;
+        while k > i + 1 && ov + pieces[k - 1].tokens <= overlap {
+            ov += pieces[k - 1].tokens;
+            k -= 1;
+        }
+        i = k;
+    }
+    Ok(out)
+}
+
+/// Turn `pieces` into a chunk, checking its real token count; a chunk the tokenizer
+/// finds too long (a word cut in two tokenizes differently) is halved.
+fn emit(
+    pages: &[ExtractedPage],
+    pieces: &[Piece],
+    emb: &dyn Embedder,
+    max: usize,
+    out: &mut Vec<Chunk>,
+) -> Result<()> {
+    let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+        return Ok(());
+    };
+    let mut text = String::new();
+    let mut k = 0;
+    while k < pieces.len() {
+        let page = pieces[k].page;
+        let start = pieces[k].bytes.start;
+        let mut end = pieces[k].bytes.end;
+        while k < pieces.len() && pieces[k].page == page {
+            end = pieces[k].bytes.end;
+            k += 1;
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&pages[page].text[start..end]);
+    }
+    let tokens = emb.count_tokens(&text)?;
+    if tokens > max {
+        if pieces.len() > 1 {
+            let mid = pieces.len() / 2;
+            emit(pages, &pieces[..mid], emb, max, out)?;
+            return emit(pages, &pieces[mid..], emb, max, out);
+        }
+        // One piece over the limit: cut it in halves by its own tokens.
+        let p = &pieces[0];
+        let page_text = &pages[p.page].text;
+        let spans = emb.token_spans(&page_text[p.bytes.clone()])?;
+        if spans.len() < 2 {
+            return Err(Error::Invalid(format!(
+                "page {}: a piece of {tokens} tokens cannot be split under {max}",
+                pages[p.page].number
+            )));
+        }
+        let mid = p.bytes.start + spans[spans.len() / 2].start;
+        let halves = [
+            Piece {
+                page: p.page,
+                bytes: p.bytes.start..mid,
+                tokens: spans.len() / 2,
+            },
+            Piece {
+                page: p.page,
+                bytes: mid..p.bytes.end,
+                tokens: spans.len() - spans.len() / 2,
+            },
+        ];
+        emit(pages, &halves[..1], emb, max, out)?;
+        return emit(pages, &halves[1..], emb, max, out);
+    }
+    let char_offset = |page: usize, byte: usize| pages[page].text[..byte].chars().count();
+    out.push(Chunk {
+        text,
+        page_start: pages[first.page].number,
+        page_end: pages[last.page].number,
+        char_start: char_offset(first.page, first.bytes.start),
+        char_end: char_offset(last.page, last.bytes.end),
+        tokens,
+    });
+    Ok(())
+}
+
+/// Cut a sentence of more than `budget` tokens into pieces of at most `budget`,
+/// preferring to cut where a token starts a word.
+fn cut_long(
+    text: &str,
+    page: usize,
+    spans: &[Range<usize>],
+    end: usize,
+    budget: usize,
+    out: &mut Vec<Piece>,
+) {
+    let mut i = 0;
+    while i < spans.len() {
+        let mut j = (i + budget).min(spans.len());
+        if j < spans.len() {
+            // Back off to a word start, but not by more than a quarter of the budget.
+            let floor = i + (budget * 3 / 4).max(1);
+            let mut w = j;
+            while w > floor && !starts_word(text, spans[w].start) {
+                w -= 1;
+            }
+            if starts_word(text, spans[w].start) {
+                j = w;
+            }
+        }
+        let start = spans[i].start;
+        let stop = if j < spans.len() {
+            trim_end(text, spans[j].start)
+        } else {
+            end
+        };
+        out.push(Piece {
+            page,
+            bytes: start..stop.max(start),
+            tokens: j - i,
+        });
+        i = j;
+    }
+}
+
+/// Whether a token starting at byte `at` begins a word (after whitespace, or a CJK
+/// character, which is a word of its own).
+fn starts_word(text: &str, at: usize) -> bool {
+    let before = text[..at].chars().next_back();
+    let here = text[at..].chars().next();
+    match (before, here) {
+        (None, _) => true,
+        (Some(b), _) if b.is_whitespace() => true,
+        (_, Some(h)) if is_cjk(h) => true,
+        (Some(b), _) => is_cjk(b),
+    }
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3000..=0x303F | 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
+        | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x2FA1F)
+}
+
+/// `at` moved back over whitespace.
+fn trim_end(text: &str, at: usize) -> usize {
+    text[..at].trim_end().len()
+}
+
+/// Byte ranges of the sentences of `text`, trimmed, in order, none empty.
+///
+/// A sentence ends after `.`, `!`, `?` or `…` followed by whitespace, after `。`, `！`,
+/// `？`, `；` or `…` (Chinese needs no space), in both cases with closing quotes and
+/// brackets kept with it, and at a blank line.
+pub fn sentences(text: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut i = 0;
+    let push = |a: usize, b: usize, out: &mut Vec<Range<usize>>| {
+        let s = &text[a..b];
+        let lead = s.len() - s.trim_start().len();
+        let t = s.trim();
+        if !t.is_empty() {
+            out.push(a + lead..a + lead + t.len());
+        }
+    };
+    while i < chars.len() {
+        let (_, c) = chars[i];
+        let cut = match c {
+            '。' | '！' | '？' | '；' | '!' | '?' | '.' | '…' => {
+                let mut k = i + 1;
+                while k < chars.len() && is_closer(chars[k].1) {
+                    k += 1;
+                }
+                let wide = matches!(c, '。' | '！' | '？' | '；' | '…');
+                let next = chars.get(k).map(|&(_, n)| n);
+                let ok = match next {
+                    None => true,
+                    Some(n) if n.is_whitespace() => true,
+                    Some(_) => wide,
+                };
+                ok.then_some(k)
+            }
+            '\n' => {
+                // A blank line (only whitespace up to the next newline) ends a paragraph.
+                let mut k = i + 1;
+                while k < chars.len() && chars[k].1 != '\n' && chars[k].1.is_whitespace() {
+                    k += 1;
+                }
+                (k < chars.len() && chars[k].1 == '\n').then_some(k)
+            }
+            _ => None,
+        };
+        match cut {
+            Some(k) => {
+                let end = chars.get(k).map_or(text.len(), |&(b, _)| b);
+                push(start, end, &mut out);
+                start = end;
+                i = k.max(i + 1);
+            }
+            None => i += 1,
+        }
+    }
+    push(start, text.len(), &mut out);
+    out
+}
+
+fn is_closer(c: char) -> bool {
+    matches!(
+        c,
+        '"' | '\'' | ')' | ']' | '”' | '’' | '」' | '』' | '）' | '》' | '】'
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// One token per whitespace-separated word (the trait's default), and per CJK
+    /// character, with a small window.
+    struct Words(usize);
+
+    impl Embedder for Words {
+        fn dims(&self) -> usize {
+            1
+        }
+        fn max_tokens(&self) -> usize {
+            self.0
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts.iter().map(|_| vec![1.0]).collect())
+        }
+        fn token_spans(&self, text: &str) -> Result<Vec<Range<usize>>> {
+            let mut spans = Vec::new();
+            let mut start = None;
+            for (i, c) in text.char_indices() {
+                if c.is_whitespace() || is_cjk(c) {
+                    if let Some(s) = start.take() {
+                        spans.push(s..i);
+                    }
+                    if is_cjk(c) {
+                        spans.push(i..i + c.len_utf8());
+                    }
+                } else if start.is_none() {
+                    start = Some(i);
+                }
+            }
+            if let Some(s) = start {
+                spans.push(s..text.len());
+            }
+            Ok(spans)
+        }
+    }
+
+    fn page(number: u32, text: &str) -> ExtractedPage {
+        ExtractedPage {
+            number,
+            text: text.into(),
+        }
+    }
+
+    fn texts(v: &[Range<usize>], s: &str) -> Vec<String> {
+        v.iter().map(|r| s[r.clone()].to_string()).collect()
+    }
+
+    #[test]
+    fn english_sentences() {
+        let s = "It works. Does it? Yes! Version 1.5 is \"out.\" Next\n\nPara two";
+        assert_eq!(
+            texts(&sentences(s), s),
+            [
+                "It works.",
+                "Does it?",
+                "Yes!",
+                "Version 1.5 is \"out.\"",
+                "Next",
+                "Para two"
+            ]
+        );
+    }
+
+    #[test]
+    fn chinese_sentences() {
+        let s = "这是第一句。这是第二句！第三句？「引用。」最后";
+        assert_eq!(
+            texts(&sentences(s), s),
+            [
+                "这是第一句。",
+                "这是第二句！",
+                "第三句？",
+                "「引用。」",
+                "最后"
+            ]
+        );
+    }
+
+    #[test]
+    fn chunks_respect_budget_overlap_and_pages() {
+        let words = |n: usize, tag: &str| {
+            (0..n)
+                .map(|i| format!("{tag}{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+                + "."
+        };
+        let p1 = format!("{} {} {}", words(5, "a"), words(5, "b"), words(5, "c"));
+        let p2 = format!("{} {}", words(5, "d"), words(5, "e"));
+        let pages = [page(1, &p1), page(2, &p2)];
+        let cfg = SplitConfig {
+            chunk_tokens: 10,
+            overlap_tokens: 5,
+        };
+        let chunks = split(&pages, &Words(64), &cfg).unwrap();
+        let t: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(t.len(), 4, "{t:?}");
+        assert!(t[0].starts_with("a0") && t[0].ends_with("b4."));
+        // Overlap: the last sentence of a chunk opens the next one.
+        assert!(t[1].starts_with("b0") && t[1].ends_with("c4."));
+        assert!(t[2].starts_with("c0") && t[2].ends_with("d4."));
+        assert_eq!((chunks[2].page_start, chunks[2].page_end), (1, 2));
+        assert_eq!(t[2], format!("{}\n{}", words(5, "c"), words(5, "d")));
+        assert_eq!((chunks[3].page_start, chunks[3].page_end), (2, 2));
+        // Offsets point back into the pages, in characters.
+        let c = &chunks[1];
+        let from: String = p1.chars().skip(c.char_start).collect();
+        assert!(from.starts_with("b0 b1"));
+        assert_eq!(c.char_end, p1.chars().count());
+        assert!(chunks.iter().all(|c| c.tokens <= 12));
+    }
+
+    #[test]
+    fn long_sentence_is_cut_never_truncated() {
+        let s: String = (0..100).map(|i| format!("w{i} ")).collect();
+        let pages = [page(1, &s)];
+        let emb = Words(16);
+        let chunks = split(&pages, &emb, &SplitConfig::default()).unwrap();
+        assert!(chunks.iter().all(|c| c.tokens <= 16), "{chunks:?}");
+        // Every word is in some chunk: nothing dropped.
+        let all: Vec<String> = chunks
+            .iter()
+            .flat_map(|c| c.text.split_whitespace().map(String::from))
+            .collect();
+        for i in 0..100 {
+            assert!(all.contains(&format!("w{i}")), "w{i} lost");
+        }
+    }
+
+    #[test]
+    fn chinese_is_chunked_by_tokens_with_offsets() {
+        let s = "甲乙丙丁戊。己庚辛壬癸！子丑寅卯辰。";
+        let pages = [page(3, s)];
+        let cfg = SplitConfig {
+            chunk_tokens: 12,
+            overlap_tokens: 0,
+        };
+        let chunks = split(&pages, &Words(64), &cfg).unwrap();
+        let t: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(t, ["甲乙丙丁戊。己庚辛壬癸！", "子丑寅卯辰。"]);
+        assert_eq!(chunks[1].char_start, 12);
+        assert_eq!(chunks[1].char_end, 18);
+        assert_eq!(chunks[1].page_start, 3);
+    }
+
+    #[test]
+    fn empty_pages_give_no_chunks() {
+        let pages = [page(1, ""), page(2, "  \n ")];
+        assert!(split(&pages, &Words(64), &SplitConfig::default())
+            .unwrap()
+            .is_empty());
+    }
+}
