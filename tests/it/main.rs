@@ -3,4 +3,5 @@
 mod util;
 
 mod plumbing;
+mod synth;
 mod synth_parity;
