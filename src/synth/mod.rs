@@ -347,6 +347,10 @@ pub struct RunOptions {
     pub params: GenParams,
     /// Extra template variables.
     pub vars: Vars,
+    /// Tokens every prompt gains after synthesis formats it, e.g. a chat model's
+    /// template wrapping it as a user message; kept free of the window when packing.
+    /// 0 for a plain completion model (and for LlamaIndex parity).
+    pub prompt_overhead: usize,
 }
 
 /// Run any synthesizer: check it, answer (or "Empty Response" without nodes), and
@@ -363,7 +367,10 @@ pub fn run(
     synth.check(&opts.vars)?;
     let t0 = Instant::now();
     let count = |s: &str| llm.count_tokens(s);
-    let window = opts.context_window.unwrap_or_else(|| llm.context_window());
+    let window = opts
+        .context_window
+        .unwrap_or_else(|| llm.context_window())
+        .saturating_sub(opts.prompt_overhead);
     let mut ctx = Ctx {
         llm,
         helper: PromptHelper::new(window, opts.params.max_tokens, &count),
