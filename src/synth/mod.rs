@@ -341,16 +341,16 @@ impl<'a> Ctx<'a> {
 /// How to run synthesis.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Context window in tokens; `None` takes the model's.
+    /// Context window in tokens for packing prompts; `None` takes the model's.
+    /// Prompts are packed to fill it, so when the model wraps each prompt (a chat
+    /// template making it a user message), pass the model's window less the tokens
+    /// of that wrapping (e.g. `count_tokens(render_prompt(""))`), or a packed prompt
+    /// plus its output can overflow the real window.
     pub context_window: Option<usize>,
     /// Generation parameters; `max_tokens` is also the output reserve of every prompt.
     pub params: GenParams,
     /// Extra template variables.
     pub vars: Vars,
-    /// Tokens every prompt gains after synthesis formats it, e.g. a chat model's
-    /// template wrapping it as a user message; kept free of the window when packing.
-    /// 0 for a plain completion model (and for LlamaIndex parity).
-    pub prompt_overhead: usize,
 }
 
 /// Run any synthesizer: check it, answer (or "Empty Response" without nodes), and
@@ -367,10 +367,7 @@ pub fn run(
     synth.check(&opts.vars)?;
     let t0 = Instant::now();
     let count = |s: &str| llm.count_tokens(s);
-    let window = opts
-        .context_window
-        .unwrap_or_else(|| llm.context_window())
-        .saturating_sub(opts.prompt_overhead);
+    let window = opts.context_window.unwrap_or_else(|| llm.context_window());
     let mut ctx = Ctx {
         llm,
         helper: PromptHelper::new(window, opts.params.max_tokens, &count),

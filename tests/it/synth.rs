@@ -451,25 +451,3 @@ fn a_custom_synthesizer_runs_through_the_same_machinery() {
     );
     assert!(llm.prompts()[1].contains(&ns[1].text) && llm.prompts()[1].contains("Query: why?"));
 }
-
-#[test]
-fn prompt_overhead_is_kept_free_of_the_window() {
-    // (refine and compact keep 500 tokens free for the answer anyway)
-    for mode in [
-        ResponseMode::TreeSummarize,
-        ResponseMode::SimpleSummarize,
-        ResponseMode::CompactAccumulate,
-    ] {
-        let mut req = request(mode);
-        let ns = nodes(4, 400);
-        let plain = ScriptedLlm::new(1000);
-        run_collect(&plain, &req, &ns).0.unwrap();
-        let longest = |l: &ScriptedLlm| l.prompts().iter().map(|p| p.chars().count()).max();
-        // packing fills the window: the plain prompts leave less than 150 tokens free
-        assert!(longest(&plain).unwrap() + 32 > 1000 - 150, "{mode}");
-        req.options.prompt_overhead = 150;
-        let wrapped = ScriptedLlm::new(1000);
-        run_collect(&wrapped, &req, &ns).0.unwrap();
-        assert!(longest(&wrapped).unwrap() + 32 + 150 <= 1000, "{mode}");
-    }
-}

@@ -64,7 +64,6 @@ fn check(fx: &Fixture) -> Result<(), String> {
                 ..GenParams::default()
             },
             vars: fx.extra_vars.clone(),
-            prompt_overhead: 0,
         },
     };
     let llm = ScriptedLlm::new(fx.context_window);
