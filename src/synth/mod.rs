@@ -7,6 +7,7 @@
 //! llama-index-core prompt for prompt (see the parity test); [`synthesize`] is the
 //! entry point the engine calls.
 
+pub mod bench;
 pub mod modes;
 pub mod prompt_helper;
 pub mod scripted;
@@ -340,7 +341,11 @@ impl<'a> Ctx<'a> {
 /// How to run synthesis.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Context window in tokens; `None` takes the model's.
+    /// Context window in tokens for packing prompts; `None` takes the model's.
+    /// Prompts are packed to fill it, so when the model wraps each prompt (a chat
+    /// template making it a user message), pass the model's window less the tokens
+    /// of that wrapping (e.g. `count_tokens(render_prompt(""))`), or a packed prompt
+    /// plus its output can overflow the real window.
     pub context_window: Option<usize>,
     /// Generation parameters; `max_tokens` is also the output reserve of every prompt.
     pub params: GenParams,

@@ -2,13 +2,12 @@
 
 mod util;
 
-mod pdf;
-mod plumbing;
-
 mod embed;
-mod llm;
-mod server;
-mod synth_parity;
-mod retrieve;
 mod index;
 mod llm;
+mod pdf;
+mod plumbing;
+mod retrieve;
+mod server;
+mod synth;
+mod synth_parity;
