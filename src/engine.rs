@@ -18,6 +18,8 @@ use crate::store::conversations::{self, Conversation, ConversationInfo};
 use crate::store::Store;
 use crate::{Error, Result};
 
+mod ask;
+
 /// Where the engine keeps its data and finds its models.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -135,6 +137,8 @@ pub struct Engine {
     next_ask: std::sync::atomic::AtomicU64,
     /// Running (or queued) work, so a shell can cancel it by id or all at once.
     running: Mutex<std::collections::HashMap<u64, Cancel>>,
+    /// The loaded LLM and the retrieval index, kept between asks.
+    ask_state: ask::AskState,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -157,6 +161,7 @@ impl Engine {
             generation: Mutex::new(()),
             next_ask: std::sync::atomic::AtomicU64::new(1),
             running: Mutex::new(std::collections::HashMap::new()),
+            ask_state: Default::default(),
         })
     }
 
@@ -537,19 +542,5 @@ impl Engine {
             split: SplitConfig::default(),
         };
         p.run(paths, cancel, on)
-    }
-}
-
-// PENDING-WIRING: replaced when retrieval and synthesis land.
-impl Engine {
-    pub fn ask(
-        &self,
-        _req: AskRequest,
-        _cancel: &Cancel,
-        _on: &mut dyn FnMut(AskEvent) -> bool,
-    ) -> Result<()> {
-        let _reg = self.register(_cancel);
-        let _g = lock(&self.generation);
-        Err(Error::Invalid("asking is not wired yet".into()))
     }
 }

@@ -1,9 +1,11 @@
 //! The `quire` command line: a thin adapter over the library.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+
+mod cli;
 
 #[derive(Parser)]
 #[command(name = "quire", version, about = "Chat with your own PDFs, offline")]
@@ -36,7 +38,24 @@ enum Cmd {
         #[command(flatten)]
         data: DataDir,
     },
-    /// Retrieve the sources for a question and show why each was chosen.
+    /// Index PDFs (files, or folders searched recursively) into the local index.
+    Index {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print each progress event as one JSON line on stdout instead of a bar.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// List the indexed documents, or remove one.
+    Docs {
+        #[command(subcommand)]
+        cmd: Option<DocsCmd>,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Retrieve the sources for a question from the index and show why each was chosen.
     Search {
         question: String,
         /// Sources to keep after fusion.
@@ -51,16 +70,44 @@ enum Cmd {
         /// Comma-separated: vector, bm25.
         #[arg(long, default_value = "vector,bm25")]
         retrievers: String,
-        /// PDFs to index in memory (stand-in until the store is wired in).
-        #[arg(long, default_value = "../shared/corpus/pdfs")]
-        pdfs: PathBuf,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        data: DataDir,
     },
+    /// Ask a question about the indexed PDFs; the answer streams to stdout.
+    Ask {
+        question: String,
+        /// Response mode (default: the settings' mode, compact unless changed).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Continue this conversation.
+        #[arg(long)]
+        conversation: Option<i64>,
+        /// Print each event as one JSON line instead.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Generate text with the local LLM, streamed to stdout.
+    Generate(cli::generate::GenerateArgs),
+    /// Extract one PDF in this process and print it as JSON (the isolated extractor's child).
+    #[command(name = "__extract", hide = true)]
+    ExtractChild { file: PathBuf },
     /// Benchmarks: print figures (one JSON object with --json).
     #[command(subcommand)]
     Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum DocsCmd {
+    /// Remove a document (by id or path) from the index.
+    Rm {
+        /// Document id (see `quire docs`) or the file's path.
+        doc: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -80,6 +127,29 @@ enum BenchCmd {
         /// Runs (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
+    },
+    /// Prompt processing and generation speed vs llama.cpp's figures.
+    Llm {
+        /// A GGUF file instead of the default LLM.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// llama.cpp's speed.json for the same file (default: the shared reference).
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// Keep Q4_1/Q5_0/Q5_1 weights as they are instead of requantizing to Q8_0.
+        #[arg(long)]
+        no_requantize: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// PDF text extraction against `pdftotext -layout`: per-page word F1 and pages/s.
+    Extract {
+        /// Folder of PDFs (default: ../shared/corpus/pdfs).
+        dir: Option<PathBuf>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
     /// fused, by language.
@@ -155,20 +225,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             rt.block_on(quire::server::serve(engine, opts))?;
             Ok(())
         }
-        Cmd::Bench(BenchCmd::Embed {
-            json,
-            reference,
-            chunks,
-            runs,
-        }) => bench_embed(json, &reference, chunks, runs),
+        Cmd::Index { paths, json, data } => cli::index::index(&data.engine()?, &paths, json),
+        Cmd::Docs { cmd: None, data } => cli::index::docs(&data.engine()?),
+        Cmd::Docs {
+            cmd: Some(DocsCmd::Rm { doc }),
+            data,
+        } => {
+            let engine = data.engine()?;
+            let id = engine.find_document(&doc)?;
+            engine.remove_document(id)?;
+            println!("removed document {id}");
+            Ok(())
+        }
         Cmd::Search {
             question,
             top_k,
             fusion,
             queries,
             retrievers,
-            pdfs,
             json,
+            data,
         } => {
             let opts = quire::retrieve::RetrieveOptions {
                 top_k,
@@ -177,88 +253,51 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 retrievers: quire::retrieve::RetrieverKind::parse_list(&retrievers)?,
                 ..Default::default()
             };
-            search(&question, &opts, &pdfs, json)
+            cli::search::search(&data.engine()?, &question, &opts, json)
         }
-        Cmd::Bench(BenchCmd::Retrieval {
+        Cmd::Ask {
+            question,
+            mode,
+            conversation,
             json,
-            pdfs,
-            questions,
-            fusion,
-        }) => bench_retrieval(json, &pdfs, &questions, fusion),
-        Cmd::Bench(BenchCmd::RetrievalScale {
-            json,
-            sizes,
-            queries,
-        }) => {
-            let sizes = sizes
-                .split(',')
-                .map(|s| s.trim().parse::<usize>())
-                .collect::<Result<Vec<_>, _>>()
-                .context("--sizes: comma-separated numbers")?;
-            let params = quire::retrieve::bench::ScaleParams {
+            data,
+        } => {
+            let req = quire::engine::AskRequest {
+                conversation_id: conversation,
+                question,
+                mode,
+            };
+            cli::ask::ask(&data.engine()?, req, json)
+        }
+        Cmd::Generate(a) => cli::generate::generate(a),
+        Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),
+        Cmd::Bench(b) => match b {
+            BenchCmd::Embed {
+                json,
+                reference,
+                chunks,
+                runs,
+            } => cli::bench::embed(json, &reference, chunks, runs),
+            BenchCmd::Llm {
+                model,
+                reference,
+                no_requantize,
+                json,
+            } => cli::bench::llm(model, reference, no_requantize, json),
+            BenchCmd::Extract { dir, json } => cli::bench::extract(dir, json),
+            BenchCmd::Retrieval {
+                json,
+                pdfs,
+                questions,
+                fusion,
+            } => cli::bench::retrieval(json, &pdfs, &questions, fusion),
+            BenchCmd::RetrievalScale {
+                json,
                 sizes,
                 queries,
-                ..Default::default()
-            };
-            let r = quire::retrieve::bench::scale(&params, |m| eprintln!("{m}"))?;
-            if json {
-                println!("{}", serde_json::to_string(&r)?);
-            } else {
-                print!("{r}");
-            }
-            Ok(())
-        }
+            } => cli::bench::retrieval_scale(json, &sizes, queries),
+        },
     }
-}
-
-/// The default embedder and an in-memory retrieval index over the PDFs in `pdfs`.
-fn pdf_index(
-    pdfs: &Path,
-) -> anyhow::Result<(
-    quire::embed::bert::BertEmbedder,
-    quire::retrieve::RetrievalIndex,
-)> {
-    let emb = quire::embed::bert::BertEmbedder::open(quire::models::default_embedder()?)?;
-    eprintln!("indexing {} ...", pdfs.display());
-    let chunks = quire::retrieve::bench::index_pdf_dir(pdfs, &emb)?;
-    Ok((emb, quire::retrieve::RetrievalIndex::build(chunks)?))
-}
-
-fn search(
-    question: &str,
-    opts: &quire::retrieve::RetrieveOptions,
-    pdfs: &Path,
-    json: bool,
-) -> anyhow::Result<()> {
-    if opts.num_queries > 1 {
-        anyhow::bail!("--queries above 1 needs the LLM, which this build cannot load yet");
-    }
-    let (emb, index) = pdf_index(pdfs)?;
-    let cancel = quire::llm::Cancel::new();
-    let r = index.search(question, &emb, None, opts, &cancel)?;
-    if json {
-        println!("{}", serde_json::to_string(&r)?);
-    } else {
-        print!("{r}");
-    }
-    Ok(())
-}
-
-fn bench_retrieval(
-    json: bool,
-    pdfs: &Path,
-    questions: &Path,
-    fusion: quire::retrieve::FusionMode,
-) -> anyhow::Result<()> {
-    let qs = quire::retrieve::bench::load_questions(questions)?;
-    let (emb, index) = pdf_index(pdfs)?;
-    let r = quire::retrieve::bench::quality(&index, &emb, None, &qs, fusion, 1)?;
-    if json {
-        println!("{}", serde_json::to_string(&r)?);
-    } else {
-        print!("{r}");
-    }
-    Ok(())
 }
 
 fn models(model: Option<PathBuf>) -> anyhow::Result<()> {
@@ -283,21 +322,5 @@ fn models(model: Option<PathBuf>) -> anyhow::Result<()> {
         b.config.num_hidden_layers,
         b.tokenizer.get_vocab_size(true)
     );
-    Ok(())
-}
-
-fn bench_embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Result<()> {
-    let dir = quire::models::default_embedder()?;
-    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
-    let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3")
-        .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
-    let chunks = quire::embed::bench::chunks_of_words(&text, n, 200);
-    let reference = reference.is_file().then_some(reference);
-    let r = quire::embed::bench::run(&emb, "all-MiniLM-L6-v2", &chunks, 200, runs, reference)?;
-    if json {
-        println!("{}", serde_json::to_string(&r)?);
-    } else {
-        print!("{r}");
-    }
     Ok(())
 }

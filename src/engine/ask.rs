@@ -12,7 +12,7 @@ use super::{lock, AskEvent, AskRequest, AskStats, Engine, Evidence, Source};
 use crate::embed::Embedder;
 use crate::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
 use crate::retrieve::{
-    ChunkInfo, FusionMode, IndexedChunk, RetrievalIndex, Retrieval, RetrieveOptions,
+    ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex, RetrieveOptions,
 };
 use crate::settings::Settings;
 use crate::store::conversations;
@@ -70,6 +70,40 @@ impl Engine {
         let idx = Arc::new(RetrievalIndex::build(chunks)?);
         *slot = Some((generation, idx.clone()));
         Ok(idx)
+    }
+
+    /// Retrieve the sources for `question` from everything indexed (the LLM writes
+    /// the extra queries when `opts.num_queries` is above 1).
+    pub fn search(
+        &self,
+        question: &str,
+        opts: &RetrieveOptions,
+        cancel: &Cancel,
+    ) -> Result<Retrieval> {
+        let llm = if opts.num_queries > 1 {
+            Some(self.llm()?)
+        } else {
+            None
+        };
+        let llm_dyn: Option<&dyn Llm> = llm.as_deref().map(|l| l as &dyn Llm);
+        self.search_with(question, llm_dyn, opts, cancel)
+    }
+
+    fn search_with(
+        &self,
+        question: &str,
+        llm: Option<&dyn Llm>,
+        opts: &RetrieveOptions,
+        cancel: &Cancel,
+    ) -> Result<Retrieval> {
+        let index = self.retrieval_index()?;
+        if index.is_empty() {
+            return Err(Error::Invalid(
+                "nothing is indexed yet: add PDFs first (drop them on the window)".into(),
+            ));
+        }
+        let embedder: Arc<dyn Embedder> = self.embedder()?;
+        index.search(question, embedder.as_ref(), llm, opts, cancel)
     }
 
     /// Answer a question, streaming events to `on` (which returns false once nobody
@@ -175,13 +209,6 @@ impl Engine {
     ) -> Result<String> {
         cancel.check()?;
         let t0 = Instant::now();
-        let index = self.retrieval_index()?;
-        if index.is_empty() {
-            return Err(Error::Invalid(
-                "nothing is indexed yet: add PDFs first (drop them on the window)".into(),
-            ));
-        }
-        let embedder: Arc<dyn Embedder> = self.embedder()?;
         let needs_llm = mode != ResponseMode::NoText || settings.num_queries > 1;
         let llm = if needs_llm { Some(self.llm()?) } else { None };
         let opts = RetrieveOptions {
@@ -192,7 +219,7 @@ impl Engine {
         };
         cancel.check()?;
         let llm_dyn: Option<&dyn Llm> = llm.as_deref().map(|l| l as &dyn Llm);
-        let retrieval = index.search(question, embedder.as_ref(), llm_dyn, &opts, cancel)?;
+        let retrieval = self.search_with(question, llm_dyn, &opts, cancel)?;
         let sources = sources_of(&retrieval);
         record.sources = sources.clone();
         if retrieval.queries.len() > 1 {
@@ -206,7 +233,11 @@ impl Engine {
         let nodes: Vec<Node> = retrieval
             .nodes
             .iter()
-            .filter_map(|n| n.chunk.as_ref().map(|c| Node::new(n.chunk_id.to_string(), c.text.clone())))
+            .filter_map(|n| {
+                n.chunk
+                    .as_ref()
+                    .map(|c| Node::new(n.chunk_id.to_string(), c.text.clone()))
+            })
             .collect();
         let templates = match &settings.text_qa_template {
             Some(t) => Templates::custom(synth::Template::new(t.clone())),
@@ -232,7 +263,14 @@ impl Engine {
                     forward(ev, send, record)?;
                     Ok(true)
                 };
-                synth::synthesize(llm.as_ref(), &request, question, &nodes, cancel, &mut on_event)?
+                synth::synthesize(
+                    llm.as_ref(),
+                    &request,
+                    question,
+                    &nodes,
+                    cancel,
+                    &mut on_event,
+                )?
             }
             None => {
                 let mut on_event = |ev: Event| -> Result<bool> {

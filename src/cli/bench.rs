@@ -1,0 +1,94 @@
+//! `quire bench ...`: each prints a table, or one JSON object with `--json`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// Print `r` as one JSON object or as its table.
+fn emit<T: serde::Serialize + std::fmt::Display>(r: &T, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+    } else {
+        print!("{r}");
+    }
+    Ok(())
+}
+
+pub fn embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Result<()> {
+    let dir = quire::models::default_embedder()?;
+    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
+    let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3")
+        .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
+    let chunks = quire::embed::bench::chunks_of_words(&text, n, 200);
+    let reference = reference.is_file().then_some(reference);
+    let r = quire::embed::bench::run(&emb, "all-MiniLM-L6-v2", &chunks, 200, runs, reference)?;
+    emit(&r, json)
+}
+
+pub fn llm(
+    model: Option<PathBuf>,
+    reference: Option<PathBuf>,
+    no_requantize: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let path = match model {
+        Some(p) => p,
+        None => quire::models::default_llm()?,
+    };
+    let opts = quire::llm::bench::BenchOptions {
+        reference,
+        load: quire::llm::LoadOptions {
+            requantize: !no_requantize,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let b = quire::llm::bench::bench(&path, &opts)?;
+    if json {
+        println!("{}", serde_json::to_string(&b)?);
+    } else {
+        println!("{b}");
+    }
+    Ok(())
+}
+
+pub fn extract(dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
+    let report = quire::ingest::pdf::bench::bench(&dir)?;
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
+pub fn retrieval(
+    json: bool,
+    pdfs: &Path,
+    questions: &Path,
+    fusion: quire::retrieve::FusionMode,
+) -> anyhow::Result<()> {
+    let qs = quire::retrieve::bench::load_questions(questions)?;
+    let emb = quire::embed::bert::BertEmbedder::open(quire::models::default_embedder()?)?;
+    eprintln!("indexing {} ...", pdfs.display());
+    let chunks = quire::retrieve::bench::index_pdf_dir(pdfs, &emb)?;
+    let index = quire::retrieve::RetrievalIndex::build(chunks)?;
+    let r = quire::retrieve::bench::quality(&index, &emb, None, &qs, fusion, 1)?;
+    emit(&r, json)
+}
+
+pub fn retrieval_scale(json: bool, sizes: &str, queries: usize) -> anyhow::Result<()> {
+    let sizes = sizes
+        .split(',')
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<Result<Vec<_>, _>>()
+        .context("--sizes: comma-separated numbers")?;
+    let params = quire::retrieve::bench::ScaleParams {
+        sizes,
+        queries,
+        ..Default::default()
+    };
+    let r = quire::retrieve::bench::scale(&params, |m| eprintln!("{m}"))?;
+    emit(&r, json)
+}

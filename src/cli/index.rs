@@ -1,0 +1,141 @@
+//! `quire index` and `quire docs`: progress on a terminal, JSON events, a summary.
+
+use std::path::{Path, PathBuf};
+
+/// `quire index`: a progress line on stderr (or JSON events on stdout), then a
+/// summary; fails only when nothing could be indexed.
+pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> anyhow::Result<()> {
+    use quire::engine::IndexEvent as E;
+    use std::io::Write;
+    let cancel = quire::llm::Cancel::new();
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut line = String::new();
+    let mut file = (0, 0, String::new());
+    let mut on = |ev: E| {
+        if json {
+            if let Ok(s) = serde_json::to_string(&ev) {
+                let mut out = std::io::stdout().lock();
+                // A closed pipe stops the run.
+                return writeln!(out, "{s}").and_then(|_| out.flush()).is_ok();
+            }
+            return true;
+        }
+        let name = |p: &str| {
+            Path::new(p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.to_string())
+        };
+        let status = match &ev {
+            E::File { index, total, path } => {
+                file = (*index, *total, name(path));
+                Some(format!("[{index}/{total}] {}: extracting", file.2))
+            }
+            E::Embedded {
+                chunks,
+                total,
+                eta_secs,
+                ..
+            } => {
+                let eta = eta_secs
+                    .map(|s| format!(", ETA {}", fmt_secs(s)))
+                    .unwrap_or_default();
+                Some(format!(
+                    "[{}/{}] {} {} chunks {chunks}/{total}{eta}",
+                    file.0,
+                    file.1,
+                    file.2,
+                    bar(*chunks, *total, 20)
+                ))
+            }
+            E::FileDone {
+                path,
+                chunks,
+                skipped,
+                ..
+            } => {
+                let what = if *skipped {
+                    "already indexed".to_string()
+                } else {
+                    format!("{chunks} chunks")
+                };
+                eprintln!("{}done   {}: {what}", clear(tty, &line), name(path));
+                line.clear();
+                None
+            }
+            E::FileFailed { path, reason } => {
+                eprintln!("{}FAILED {}: {reason}", clear(tty, &line), name(path));
+                line.clear();
+                None
+            }
+            E::Page { .. } | E::Finished { .. } => None,
+        };
+        if let (Some(s), true) = (status, tty) {
+            eprint!("{}{s}", clear(tty, &line));
+            line = s;
+        }
+        true
+    };
+    let summary = engine.index_summary(paths, &cancel, &mut on)?;
+    if tty && !line.is_empty() {
+        eprint!("{}", clear(tty, &line));
+    }
+    eprintln!(
+        "indexed {} file(s) ({} already there), {} failed, in {}",
+        summary.indexed,
+        summary.skipped,
+        summary.failed.len(),
+        fmt_secs(summary.secs)
+    );
+    for (path, reason) in &summary.failed {
+        eprintln!("  failed: {path}: {reason}");
+    }
+    if summary.indexed == 0 {
+        anyhow::bail!("nothing could be indexed");
+    }
+    Ok(())
+}
+
+/// Erase the progress line on a terminal.
+fn clear(tty: bool, line: &str) -> String {
+    if tty && !line.is_empty() {
+        format!("\r{}\r", " ".repeat(line.chars().count()))
+    } else {
+        String::new()
+    }
+}
+
+fn bar(done: usize, total: usize, width: usize) -> String {
+    let filled = (done * width)
+        .checked_div(total)
+        .unwrap_or(width)
+        .min(width);
+    format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
+}
+
+fn fmt_secs(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// `quire docs`: one line per document.
+pub fn docs(engine: &quire::engine::Engine) -> anyhow::Result<()> {
+    let docs = engine.documents()?;
+    if docs.is_empty() {
+        println!("no documents (add some with `quire index PATH...`)");
+    }
+    for d in docs {
+        match d.error {
+            Some(e) => println!("{:>4}  failed  {}  ({e})", d.id, d.path),
+            None => println!(
+                "{:>4}  {:>4} pages {:>5} chunks  {}",
+                d.id, d.pages, d.chunks, d.path
+            ),
+        }
+    }
+    Ok(())
+}
