@@ -133,8 +133,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("settings.json");
         assert_eq!(Settings::load(&p).unwrap(), Settings::default());
-        let mut s = Settings::default();
-        s.top_k = 7;
+        let mut s = Settings {
+            top_k: 7,
+            ..Settings::default()
+        };
         s.template_vars
             .insert("tone_name".into(), "a Shakespeare play".into());
         s.save(&p).unwrap();

@@ -141,7 +141,11 @@ impl Llama {
             .unwrap_or(n_head);
         let blocks = md("llama.block_count")?.to_u32()? as usize;
         let hidden = md("llama.embedding_length")?.to_u32()? as usize;
-        if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 || hidden % n_head != 0 {
+        if n_head == 0
+            || n_kv_head == 0
+            || !n_head.is_multiple_of(n_kv_head)
+            || !hidden.is_multiple_of(n_head)
+        {
             candle_core::bail!(
                 "inconsistent head counts ({n_head} heads, {n_kv_head} kv heads, {hidden} hidden)"
             );
@@ -311,13 +315,11 @@ impl Llama {
             let v = v.reshape((1, seq, nkv, hd))?.transpose(1, 2)?;
             let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
             let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
-            // llama.cpp keeps K/V in f16; rounding them the same way keeps greedy
-            // output in step with it.
-            let q = if std::env::var("XQ").is_ok() {
-                f16_round(&q)?
-            } else {
-                q
-            };
+            // llama.cpp keeps K/V in f16, and its CPU matmuls against f16 convert the
+            // other operand (Q, then the attention weights) to f16 too; rounding the
+            // same way keeps greedy output in step with it (measured: SmolLM2 went
+            // from 7/32 to 31/32 and 8/32 to 30/32 tokens on two reference prompts).
+            let q = f16_round(&q)?;
             let k = f16_round(&k)?;
             let v = f16_round(&v)?;
             let (k, v) = l.kv.append(&k, &v)?;
@@ -333,11 +335,7 @@ impl Llama {
                     .reshape((1, nkv, rep * seq, total))?,
             };
             let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let att = if std::env::var("XP").is_ok() {
-                f16_round(&att)?
-            } else {
-                att
-            };
+            let att = f16_round(&att)?;
             let y = att.matmul(&v.contiguous()?)?; // (1, nkv, rep*seq, hd)
             let y = y
                 .reshape((1, nh, seq, hd))?

@@ -319,6 +319,14 @@ impl GgufLlm {
         Ok(out)
     }
 
+    /// The next-token logits after `ids`, from scratch (for diagnostics and tests).
+    pub fn logits(&self, ids: &[u32]) -> Result<Vec<f32>> {
+        let mut st = self.lock()?;
+        st.cached.clear();
+        let (l, _) = self.prefill(&mut st, ids, &Cancel::new())?;
+        Ok(l.to_vec1()?)
+    }
+
     /// Timings for benchmarks: process `prompt_ids` (reusing a cached prefix when
     /// `reuse`), then generate exactly `n` greedy tokens (end tokens do not stop it).
     /// Returns (prompt seconds, generation seconds, tokens reused from the cache).

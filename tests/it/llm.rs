@@ -153,7 +153,7 @@ fn hand_gguf(arch: &str, ty: u32, dims: &[u64], data_len: usize) -> Vec<u8> {
     }
     b.extend(ty.to_le_bytes());
     b.extend(0u64.to_le_bytes()); // offset
-    while b.len() % 32 != 0 {
+    while !b.len().is_multiple_of(32) {
         b.push(0);
     }
     b.extend(vec![0u8; data_len]);
@@ -228,5 +228,43 @@ fn load_rejects_a_llama_file_without_weights_or_vocabulary() {
     match GgufLlm::load_with(&p, &LoadOptions::default()) {
         Ok(_) => panic!("a bare header loaded"),
         Err(e) => assert!(e.to_string().contains("bare.gguf"), "{e}"),
+    }
+}
+
+/// Diagnostics: along llama.cpp's greedy sequence, how far its token is from ours.
+#[test]
+#[ignore = "diagnostics: prints logit margins along the reference sequences"]
+fn greedy_margins_smollm2() {
+    for requantize in [false, true] {
+        let opts = LoadOptions {
+            requantize,
+            ..LoadOptions::default()
+        };
+        let llm = GgufLlm::load_with(util::default_llm(), &opts).expect("load");
+        for line in reference("SmolLM2-135M-Instruct.Q4_1", "greedy.jsonl") {
+            let mut ctx = ids(&line["prompt_ids"]);
+            let mut row = Vec::new();
+            for &want in ids(&line["greedy_ids"]).iter().take(20) {
+                let l = llm.logits(&ctx).expect("logits");
+                let (best, top) =
+                    l.iter()
+                        .enumerate()
+                        .fold((0, f32::MIN), |a, (i, &v)| if v > a.1 { (i, v) } else { a });
+                let w = l[want as usize];
+                row.push(if best == want as usize {
+                    let second = l
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i != best)
+                        .map(|(_, &v)| v)
+                        .fold(f32::MIN, f32::max);
+                    format!("+{:.3}", top - second)
+                } else {
+                    format!("-{:.3}", top - w)
+                });
+                ctx.push(want);
+            }
+            eprintln!("MARGIN rq={requantize} {}", row.join(" "));
+        }
     }
 }

@@ -1,4 +1,5 @@
 //! Integration tests: one binary, a module per area (faster to link than many).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod util;
 
