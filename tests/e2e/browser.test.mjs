@@ -142,7 +142,8 @@ test("document text is shown as text, never run", async () => {
     "quokkaberry <b>bold</b> end",
   ]]);
   await upload(hostile, "hostile");
-  await askIn("no_text", "Where does the quokkaberry grow?");
+  const msg = await askIn("no_text", "Where does the quokkaberry grow?");
+  assert.equal(await msg.locator(".error").count(), 0, await msg.innerText());
   const text = await page.locator("#sources").innerText();
   assert.ok(text.includes("<img src=x onerror="), `hostile text not shown literally: ${text.slice(0, 300)}`);
   assert.equal(await page.locator("#sources img, #sources script, #sources b").count(), 0);

@@ -419,7 +419,8 @@ async function start() {
   if (state.settings?.mode) $("mode").value = state.settings.mode;
   showModeHelp();
   await loadDocuments();
-  const last = localStorage.getItem("quire-conversation");
-  await openConversation(last || null);
+  // localStorage keeps strings; the engine wants the numeric id.
+  const last = Number(localStorage.getItem("quire-conversation")) || null;
+  await openConversation(last);
 }
 start();
