@@ -19,6 +19,8 @@ pub struct Settings {
     /// Source nodes kept after fusion.
     pub top_k: usize,
     pub temperature: f64,
+    /// Penalty on recently generated tokens (1 is none); small models loop without it.
+    pub repeat_penalty: f32,
     pub max_tokens: usize,
     /// Fusion mode: reciprocal_rerank, relative_score, dist_based_score, simple.
     pub fusion: String,
@@ -39,6 +41,7 @@ impl Default for Settings {
             model: crate::models::DEFAULT_LLM.into(),
             top_k: 4,
             temperature: 0.0,
+            repeat_penalty: 1.15,
             max_tokens: 256,
             fusion: "reciprocal_rerank".into(),
             num_queries: 1,
@@ -82,6 +85,12 @@ impl Settings {
             return bad(format!(
                 "temperature must be 0..=2, not {}",
                 self.temperature
+            ));
+        }
+        if !(1.0..=2.0).contains(&self.repeat_penalty) {
+            return bad(format!(
+                "repeat_penalty must be 1..=2, not {}",
+                self.repeat_penalty
             ));
         }
         if !(1..=8192).contains(&self.max_tokens) {

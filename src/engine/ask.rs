@@ -252,6 +252,7 @@ impl Engine {
                 params: GenParams {
                     max_tokens: settings.max_tokens,
                     temperature: settings.temperature,
+                    repeat_penalty: settings.repeat_penalty,
                     ..GenParams::default()
                 },
                 vars: settings.template_vars.clone(),

@@ -199,7 +199,13 @@ $("new-chat").addEventListener("click", () => openConversation(null));
 function userMessage(text) {
   const m = el("div", { class: "msg user" }, el("div", { class: "who" }, "You"), el("div", { class: "body" }, text));
   $("messages").append(m);
-  m.scrollIntoView({ block: "end" });
+  scrollToEnd();
+}
+
+/** Keep the newest text in view; only the message list scrolls, never the window. */
+function scrollToEnd() {
+  const box = $("messages");
+  box.scrollTop = box.scrollHeight;
 }
 
 function assistantMessage(mode) {
@@ -302,7 +308,7 @@ async function ask(question) {
         } else {
           stepView(view, ev).out.append(document.createTextNode(ev.text));
         }
-        view.root.scrollIntoView({ block: "end" });
+        scrollToEnd();
         break;
       }
       case "done":
@@ -367,7 +373,7 @@ async function openSettings() {
   const modelSel = form.elements.model;
   clear(modelSel);
   for (const m of s.available_models || [s.model]) modelSel.append(el("option", { value: m }, m));
-  for (const k of ["model", "top_k", "temperature", "max_tokens", "fusion", "num_queries", "text_qa_template"]) {
+  for (const k of ["model", "top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries", "text_qa_template"]) {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
   form.elements.structured_answer_filtering.checked = !!s.structured_answer_filtering;
@@ -389,6 +395,7 @@ $("settings-save").addEventListener("click", async (e) => {
     model: f.model.value,
     top_k: Number(f.top_k.value),
     temperature: Number(f.temperature.value),
+    repeat_penalty: Number(f.repeat_penalty.value),
     max_tokens: Number(f.max_tokens.value),
     fusion: f.fusion.value,
     num_queries: Number(f.num_queries.value),

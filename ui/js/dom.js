@@ -28,14 +28,20 @@ export function clear(node) {
   return node;
 }
 
-/** Words worth highlighting from a query (≥ 3 letters, or any CJK run). */
+const STOPWORDS = new Set(("the and for are but not you your with what which who whom whose when where why how " +
+  "does did doing done this that these those there their they them then than from into onto " +
+  "have has had was were will would should could can may might must shall about over under " +
+  "use used using want need some any all each other own its it's our out off very just also " +
+  "being been only same such both more most").split(" "));
+
+/** Words worth highlighting from a query (≥ 3 letters and not a stopword, or any CJK run). */
 export function queryTerms(query) {
   const terms = new Set();
   for (const m of query.toLowerCase().matchAll(/[\p{L}\p{N}_\\]+/gu)) {
     const w = m[0];
     if (/\p{Script=Han}/u.test(w)) {
       for (let i = 0; i + 1 < w.length; i++) terms.add(w.slice(i, i + 2));
-    } else if (w.length >= 3) terms.add(w);
+    } else if (w.length >= 3 && !STOPWORDS.has(w)) terms.add(w);
   }
   return [...terms];
 }
@@ -47,7 +53,11 @@ export function highlighted(text, terms) {
     frag.append(document.createTextNode(text));
     return frag;
   }
-  const esc = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  // A word term matches at the start of a word only ("and" is not marked in "command").
+  const esc = terms.map((t) => {
+    const e = t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    return /\p{Script=Han}/u.test(t) ? e : `(?<![\\p{L}\\p{N}_])${e}`;
+  });
   const re = new RegExp(`(${esc.join("|")})`, "giu");
   let last = 0;
   for (const m of text.matchAll(re)) {
