@@ -85,9 +85,8 @@ enum Cmd {
         /// Continue this conversation.
         #[arg(long)]
         conversation: Option<i64>,
-        /// Print each event as one JSON line instead.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        opts: cli::ask::AskArgs,
         #[command(flatten)]
         data: DataDir,
     },
@@ -259,15 +258,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             question,
             mode,
             conversation,
-            json,
+            opts,
             data,
         } => {
             let req = quire::engine::AskRequest {
                 conversation_id: conversation,
                 question,
                 mode,
+                overrides: opts.overrides()?,
             };
-            cli::ask::ask(&data.engine()?, req, json)
+            cli::ask::ask(&data.engine()?, req, &opts)
         }
         Cmd::Generate(a) => cli::generate::generate(a),
         Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),
