@@ -166,6 +166,10 @@ enum BenchCmd {
         #[arg(long, default_value = "reciprocal_rerank")]
         fusion: quire::retrieve::FusionMode,
     },
+    /// Answers per response mode over the corpus questions, through the engine: median
+    /// seconds per question, LLM calls, tokens generated, share of answers containing
+    /// every `must_contain` string.
+    Answer(cli::bench::AnswerArgs),
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -291,6 +295,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 questions,
                 fusion,
             } => cli::bench::retrieval(json, &pdfs, &questions, fusion),
+            BenchCmd::Answer(a) => cli::bench::answer(&a),
             BenchCmd::RetrievalScale {
                 json,
                 sizes,
