@@ -46,6 +46,43 @@ pub struct AskRequest {
     pub question: String,
     /// Response mode; `None` uses the settings' mode.
     pub mode: Option<String>,
+    /// This question's departures from the settings.
+    pub overrides: AskOverrides,
+}
+
+/// Per-question overrides of the settings (`quire ask --top-k --template --var`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AskOverrides {
+    /// Source nodes kept after fusion.
+    pub top_k: Option<usize>,
+    /// Custom text-QA (and summary) template; it must use `{context_str}` and
+    /// `{query_str}`.
+    pub template: Option<String>,
+    /// Template variables, over the settings' own.
+    pub vars: std::collections::BTreeMap<String, String>,
+    /// Most tokens generated per LLM call.
+    pub max_tokens: Option<usize>,
+}
+
+impl AskOverrides {
+    /// `settings` with these overrides applied, validated.
+    pub fn apply(&self, mut settings: Settings) -> Result<Settings> {
+        if let Some(k) = self.top_k {
+            settings.top_k = k;
+        }
+        if let Some(t) = &self.template {
+            settings.text_qa_template = Some(t.clone());
+        }
+        if let Some(m) = self.max_tokens {
+            settings.max_tokens = m;
+        }
+        settings
+            .template_vars
+            .extend(self.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        settings.validate()?;
+        Ok(settings)
+    }
 }
 
 /// One retriever's view of a source: which query found it, at which rank and score.

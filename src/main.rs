@@ -85,9 +85,8 @@ enum Cmd {
         /// Continue this conversation.
         #[arg(long)]
         conversation: Option<i64>,
-        /// Print each event as one JSON line instead.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        opts: cli::ask::AskArgs,
         #[command(flatten)]
         data: DataDir,
     },
@@ -167,6 +166,10 @@ enum BenchCmd {
         #[arg(long, default_value = "reciprocal_rerank")]
         fusion: quire::retrieve::FusionMode,
     },
+    /// Answers per response mode over the corpus questions, through the engine: median
+    /// seconds per question, LLM calls, tokens generated, share of answers containing
+    /// every `must_contain` string.
+    Answer(cli::bench::AnswerArgs),
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -259,15 +262,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             question,
             mode,
             conversation,
-            json,
+            opts,
             data,
         } => {
             let req = quire::engine::AskRequest {
                 conversation_id: conversation,
                 question,
                 mode,
+                overrides: opts.overrides()?,
             };
-            cli::ask::ask(&data.engine()?, req, json)
+            cli::ask::ask(&data.engine()?, req, &opts)
         }
         Cmd::Generate(a) => cli::generate::generate(a),
         Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),
@@ -291,6 +295,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 questions,
                 fusion,
             } => cli::bench::retrieval(json, &pdfs, &questions, fusion),
+            BenchCmd::Answer(a) => cli::bench::answer(&a),
             BenchCmd::RetrievalScale {
                 json,
                 sizes,

@@ -92,3 +92,69 @@ pub fn retrieval_scale(json: bool, sizes: &str, queries: usize) -> anyhow::Resul
     let r = quire::retrieve::bench::scale(&params, |m| eprintln!("{m}"))?;
     emit(&r, json)
 }
+
+/// `quire bench answer`.
+#[derive(clap::Args)]
+pub struct AnswerArgs {
+    /// The PDFs to index.
+    #[arg(long, default_value = "../shared/corpus/pdfs")]
+    pdfs: PathBuf,
+    /// One JSON question a line (id, question, must_contain).
+    #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+    questions: PathBuf,
+    /// Comma-separated response modes, or `all`.
+    #[arg(long, default_value = "all")]
+    modes: String,
+    /// Only the first N questions.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Source nodes per question (default: the settings' default, 4).
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Most tokens generated per LLM call (default: the settings' default, 256).
+    #[arg(long)]
+    max_tokens: Option<usize>,
+    /// Index into (and keep) this data directory instead of a temporary one; a later
+    /// run with the same directory reuses the index.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
+    use quire::synth::bench;
+    let mut questions = bench::load_questions(&a.questions)?;
+    if let Some(n) = a.limit {
+        questions.truncate(n);
+    }
+    anyhow::ensure!(
+        !questions.is_empty(),
+        "no questions in {}",
+        a.questions.display()
+    );
+    let (data_dir, temp) = match &a.data_dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("quire-bench-answer-{}", std::process::id())),
+            true,
+        ),
+    };
+    let opts = bench::AnswerBenchOptions {
+        pdfs: a.pdfs.clone(),
+        data_dir: data_dir.clone(),
+        questions,
+        modes: bench::parse_modes(&a.modes)?,
+        overrides: quire::engine::AskOverrides {
+            top_k: a.top_k,
+            max_tokens: a.max_tokens,
+            ..Default::default()
+        },
+    };
+    let r = bench::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| eprintln!("{m}"));
+    if temp {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    emit(&r?, a.json)
+}

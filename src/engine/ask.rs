@@ -16,7 +16,9 @@ use crate::retrieve::{
 };
 use crate::settings::Settings;
 use crate::store::conversations;
-use crate::synth::{self, Event, Node, Request, ResponseMode, RunOptions, Templates};
+use crate::synth::{
+    self, Builtin, Event, Node, Request, ResponseMode, RunOptions, Synthesizer, Templates,
+};
 use crate::{Error, Result};
 
 /// What answering keeps between questions: the loaded LLM and the in-memory
@@ -119,9 +121,18 @@ impl Engine {
         if question.is_empty() {
             return Err(Error::Invalid("the question is empty".into()));
         }
-        let settings = self.settings();
+        let settings = req.overrides.apply(self.settings())?;
         let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
         let mode: ResponseMode = mode_name.parse()?;
+        // A bad template is the user's to fix: say so before any model is loaded or
+        // anything is kept.
+        let request = synth_request(&settings, mode);
+        Builtin {
+            mode,
+            templates: request.templates.clone(),
+            answer_filter: request.answer_filter,
+        }
+        .check(&request.options.vars)?;
         let reg = self.register(cancel);
 
         let conversation_id = {
@@ -159,7 +170,14 @@ impl Engine {
         let mut record = Record::default();
         let outcome = {
             let _turn = lock(&self.generation);
-            self.answer(&settings, mode, &question, cancel, &mut send, &mut record)
+            self.answer(
+                &settings,
+                &request,
+                &question,
+                cancel,
+                &mut send,
+                &mut record,
+            )
         };
         // Keep the exchange, whatever happened: an answer, a partial one, an error.
         let (content, status) = match &outcome {
@@ -201,7 +219,7 @@ impl Engine {
     fn answer(
         &self,
         settings: &Settings,
-        mode: ResponseMode,
+        request: &Request,
         question: &str,
         cancel: &Cancel,
         send: &mut dyn FnMut(AskEvent) -> Result<()>,
@@ -209,6 +227,7 @@ impl Engine {
     ) -> Result<String> {
         cancel.check()?;
         let t0 = Instant::now();
+        let mode = request.mode;
         let needs_llm = mode != ResponseMode::NoText || settings.num_queries > 1;
         let llm = if needs_llm { Some(self.llm()?) } else { None };
         let opts = RetrieveOptions {
@@ -239,25 +258,6 @@ impl Engine {
                     .map(|c| Node::new(n.chunk_id.to_string(), c.text.clone()))
             })
             .collect();
-        let templates = match &settings.text_qa_template {
-            Some(t) => Templates::custom(synth::Template::new(t.clone())),
-            None => Templates::default(),
-        };
-        let request = Request {
-            mode,
-            templates,
-            answer_filter: settings.structured_answer_filtering,
-            options: RunOptions {
-                context_window: None,
-                params: GenParams {
-                    max_tokens: settings.max_tokens,
-                    temperature: settings.temperature,
-                    repeat_penalty: settings.repeat_penalty,
-                    ..GenParams::default()
-                },
-                vars: settings.template_vars.clone(),
-            },
-        };
         let response = match &llm {
             Some(llm) => {
                 let mut on_event = |ev: Event| -> Result<bool> {
@@ -266,7 +266,7 @@ impl Engine {
                 };
                 synth::synthesize(
                     llm.as_ref(),
-                    &request,
+                    request,
                     question,
                     &nodes,
                     cancel,
@@ -278,7 +278,7 @@ impl Engine {
                     forward(ev, send, record)?;
                     Ok(true)
                 };
-                synth::synthesize(&NoLlm, &request, question, &nodes, cancel, &mut on_event)?
+                synth::synthesize(&NoLlm, request, question, &nodes, cancel, &mut on_event)?
             }
         };
         let secs = t0.elapsed().as_secs_f64();
@@ -296,6 +296,29 @@ impl Engine {
             },
         });
         Ok(response.answer)
+    }
+}
+
+/// The synthesis request the settings describe.
+fn synth_request(settings: &Settings, mode: ResponseMode) -> Request {
+    let templates = match &settings.text_qa_template {
+        Some(t) => Templates::custom(synth::Template::new(t.clone())),
+        None => Templates::default(),
+    };
+    Request {
+        mode,
+        templates,
+        answer_filter: settings.structured_answer_filtering,
+        options: RunOptions {
+            context_window: None,
+            params: GenParams {
+                max_tokens: settings.max_tokens,
+                temperature: settings.temperature,
+                repeat_penalty: settings.repeat_penalty,
+                ..GenParams::default()
+            },
+            vars: settings.template_vars.clone(),
+        },
     }
 }
 

@@ -1,13 +1,15 @@
 //! The figures of `quire bench answer`: per response mode, the median seconds per
 //! question, LLM calls, tokens generated, and the share of answers that contain every
-//! `must_contain` string of the question. Retrieval is the caller's: this module takes
-//! each question with its retrieved nodes.
+//! `must_contain` string of the question. [`run_modes`] takes each question with its
+//! retrieved nodes; [`answer_bench`] goes the whole way through the [`Engine`]: index
+//! the PDFs, then ask every question in every mode.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::{synthesize, Event, Node, Request, ResponseMode};
+use crate::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig, IndexEvent};
 use crate::llm::{Cancel, Llm};
 use crate::{Error, Result};
 
@@ -18,6 +20,43 @@ pub struct Question {
     pub question: String,
     #[serde(default)]
     pub must_contain: Vec<String>,
+}
+
+/// One answered question, as the figures need it.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub answer: String,
+    /// The source texts the answer was made from, joined.
+    pub context: String,
+    pub llm_calls: usize,
+    pub output_tokens: usize,
+    pub secs: f64,
+}
+
+/// The figures of `mode` from one sample per question (same order).
+pub fn figures(mode: ResponseMode, questions: &[Question], samples: &[Sample]) -> ModeFigures {
+    let n = samples.len().max(1) as f64;
+    let secs: Vec<f64> = samples.iter().map(|s| s.secs).collect();
+    let calls: usize = samples.iter().map(|s| s.llm_calls).sum();
+    let tokens: usize = samples.iter().map(|s| s.output_tokens).sum();
+    let share = |f: &dyn Fn(&Sample, &Question) -> bool| {
+        let hits = samples
+            .iter()
+            .zip(questions)
+            .filter(|(s, q)| f(s, q))
+            .count();
+        hits as f64 / n
+    };
+    ModeFigures {
+        mode,
+        questions: samples.len(),
+        median_secs: median(&secs),
+        calls_per_question: calls as f64 / n,
+        tokens_per_question: tokens as f64 / n,
+        tokens_total: tokens,
+        must_contain_share: share(&|s, q| contains_all(&s.answer, &q.must_contain)),
+        sources_share: share(&|s, q| contains_all(&s.context, &q.must_contain)),
+    }
 }
 
 /// Read a JSON-lines question file; blank lines are skipped.
@@ -53,6 +92,9 @@ pub struct ModeFigures {
     pub tokens_total: usize,
     /// Share (0..=1) of answers containing every `must_contain` string.
     pub must_contain_share: f64,
+    /// Share (0..=1) of questions whose sources, together, contain every
+    /// `must_contain` string: what retrieval left the model to find.
+    pub sources_share: f64,
 }
 
 /// The median of `xs` (0 when empty).
@@ -83,48 +125,166 @@ pub fn run_modes(
             mode,
             ..base.clone()
         };
-        let mut secs = Vec::with_capacity(cases.len());
-        let (mut calls, mut tokens, mut hits) = (0usize, 0usize, 0usize);
+        let mut samples = Vec::with_capacity(cases.len());
         for (i, (q, nodes)) in cases.iter().enumerate() {
             progress(mode, i);
             let mut quiet = |_: Event| -> Result<bool> { Ok(true) };
             let r = synthesize(llm, &req, &q.question, nodes, cancel, &mut quiet)?;
-            secs.push(r.secs);
-            calls += r.calls.len();
-            tokens += r.output_tokens();
-            if contains_all(&r.answer, &q.must_contain) {
-                hits += 1;
-            }
+            samples.push(Sample {
+                context: join_texts(nodes.iter().map(|n| n.text.as_str())),
+                llm_calls: r.calls.len(),
+                output_tokens: r.output_tokens(),
+                secs: r.secs,
+                answer: r.answer,
+            });
         }
-        let n = cases.len().max(1) as f64;
-        out.push(ModeFigures {
-            mode,
-            questions: cases.len(),
-            median_secs: median(&secs),
-            calls_per_question: calls as f64 / n,
-            tokens_per_question: tokens as f64 / n,
-            tokens_total: tokens,
-            must_contain_share: hits as f64 / n,
-        });
+        let questions: Vec<Question> = cases.iter().map(|(q, _)| q.clone()).collect();
+        out.push(figures(mode, &questions, &samples));
     }
     Ok(out)
+}
+
+fn join_texts<'a>(texts: impl Iterator<Item = &'a str>) -> String {
+    texts.collect::<Vec<_>>().join("\n\n")
+}
+
+/// Ask `q` through the engine in `mode`; the figures of the answer.
+pub fn ask_once(
+    engine: &Engine,
+    q: &Question,
+    mode: ResponseMode,
+    overrides: &AskOverrides,
+    cancel: &Cancel,
+) -> Result<Sample> {
+    let req = AskRequest {
+        conversation_id: None,
+        question: q.question.clone(),
+        mode: Some(mode.name().to_string()),
+        overrides: overrides.clone(),
+    };
+    let mut sample = Sample::default();
+    engine.ask(req, cancel, &mut |ev| {
+        match ev {
+            AskEvent::Sources { sources } => {
+                sample.context = join_texts(sources.iter().map(|s| s.text.as_str()));
+            }
+            AskEvent::Done { answer, stats } => {
+                sample.answer = answer;
+                sample.llm_calls = stats.llm_calls;
+                sample.output_tokens = stats.output_tokens;
+                sample.secs = stats.secs;
+            }
+            _ => {}
+        }
+        true
+    })?;
+    Ok(sample)
+}
+
+/// What `quire bench answer` runs.
+#[derive(Debug, Clone)]
+pub struct AnswerBenchOptions {
+    /// The PDFs to index.
+    pub pdfs: PathBuf,
+    /// The data directory to index into (kept; a second run reuses its index).
+    pub data_dir: PathBuf,
+    pub questions: Vec<Question>,
+    pub modes: Vec<ResponseMode>,
+    /// Departures from the default settings (top_k, max_tokens).
+    pub overrides: AskOverrides,
+}
+
+/// The figures of `quire bench answer`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AnswerBench {
+    pub pdfs: String,
+    pub model: String,
+    /// Files in the index.
+    pub documents: usize,
+    pub index_secs: f64,
+    pub top_k: usize,
+    pub max_tokens: usize,
+    pub modes: Vec<ModeFigures>,
+}
+
+impl std::fmt::Display for AnswerBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} documents from {} indexed in {:.1}s; model {}, top_k {}, max_tokens {}",
+            self.documents, self.pdfs, self.index_secs, self.model, self.top_k, self.max_tokens
+        )?;
+        f.write_str(&table(&self.modes))
+    }
+}
+
+/// Index `opts.pdfs` into `opts.data_dir` through the engine, then ask every question
+/// in every mode. `progress` hears what is going on, one line at a time.
+pub fn answer_bench(
+    opts: &AnswerBenchOptions,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(&str),
+) -> Result<AnswerBench> {
+    let engine = Engine::open(EngineConfig::new(Some(opts.data_dir.clone()))?)?;
+    let settings = opts.overrides.apply(engine.settings())?;
+    progress(&format!("indexing {} ...", opts.pdfs.display()));
+    let mut failed = Vec::new();
+    let summary = engine.index_summary(std::slice::from_ref(&opts.pdfs), cancel, &mut |ev| {
+        if let IndexEvent::FileFailed { path, reason } = ev {
+            failed.push(format!("{path}: {reason}"));
+        }
+        true
+    })?;
+    for f in &failed {
+        progress(&format!("not indexed: {f}"));
+    }
+    if summary.indexed == 0 {
+        return Err(Error::Invalid(format!(
+            "no PDF indexed from {}",
+            opts.pdfs.display()
+        )));
+    }
+    let mut modes = Vec::with_capacity(opts.modes.len());
+    for &mode in &opts.modes {
+        let mut samples = Vec::with_capacity(opts.questions.len());
+        for (i, q) in opts.questions.iter().enumerate() {
+            progress(&format!(
+                "{mode} {}/{} {}",
+                i + 1,
+                opts.questions.len(),
+                q.id
+            ));
+            samples.push(ask_once(&engine, q, mode, &opts.overrides, cancel)?);
+        }
+        modes.push(figures(mode, &opts.questions, &samples));
+    }
+    Ok(AnswerBench {
+        pdfs: opts.pdfs.display().to_string(),
+        model: settings.model,
+        documents: summary.indexed,
+        index_secs: summary.secs,
+        top_k: settings.top_k,
+        max_tokens: settings.max_tokens,
+        modes,
+    })
 }
 
 /// The figures as a text table.
 pub fn table(figs: &[ModeFigures]) -> String {
     let mut s = format!(
-        "{:<20} {:>9} {:>12} {:>12} {:>12} {:>14}\n",
-        "mode", "questions", "median s/q", "calls/q", "tokens/q", "must_contain"
+        "{:<20} {:>9} {:>12} {:>9} {:>10} {:>14} {:>12}\n",
+        "mode", "questions", "median s/q", "calls/q", "tokens/q", "must_contain", "in sources"
     );
     for f in figs {
         s.push_str(&format!(
-            "{:<20} {:>9} {:>12.2} {:>12.2} {:>12.1} {:>13.0}%\n",
+            "{:<20} {:>9} {:>12.2} {:>9.2} {:>10.1} {:>13.0}% {:>11.0}%\n",
             f.mode.name(),
             f.questions,
             f.median_secs,
             f.calls_per_question,
             f.tokens_per_question,
-            f.must_contain_share * 100.0
+            f.must_contain_share * 100.0,
+            f.sources_share * 100.0
         ));
     }
     s
@@ -178,6 +338,8 @@ mod tests {
         assert_eq!(figs[0].tokens_total, 32);
         assert_eq!(figs[1].calls_per_question, 0.0);
         assert_eq!(figs[1].must_contain_share, 0.0);
+        // "answer" is in no source text; nothing is required of none
+        assert_eq!(figs[0].sources_share, 0.0);
         assert!(table(&figs).contains("no_text"));
         assert!(parse_modes("refine,bogus").is_err());
         assert_eq!(parse_modes("all").unwrap().len(), 7);

@@ -11,4 +11,5 @@ mod plumbing;
 mod retrieve;
 mod server;
 mod synth;
+mod synth_model;
 mod synth_parity;
