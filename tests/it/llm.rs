@@ -108,20 +108,30 @@ fn check_greedy(path: &Path, model: &str, requantize: bool) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+// Measured 2026-11-22 (`cargo test -p quire --test it greedy -- --include-ignored`):
+// requantize=true: 11/32, 25/25, 32/32, 32/32; requantize=false: 0/32, 25/25, 31/32,
+// 30/32. The failing prompt is the first (system + "capital of France"): along
+// llama.cpp's own sequence (`greedy_margins_smollm2`) its token at position 0 ties ours
+// without requantizing (margin -0.000) and loses by 0.26 logits at position 11 in both
+// modes, so the gap is systematic, not requantization. Suspect: llama.cpp (llama-cpp-python
+// 0.3.x, flash attention on CPU) accumulates attention output in f16; not reproduced yet.
 #[test]
-#[ignore = "greedy parity with llama.cpp not reached yet (work in progress)"]
+#[ignore = "first reference prompt diverges at token 11 (see the comment above)"]
 fn greedy_matches_llamacpp_smollm2() {
     check_greedy(&util::default_llm(), "SmolLM2-135M-Instruct.Q4_1", true);
 }
 
 #[test]
-#[ignore = "greedy parity with llama.cpp not reached yet (work in progress)"]
+#[ignore = "first reference prompt: token 0 is a tie with llama.cpp's (margin < 0.001)"]
 fn greedy_matches_llamacpp_smollm2_without_requantizing() {
     check_greedy(&util::default_llm(), "SmolLM2-135M-Instruct.Q4_1", false);
 }
 
+// Measured 2026-11-22: 5/32, 0/32, 4/32, 0/32 with candle-transformers' quantized_gemma3;
+// the output degenerates (e.g. tokens 198 199 repeated for "The three primary colors
+// are"), so that model code is wrong for Gemma 3 270M, not merely imprecise.
 #[test]
-#[ignore = "greedy parity with llama.cpp not reached yet (work in progress)"]
+#[ignore = "candle's quantized_gemma3 degenerates on Gemma 3 270M (see the comment above)"]
 fn greedy_matches_llamacpp_gemma3() {
     let Some(p) = gemma() else {
         eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
