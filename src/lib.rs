@@ -11,6 +11,7 @@ pub mod embed;
 pub mod engine;
 pub mod error;
 pub mod ingest;
+pub mod jsonl;
 pub mod llm;
 pub mod models;
 pub mod retrieve;

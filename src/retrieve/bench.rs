@@ -43,15 +43,7 @@ pub struct Question {
 
 /// Read a `questions.jsonl` file (other fields are ignored).
 pub fn load_questions(path: &Path) -> Result<Vec<Question>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| Error::Invalid(format!("{} line {}: {e}", path.display(), i + 1)))
-        })
-        .collect()
+    crate::jsonl::read(path)
 }
 
 /// The text of each page of `pdf`, by poppler's `pdftotext` (pages are separated by

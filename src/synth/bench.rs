@@ -61,15 +61,7 @@ pub fn figures(mode: ResponseMode, questions: &[Question], samples: &[Sample]) -
 
 /// Read a JSON-lines question file; blank lines are skipped.
 pub fn load_questions(path: &Path) -> Result<Vec<Question>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| Error::Invalid(format!("{} line {}: {e}", path.display(), i + 1)))
-        })
-        .collect()
+    crate::jsonl::read(path)
 }
 
 /// Whether `answer` contains every one of `must` (exact substrings).
