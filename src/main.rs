@@ -135,9 +135,9 @@ enum BenchCmd {
         /// llama.cpp's speed.json for the same file (default: the shared reference).
         #[arg(long)]
         reference: Option<PathBuf>,
-        /// Keep Q4_1/Q5_0/Q5_1 weights as they are instead of requantizing to Q8_0.
+        /// Requantize Q4_1/Q5_0/Q5_1 weights to Q8_0 at load (not bit-exact with llama.cpp).
         #[arg(long)]
-        no_requantize: bool,
+        requantize: bool,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -285,9 +285,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             BenchCmd::Llm {
                 model,
                 reference,
-                no_requantize,
+                requantize,
                 json,
-            } => cli::bench::llm(model, reference, no_requantize, json),
+            } => cli::bench::llm(model, reference, requantize, json),
             BenchCmd::Extract { dir, json } => cli::bench::extract(dir, json),
             BenchCmd::Retrieval {
                 json,

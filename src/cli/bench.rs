@@ -28,7 +28,7 @@ pub fn embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Res
 pub fn llm(
     model: Option<PathBuf>,
     reference: Option<PathBuf>,
-    no_requantize: bool,
+    requantize: bool,
     json: bool,
 ) -> anyhow::Result<()> {
     let path = match model {
@@ -38,7 +38,7 @@ pub fn llm(
     let opts = quire::llm::bench::BenchOptions {
         reference,
         load: quire::llm::LoadOptions {
-            requantize: !no_requantize,
+            requantize,
             ..Default::default()
         },
         ..Default::default()

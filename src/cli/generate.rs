@@ -31,9 +31,9 @@ pub struct GenerateArgs {
     /// cpu, cuda or metal (cuda and metal need the cargo feature of that name).
     #[arg(long, default_value = "cpu")]
     device: String,
-    /// Keep Q4_1/Q5_0/Q5_1 weights as they are instead of requantizing to Q8_0.
+    /// Requantize Q4_1/Q5_0/Q5_1 weights to Q8_0 at load (not bit-exact with llama.cpp).
     #[arg(long)]
-    no_requantize: bool,
+    requantize: bool,
     /// Print timings and peak memory to stderr at the end.
     #[arg(long)]
     stats: bool,
@@ -49,7 +49,7 @@ pub fn generate(a: GenerateArgs) -> anyhow::Result<()> {
     };
     let opts = LoadOptions {
         device: a.device.parse()?,
-        requantize: !a.no_requantize,
+        requantize: a.requantize,
         chat: a.chat,
         ..Default::default()
     };

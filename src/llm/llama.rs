@@ -1,19 +1,22 @@
 //! The llama architecture (SmolLM2, Llama 3.x, TinyLlama) as Quire's own model code.
 //!
-//! Adapted from candle-transformers 0.11.1 `models/quantized_llama.rs`
-//! (Apache-2.0/MIT, © the candle authors), trimmed to dense models and changed so:
-//! - the KV cache is a preallocated buffer that can be truncated, so a new prompt that
-//!   shares a prefix with the previous one reuses its keys and values;
-//! - grouped-query attention reshapes the queries instead of copying K/V per head;
-//! - weights of types without a fast CPU kernel in candle (Q4_1, Q5_0, Q5_1) can be
-//!   requantized to Q8_0 at load.
+//! Loading follows candle-transformers 0.11.1 `models/quantized_llama.rs` (Apache-2.0/
+//! MIT, © the candle authors); the forward pass is Quire's own, on the CPU, over plain
+//! buffers, computing each operation as llama.cpp does (`ggml_ops`, `qmatmul`) so that
+//! greedy decoding gives llama.cpp's tokens:
+//! - a KV cache in f16 that can be truncated, so a new prompt that shares a prefix
+//!   with the previous one reuses its keys and values;
+//! - grouped-query attention reads the shared K/V head directly;
+//! - weights of Q4_1 / Q5_0 / Q5_1 can optionally be requantized to Q8_0 at load.
 
-use std::collections::HashMap;
 use std::io::{Read, Seek};
 
-use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
-use candle_core::{DType, Device, IndexOp, Module, Result, Tensor, D};
-use candle_transformers::quantized_nn::RmsNorm;
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
+use candle_core::{Device, Result, Tensor, D};
+use rayon::prelude::*;
+
+use super::ggml_ops::{self, AttnScratch, HeadKv, KvCache};
+use super::qmatmul::{QLinear, Rows};
 
 /// Read tensor `name`, requantizing slow types to Q8_0 when `requant` is set.
 pub(crate) fn load_tensor<R: Read + Seek>(
@@ -37,85 +40,50 @@ pub(crate) fn load_tensor<R: Read + Seek>(
     Ok(t)
 }
 
-/// A growable key/value buffer along the sequence dimension, truncatable.
-#[derive(Debug, Clone)]
-struct KvBuf {
-    k: Option<Tensor>,
-    v: Option<Tensor>,
-    len: usize,
-}
-
-impl KvBuf {
-    fn new() -> Self {
-        Self {
-            k: None,
-            v: None,
-            len: 0,
-        }
-    }
-
-    /// Append `k`, `v` of shape (1, heads, seq, dim); returns the whole cache so far.
-    fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-        let seq = k.dim(2)?;
-        let need = self.len + seq;
-        let cap = self.k.as_ref().map(|t| t.dim(2)).transpose()?.unwrap_or(0);
-        if need > cap {
-            let new_cap = need.max(cap * 2).max(256);
-            let (b, h, _, d) = k.dims4()?;
-            let nk = Tensor::zeros((b, h, new_cap, d), k.dtype(), k.device())?;
-            let nv = Tensor::zeros((b, h, new_cap, d), v.dtype(), v.device())?;
-            if let (Some(ok), Some(ov)) = (&self.k, &self.v) {
-                if self.len > 0 {
-                    nk.slice_set(&ok.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
-                    nv.slice_set(&ov.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
-                }
-            }
-            self.k = Some(nk);
-            self.v = Some(nv);
-        }
-        let (Some(bk), Some(bv)) = (&self.k, &self.v) else {
-            candle_core::bail!("kv cache buffer missing")
-        };
-        bk.slice_set(&k.contiguous()?, 2, self.len)?;
-        bv.slice_set(&v.contiguous()?, 2, self.len)?;
-        self.len = need;
-        Ok((bk.narrow(2, 0, need)?, bv.narrow(2, 0, need)?))
-    }
-}
-
 #[derive(Debug, Clone)]
 struct Layer {
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
-    w1: QMatMul,
-    w2: QMatMul,
-    w3: QMatMul,
-    attn_norm: RmsNorm,
-    ffn_norm: RmsNorm,
-    kv: KvBuf,
+    wq: QLinear,
+    wk: QLinear,
+    wv: QLinear,
+    wo: QLinear,
+    w1: QLinear,
+    w2: QLinear,
+    w3: QLinear,
+    attn_norm: Vec<f32>,
+    ffn_norm: Vec<f32>,
+    kv: KvCache,
 }
 
-/// A dense llama-architecture model with a reusable KV cache.
+/// A dense llama-architecture model with a reusable KV cache, computed on the CPU
+/// the way llama.cpp computes it (see `ggml_ops` and `qmatmul`).
 #[derive(Debug, Clone)]
 pub struct Llama {
-    embeddings: Tensor,
+    embeddings: Rows,
     hidden: usize,
     layers: Vec<Layer>,
-    norm: RmsNorm,
-    output: QMatMul,
+    norm: Vec<f32>,
+    output: QLinear,
     n_head: usize,
     n_kv_head: usize,
     head_dim: usize,
-    cos: Tensor,
-    sin: Tensor,
+    rope_pairs: usize,
+    theta_scale: f32,
+    eps: f32,
     max_seq: usize,
-    masks: HashMap<(usize, usize), Tensor>,
+    /// Positions held by the KV cache.
+    len: usize,
+    device: Device,
+}
+
+fn vector(ct: &gguf_file::Content, r: &mut (impl Read + Seek), name: &str) -> Result<Vec<f32>> {
+    ct.tensor(r, name, &Device::Cpu)?
+        .dequantize(&Device::Cpu)?
+        .flatten_all()?
+        .to_vec1::<f32>()
 }
 
 impl Llama {
-    /// Load from a GGUF file; `max_seq` bounds the positions (rotary tables).
+    /// Load from a GGUF file; `max_seq` bounds the positions.
     pub fn from_gguf<R: Read + Seek>(
         ct: &gguf_file::Content,
         r: &mut R,
@@ -154,56 +122,46 @@ impl Llama {
         let rope_dim = md("llama.rope.dimension_count")
             .and_then(|v| v.to_u32())
             .map(|v| v as usize)
-            .unwrap_or(head_dim);
-        let eps = md("llama.attention.layer_norm_rms_epsilon")?.to_f32()? as f64;
+            .unwrap_or(head_dim)
+            .min(head_dim);
+        let eps = md("llama.attention.layer_norm_rms_epsilon")?.to_f32()?;
         let base = md("llama.rope.freq_base")
             .and_then(|m| m.to_f32())
             .unwrap_or(10000f32);
-
-        let theta: Vec<f32> = (0..rope_dim)
-            .step_by(2)
-            .map(|i| 1f32 / base.powf(i as f32 / rope_dim as f32))
-            .collect();
-        let theta = Tensor::new(theta.as_slice(), device)?;
-        let idx = Tensor::arange(0, max_seq as u32, device)?
-            .to_dtype(DType::F32)?
-            .reshape((max_seq, 1))?
-            .matmul(&theta.reshape((1, theta.elem_count()))?)?;
-        let (cos, sin) = (idx.cos()?, idx.sin()?);
-
-        let tok_q = ct.tensor(r, "token_embd.weight", device)?;
-        let embeddings = tok_q.dequantize(device)?;
-        let norm = RmsNorm::from_qtensor(ct.tensor(r, "output_norm.weight", device)?, eps)?;
+        let cpu = Device::Cpu;
+        let tok_q = ct.tensor(r, "token_embd.weight", &cpu)?;
+        let embeddings = Rows::new(&tok_q)?;
+        if embeddings.width() != hidden {
+            candle_core::bail!(
+                "token embeddings are {} wide, not {hidden}",
+                embeddings.width()
+            );
+        }
+        let norm = vector(ct, r, "output_norm.weight")?;
         let output = if ct.tensor_infos.contains_key("output.weight") {
-            load_tensor(ct, r, "output.weight", device, requant)?
+            load_tensor(ct, r, "output.weight", &cpu, requant)?
         } else {
             tok_q
         };
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
             let p = format!("blk.{i}");
-            let mut q = |n: &str| -> Result<QMatMul> {
-                QMatMul::from_qtensor(load_tensor(
+            let mut q = |n: &str| -> Result<QLinear> {
+                QLinear::new(load_tensor(
                     ct,
                     r,
                     &format!("{p}.{n}.weight"),
-                    device,
+                    &cpu,
                     requant,
                 )?)
             };
-            let wq = q("attn_q")?;
-            let wk = q("attn_k")?;
-            let wv = q("attn_v")?;
-            let wo = q("attn_output")?;
-            let w1 = q("ffn_gate")?;
-            let w2 = q("ffn_down")?;
-            let w3 = q("ffn_up")?;
-            let attn_norm = RmsNorm::from_qtensor(
-                ct.tensor(r, &format!("{p}.attn_norm.weight"), device)?,
-                eps,
-            )?;
-            let ffn_norm =
-                RmsNorm::from_qtensor(ct.tensor(r, &format!("{p}.ffn_norm.weight"), device)?, eps)?;
+            let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
+            let (w1, w2, w3) = (q("ffn_gate")?, q("ffn_down")?, q("ffn_up")?);
+            let attn_norm = vector(ct, r, &format!("{p}.attn_norm.weight"))?;
+            let ffn_norm = vector(ct, r, &format!("{p}.ffn_norm.weight"))?;
+            if attn_norm.len() != hidden || ffn_norm.len() != hidden {
+                candle_core::bail!("layer {i}: norm weights are not {hidden} long");
+            }
             layers.push(Layer {
                 wq,
                 wk,
@@ -214,7 +172,7 @@ impl Llama {
                 w3,
                 attn_norm,
                 ffn_norm,
-                kv: KvBuf::new(),
+                kv: KvCache::new(n_kv_head * head_dim),
             });
         }
         Ok(Self {
@@ -222,56 +180,39 @@ impl Llama {
             hidden,
             layers,
             norm,
-            output: QMatMul::from_qtensor(output)?,
+            output: QLinear::new(output)?,
             n_head,
             n_kv_head,
             head_dim,
-            cos,
-            sin,
+            rope_pairs: rope_dim / 2,
+            theta_scale: base.powf(-2.0 / rope_dim as f32),
+            eps,
             max_seq,
-            masks: HashMap::new(),
+            len: 0,
+            device: device.clone(),
         })
     }
 
     /// Positions already in the KV cache.
     pub fn cached(&self) -> usize {
-        self.layers.first().map(|l| l.kv.len).unwrap_or(0)
+        self.len
     }
 
     /// Keep only the first `len` positions of the KV cache.
     pub fn truncate_cache(&mut self, len: usize) {
-        for l in &mut self.layers {
-            l.kv.len = l.kv.len.min(len);
-        }
+        self.len = self.len.min(len);
     }
 
     /// Free the KV cache.
     pub fn clear_cache(&mut self) {
+        self.len = 0;
         for l in &mut self.layers {
-            l.kv = KvBuf::new();
+            l.kv = KvCache::new(l.kv.width);
         }
-    }
-
-    fn mask(&mut self, seq: usize, pos: usize, device: &Device) -> Result<Tensor> {
-        let total = pos + seq;
-        if let Some(m) = self.masks.get(&(seq, total)) {
-            return Ok(m.clone());
-        }
-        let data: Vec<f32> = (0..seq)
-            .flat_map(|i| {
-                (0..total).map(move |j| if j > pos + i { f32::NEG_INFINITY } else { 0.0 })
-            })
-            .collect();
-        let m = Tensor::from_vec(data, (seq, total), device)?;
-        if self.masks.len() > 64 {
-            self.masks.clear();
-        }
-        self.masks.insert((seq, total), m.clone());
-        Ok(m)
     }
 
     /// Run `tokens` at positions `pos..`, appending to the KV cache (which must hold
-    /// exactly `pos` positions); returns the logits of the last position.
+    /// at least `pos` positions); returns the logits of the last position.
     pub fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
         let seq = tokens.len();
         if seq == 0 {
@@ -284,84 +225,75 @@ impl Llama {
                 self.max_seq
             );
         }
-        self.truncate_cache(pos);
-        let device = self.embeddings.device().clone();
-        let ids = Tensor::new(tokens, &device)?;
-        let mut x = self
-            .embeddings
-            .index_select(&ids, 0)?
-            .reshape((1, seq, self.hidden))?;
-        let mask = if seq > 1 {
-            Some(self.mask(seq, pos, &device)?)
-        } else {
-            None
-        };
-        let cos = self.cos.narrow(0, pos, seq)?;
-        let sin = self.sin.narrow(0, pos, seq)?;
-        let (nh, nkv, hd) = (self.n_head, self.n_kv_head, self.head_dim);
-        let rep = nh / nkv;
-        let scale = 1.0 / (hd as f64).sqrt();
-        for l in &mut self.layers {
-            let residual = &x;
-            let h = l.attn_norm.forward(&x)?;
-            let q = l.wq.forward(&h)?;
-            let k = l.wk.forward(&h)?;
-            let v = l.wv.forward(&h)?;
-            let q = q.reshape((1, seq, nh, hd))?.transpose(1, 2)?.contiguous()?;
-            let k = k
-                .reshape((1, seq, nkv, hd))?
-                .transpose(1, 2)?
-                .contiguous()?;
-            let v = v.reshape((1, seq, nkv, hd))?.transpose(1, 2)?;
-            let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
-            let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
-            // llama.cpp keeps K/V in f16, and its CPU matmuls against f16 convert the
-            // other operand (Q, then the attention weights) to f16 too; rounding the
-            // same way keeps greedy output in step with it (measured: SmolLM2 went
-            // from 7/32 to 31/32 and 8/32 to 30/32 tokens on two reference prompts).
-            let q = f16_round(&q)?;
-            let k = f16_round(&k)?;
-            let v = f16_round(&v)?;
-            let (k, v) = l.kv.append(&k, &v)?;
-            let total = k.dim(2)?;
-            // Heads h*rep..(h+1)*rep share kv head h: fold them into the query rows.
-            let q = q.reshape((1, nkv, rep * seq, hd))?;
-            let att = (q.matmul(&k.t()?)? * scale)?;
-            let att = match &mask {
-                None => att,
-                Some(m) => att
-                    .reshape((1, nkv, rep, seq, total))?
-                    .broadcast_add(m)?
-                    .reshape((1, nkv, rep * seq, total))?,
-            };
-            let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let att = f16_round(&att)?;
-            let y = att.matmul(&v.contiguous()?)?; // (1, nkv, rep*seq, hd)
-            let y = y
-                .reshape((1, nh, seq, hd))?
-                .transpose(1, 2)?
-                .reshape((1, seq, self.hidden))?;
-            let y = l.wo.forward(&y)?;
-            x = (y + residual)?;
-            let residual = &x;
-            let h = l.ffn_norm.forward(&x)?;
-            let g = candle_nn::ops::silu(&l.w1.forward(&h)?)?;
-            let u = l.w3.forward(&h)?;
-            let y = l.w2.forward(&(g * u)?)?;
-            x = (y + residual)?;
+        if pos > self.len {
+            candle_core::bail!("position {pos} is past the {} cached positions", self.len);
         }
-        let x = self.norm.forward(&x)?;
-        let x = x.i((.., seq - 1, ..))?;
-        self.output
-            .forward(&x)?
-            .squeeze(0)?
-            .to_dtype(DType::F32)?
-            .flatten_all()
+        self.truncate_cache(pos);
+        let (hidden, nh, nkv, hd) = (self.hidden, self.n_head, self.n_kv_head, self.head_dim);
+        let rep = nh / nkv;
+        let scale = 1.0f32 / (hd as f32).sqrt();
+        let mut x = Vec::with_capacity(seq * hidden);
+        for &t in tokens {
+            self.embeddings.row(t as usize, &mut x)?;
+        }
+        let ropes: Vec<Vec<(f32, f32)>> = (0..seq)
+            .map(|i| {
+                let mut c = Vec::new();
+                ggml_ops::rope_cache(pos + i, self.rope_pairs, self.theta_scale, &mut c);
+                c
+            })
+            .collect();
+        let mut h = vec![0f32; seq * hidden];
+        let mut att = vec![0f32; seq * nh * hd];
+        for l in &mut self.layers {
+            ggml_ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
+            let mut q = l.wq.forward_rows(&h, seq)?;
+            let mut k = l.wk.forward_rows(&h, seq)?;
+            let v = l.wv.forward_rows(&h, seq)?;
+            for (i, rope) in ropes.iter().enumerate() {
+                for head in q[i * nh * hd..(i + 1) * nh * hd].chunks_exact_mut(hd) {
+                    ggml_ops::rope_norm(head, rope);
+                }
+                for head in k[i * nkv * hd..(i + 1) * nkv * hd].chunks_exact_mut(hd) {
+                    ggml_ops::rope_norm(head, rope);
+                }
+            }
+            l.kv.store(pos, &k, &v);
+            let heads: Vec<HeadKv> = (0..nkv)
+                .into_par_iter()
+                .map(|h| HeadKv::new(&l.kv, h, hd, pos + seq))
+                .collect();
+            att.par_chunks_mut(hd).enumerate().for_each_init(
+                AttnScratch::default,
+                |s, (r, out)| {
+                    let (i, head) = (r / nh, r % nh);
+                    let qrow = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
+                    let kv = &heads[head / rep];
+                    ggml_ops::attend(seq == 1, qrow, kv, pos + i + 1, scale, s, out);
+                },
+            );
+            let o = l.wo.forward_rows(&att, seq)?;
+            for (xi, oi) in x.iter_mut().zip(&o) {
+                *xi += oi;
+            }
+            ggml_ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
+            let g = l.w1.forward_rows(&h, seq)?;
+            let u = l.w3.forward_rows(&h, seq)?;
+            let mut a = vec![0f32; g.len()];
+            ggml_ops::swiglu_fast(&g, &u, &mut a);
+            let y = l.w2.forward_rows(&a, seq)?;
+            for (xi, yi) in x.iter_mut().zip(&y) {
+                *xi += yi;
+            }
+        }
+        self.len = pos + seq;
+        let last = &x[(seq - 1) * hidden..];
+        let mut n = vec![0f32; hidden];
+        ggml_ops::rms_norm(last, &self.norm, self.eps, &mut n);
+        let logits = self.output.forward_rows(&n, 1)?;
+        let len = logits.len();
+        Tensor::from_vec(logits, len, &self.device)
     }
-}
-
-fn f16_round(t: &Tensor) -> Result<Tensor> {
-    t.to_dtype(DType::F16)?.to_dtype(DType::F32)
 }
 
 /// Softmax-free helper for tests: the index of the largest logit.

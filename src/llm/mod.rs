@@ -4,9 +4,11 @@
 pub mod bench;
 pub mod chat;
 pub mod constrain;
+pub(crate) mod ggml_ops;
 pub mod gguf;
 pub mod llama;
 pub mod model;
+pub(crate) mod qmatmul;
 pub mod tokenizer;
 
 pub use model::{DeviceKind, GgufLlm, LoadOptions};

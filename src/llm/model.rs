@@ -79,7 +79,9 @@ impl DeviceKind {
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     pub device: DeviceKind,
-    /// Requantize Q4_1 / Q5_0 / Q5_1 weights to Q8_0 (fast kernels), llama only.
+    /// Requantize Q4_1 / Q5_0 / Q5_1 weights to Q8_0 at load, llama only. Off by
+    /// default: Quire's own Q4_1 kernel is as fast, and requantized weights are not
+    /// llama.cpp's, so greedy output would no longer follow llama.cpp's.
     pub requantize: bool,
     /// Wrap each prompt as one user message in the model's chat template (only for
     /// models that have one, or whose vocabulary has chat turn markers).
@@ -92,7 +94,7 @@ impl Default for LoadOptions {
     fn default() -> Self {
         Self {
             device: DeviceKind::Cpu,
-            requantize: true,
+            requantize: false,
             chat: true,
             max_context: 8192,
         }
@@ -316,6 +318,23 @@ impl GgufLlm {
             logits = st.net.forward(&[next], pos, &self.device)?;
             st.cached.push(next);
         }
+        Ok(out)
+    }
+
+    /// Teacher-forced logits (for parity diagnostics): the logits after `prompt_ids`,
+    /// then after each token of `forced` fed one at a time, as generation does.
+    pub fn forced_logits(&self, prompt_ids: &[u32], forced: &[u32]) -> Result<Vec<Vec<f32>>> {
+        let mut st = self.lock()?;
+        st.cached.clear();
+        let mut logits = self.prefill(&mut st, prompt_ids, &Cancel::new())?.0;
+        let mut out = Vec::with_capacity(forced.len() + 1);
+        for &next in forced {
+            out.push(logits.to_vec1()?);
+            let pos = st.cached.len();
+            logits = st.net.forward(&[next], pos, &self.device)?;
+            st.cached.push(next);
+        }
+        out.push(logits.to_vec1()?);
         Ok(out)
     }
 

@@ -13,6 +13,9 @@ use super::{DocFilter, Hit, Retriever};
 use crate::embed::Embedder;
 use crate::{Error, Result};
 
+/// Below this many rows a scan stays on the calling thread.
+const PARALLEL_MIN_ROWS: usize = 32_768;
+
 /// Exact cosine search over normalized embeddings.
 #[derive(Debug, Default, Clone)]
 pub struct VectorIndex {
@@ -169,7 +172,42 @@ impl VectorIndex {
             .collect())
     }
 
+    /// Scan rows `start..end` into `top`; large ranges are split across the cores
+    /// (the scan is bound by memory bandwidth, which one core does not saturate).
     fn scan(&self, q: &[f32], start: usize, end: usize, top: &mut TopK) {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let n = end - start;
+        if threads < 2 || n < PARALLEL_MIN_ROWS {
+            return self.scan_one(q, start, end, top);
+        }
+        let part = n.div_ceil(threads);
+        let k = top.k;
+        let parts: Vec<TopK> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (a, b) = (start + t * part, (start + (t + 1) * part).min(end));
+                    s.spawn(move || {
+                        let mut local = TopK::new(k);
+                        if a < b {
+                            self.scan_one(q, a, b, &mut local);
+                        }
+                        local
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        for local in parts {
+            for (score, row) in local.into_sorted() {
+                top.push(score, row);
+            }
+        }
+    }
+
+    fn scan_one(&self, q: &[f32], start: usize, end: usize, top: &mut TopK) {
         let rows = &self.data[start * self.dims..end * self.dims];
         #[cfg(target_arch = "x86_64")]
         {
@@ -433,5 +471,31 @@ mod tests {
             assert_eq!(g.chunk_id, e.1);
             assert!((g.score - e.0).abs() < 1e-5);
         }
+    }
+
+    #[test]
+    fn a_scan_split_across_threads_equals_one_scan_including_ties() {
+        let dims = 8;
+        let n = PARALLEL_MIN_ROWS * 3 + 17;
+        let mut b = VectorIndexBuilder::new(dims);
+        for r in 0..n {
+            // Few distinct vectors, so many rows tie, some across the split points.
+            let mut v = vec![0.1f32; dims];
+            v[r % dims] = 1.0 + (r % 5) as f32;
+            b.push(r as i64, (r / 1000) as i64, &v).unwrap();
+        }
+        let ix = b.build();
+        let mut q = vec![0.0f32; dims];
+        q[3] = 1.0;
+        let qn: Vec<f32> = q.clone();
+        let mut one = TopK::new(25);
+        ix.scan_one(&qn, 0, ix.len(), &mut one);
+        let hits = ix.search(&q, 25, None).unwrap();
+        let want: Vec<i64> = one.into_sorted().iter().map(|&(_, r)| ix.ids[r]).collect();
+        let got: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
+        assert_eq!(got, want);
+        // The best rows are the earliest of the tied best vectors.
+        assert_eq!(got[0], 19);
+        assert_eq!(got[1], 59);
     }
 }

@@ -1,0 +1,438 @@
+//! Element-wise and attention operations computed exactly as llama.cpp's CPU
+//! backend (ggml, built for x86-64 with AVX-512) computes them, operation for
+//! operation and rounding for rounding, so greedy decoding follows llama.cpp's.
+//!
+//! Where ggml uses SIMD code whose result depends on the lane order (its vectorized
+//! `expf`, the horizontal sums of `_mm512_reduce_add_ps`, tinyBLAS' per-lane fused
+//! multiply-adds), the same order is reproduced here in portable Rust. References are
+//! to llama.cpp's `ggml/src/ggml-cpu/{ops.cpp,vec.h,vec.cpp,llamafile/sgemm.cpp}`.
+
+use half::f16;
+
+/// Lanes of an AVX-512 register of f32.
+const LANES: usize = 16;
+
+/// `ggml_v_expf` (AVX-512 variant): a polynomial with `_mm512_scalef_ps`.
+#[inline(always)]
+pub fn expf(x: f32) -> f32 {
+    let r = f32::from_bits(0x4b40_0000); // 0x1.8p23
+    let z = x.mul_add(f32::from_bits(0x3fb8_aa3b), r); // log2(e)
+    let n = z - r;
+    let b = (-n).mul_add(
+        f32::from_bits(0x35bf_be8e),
+        (-n).mul_add(f32::from_bits(0x3f31_7200), x),
+    );
+    let u = b * b;
+    let j = f32::from_bits(0x3c07_2010)
+        .mul_add(b, f32::from_bits(0x3d2b_9f17))
+        .mul_add(
+            u,
+            f32::from_bits(0x3e2a_af33).mul_add(b, f32::from_bits(0x3eff_fedb)),
+        )
+        .mul_add(u, f32::from_bits(0x3f7f_fff6).mul_add(b, 1.0));
+    if n.abs() > 192.0 {
+        return if n <= 0.0 { 0.0 } else { f32::INFINITY };
+    }
+    if n.is_nan() {
+        return f32::NAN;
+    }
+    // scalef: j · 2^n rounded once (the product is exact in f64).
+    // 2^n is exact in f64 for |n| <= 192.
+    (f64::from(j) * f64::from_bits(((n as i64 + 1023) as u64) << 52)) as f32
+}
+
+/// `ggml_v_silu`: x / (1 + e^(−x)).
+#[inline(always)]
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + expf(0.0 - x))
+}
+
+/// `ggml_vec_swiglu_f32`: silu(gate) · up; full 16-lane chunks use the vector
+/// `expf`, the tail libm's, as ggml does.
+#[inline(always)]
+pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    let full = gate.len() / LANES * LANES;
+    for i in 0..gate.len() {
+        out[i] = if i < full {
+            silu(gate[i]) * up[i]
+        } else {
+            gate[i] / (1.0 + (-gate[i]).exp()) * up[i]
+        };
+    }
+}
+
+/// `ggml_compute_forward_rms_norm_f32` fused with the weight: the sum of squares in
+/// f64 of f32 squares, then `x · scale · w`.
+pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    let n = w.len();
+    for (xr, yr) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        let sum: f64 = xr.iter().map(|&v| f64::from(v * v)).sum();
+        let mean = (sum / n as f64) as f32;
+        let scale = 1.0f32 / (mean + eps).sqrt();
+        for ((y, &v), &wi) in yr.iter_mut().zip(xr).zip(w) {
+            *y = v * scale * wi;
+        }
+    }
+}
+
+/// `_mm512_reduce_add_ps` as GCC expands it: halves, then quarters, then pairs.
+fn reduce16(a: &[f32; LANES]) -> f32 {
+    let b: [f32; 8] = std::array::from_fn(|i| a[i] + a[i + 8]);
+    let c: [f32; 4] = std::array::from_fn(|i| b[i] + b[i + 4]);
+    let d = [c[0] + c[2], c[1] + c[3]];
+    d[0] + d[1]
+}
+
+/// tinyBLAS' dot product of f16 vectors (AVX-512), on their f32 values: per lane
+/// a chain of fused multiply-adds over 16-wide chunks, then the horizontal sum.
+/// Lengths are multiples of 16 (callers pad with zeros, as llama.cpp pads its cache).
+#[inline(always)]
+fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    for (x, y) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
+        for l in 0..LANES {
+            acc[l] = x[l].mul_add(y[l], acc[l]);
+        }
+    }
+    reduce16(&acc)
+}
+
+/// `ggml_vec_dot_f16` (AVX-512): four 16-lane accumulators over 64-wide steps,
+/// folded pairwise, the horizontal sum, then the tail in f64. llama.cpp takes this
+/// path instead of tinyBLAS when one token is processed.
+#[inline(always)]
+fn dot_vec(a: &[f32], b: &[f32]) -> f32 {
+    let mut sums = [[0f32; LANES]; 4];
+    let np = a.len() / 64 * 64;
+    for (x, y) in a[..np].chunks_exact(64).zip(b[..np].chunks_exact(64)) {
+        for (j, acc) in sums.iter_mut().enumerate() {
+            for l in 0..LANES {
+                acc[l] = x[j * LANES + l].mul_add(y[j * LANES + l], acc[l]);
+            }
+        }
+    }
+    let x0: [f32; LANES] = std::array::from_fn(|l| sums[0][l] + sums[2][l]);
+    let x1: [f32; LANES] = std::array::from_fn(|l| sums[1][l] + sums[3][l]);
+    let x: [f32; LANES] = std::array::from_fn(|l| x0[l] + x1[l]);
+    let mut sum = f64::from(reduce16(&x));
+    for (x, y) in a[np..].iter().zip(&b[np..]) {
+        sum += f64::from(x * y);
+    }
+    sum as f32
+}
+
+/// Rotary embedding tables as `ggml_rope_cache_init` builds them for one position:
+/// θ starts at the position and is multiplied by `theta_scale` for each pair.
+pub fn rope_cache(pos: usize, pairs: usize, theta_scale: f32, out: &mut Vec<(f32, f32)>) {
+    out.clear();
+    let mut theta = pos as f32;
+    for _ in 0..pairs {
+        out.push((theta.cos(), theta.sin()));
+        theta *= theta_scale;
+    }
+}
+
+/// `rotate_pairs` for `GGML_ROPE_TYPE_NORM` (adjacent pairs) on the first
+/// `2·cache.len()` values of `x`.
+pub fn rope_norm(x: &mut [f32], cache: &[(f32, f32)]) {
+    for (i, &(c, s)) in cache.iter().enumerate() {
+        let (x0, x1) = (x[2 * i], x[2 * i + 1]);
+        // GCC contracts these (-ffp-contract=fast) into fused multiply-adds.
+        x[2 * i] = x0.mul_add(c, -(x1 * s));
+        x[2 * i + 1] = x0.mul_add(s, x1 * c);
+    }
+}
+
+/// f32 → f16 bits, rounding to nearest even (`_cvtss_sh`).
+pub fn to_f16(x: f32) -> f16 {
+    f16::from_f32(x)
+}
+
+/// A KV cache of one layer in f16, laid out `[position][kv head][dim]`.
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    pub k: Vec<f16>,
+    pub v: Vec<f16>,
+    /// Values per position (kv heads × head dim).
+    pub width: usize,
+}
+
+impl KvCache {
+    pub fn new(width: usize) -> Self {
+        Self {
+            k: Vec::new(),
+            v: Vec::new(),
+            width,
+        }
+    }
+
+    /// Write positions `pos..pos + n` from rows of `k` and `v` (each `n × width`).
+    pub fn store(&mut self, pos: usize, k: &[f32], v: &[f32]) {
+        let end = pos * self.width + k.len();
+        if self.k.len() < end {
+            let cap = end.max(self.k.len() * 2);
+            self.k.resize(cap, f16::ZERO);
+            self.v.resize(cap, f16::ZERO);
+        }
+        let at = pos * self.width;
+        for (d, &s) in self.k[at..end].iter_mut().zip(k) {
+            *d = to_f16(s);
+        }
+        for (d, &s) in self.v[at..end].iter_mut().zip(v) {
+            *d = to_f16(s);
+        }
+    }
+}
+
+/// One KV head's cache as f32, for attention: keys row by row (`total × dim`) and
+/// values transposed (`dim × stride`, zero past `total`, `stride` a multiple of 64).
+#[derive(Debug, Default)]
+pub struct HeadKv {
+    k: Vec<f32>,
+    vt: Vec<f32>,
+    stride: usize,
+    dim: usize,
+    total: usize,
+}
+
+impl HeadKv {
+    /// Positions `0..total` of kv head `kv_head` of `cache`.
+    pub fn new(cache: &KvCache, kv_head: usize, dim: usize, total: usize) -> Self {
+        let stride = total.div_ceil(64) * 64;
+        let (w, off) = (cache.width, kv_head * dim);
+        let mut k = Vec::with_capacity(total * dim);
+        let mut vt = vec![0f32; dim * stride];
+        for j in 0..total {
+            k.extend(
+                cache.k[j * w + off..j * w + off + dim]
+                    .iter()
+                    .map(|x| x.to_f32()),
+            );
+            for (d, x) in cache.v[j * w + off..j * w + off + dim].iter().enumerate() {
+                vt[d * stride + j] = x.to_f32();
+            }
+        }
+        Self {
+            k,
+            vt,
+            stride,
+            dim,
+            total,
+        }
+    }
+}
+
+/// Scratch for one attention row.
+#[derive(Default)]
+pub struct AttnScratch {
+    q: Vec<f32>,
+    scores: Vec<f32>,
+}
+
+/// Attention of one query row over positions `0..total` of `kv` (`total` at most
+/// the positions `kv` holds), as llama.cpp's non-flash path computes it: KQ with Q
+/// rounded to f16 (tinyBLAS), `soft_max_ext` (scale, causal mask, vector `expf`,
+/// f64 sum of 16-lane sums), the probabilities rounded to f16, then KQV (tinyBLAS).
+/// With `one_token` (a single position processed) both products take
+/// `ggml_vec_dot_f16`'s order, as llama.cpp's do. `out` gets the head's dimensions.
+#[allow(clippy::too_many_arguments)]
+pub fn attend(
+    one_token: bool,
+    q: &[f32],
+    kv: &HeadKv,
+    total: usize,
+    scale: f32,
+    s: &mut AttnScratch,
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has the features `attend_fma` is compiled for.
+            unsafe { attend_fma(one_token, q, kv, total, scale, s, out) };
+            return;
+        }
+    }
+    attend_impl(one_token, q, kv, total, scale, s, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn attend_fma(
+    one_token: bool,
+    q: &[f32],
+    kv: &HeadKv,
+    total: usize,
+    scale: f32,
+    s: &mut AttnScratch,
+    out: &mut [f32],
+) {
+    attend_impl(one_token, q, kv, total, scale, s, out);
+}
+
+#[inline(always)]
+fn attend_impl(
+    one_token: bool,
+    q: &[f32],
+    kv: &HeadKv,
+    total: usize,
+    scale: f32,
+    s: &mut AttnScratch,
+    out: &mut [f32],
+) {
+    let dim = kv.dim;
+    let total = total.min(kv.total);
+    // Padded to 64 so both dot orders see whole steps; the zeros add nothing.
+    let padded = total.div_ceil(64) * 64;
+    s.q.clear();
+    s.q.extend(q.iter().map(|&x| to_f16(x).to_f32()));
+    s.scores.clear();
+    s.scores.resize(padded, 0.0);
+    let mut max = f32::NEG_INFINITY;
+    for (j, krow) in kv.k.chunks_exact(dim).take(total).enumerate() {
+        let dot = if one_token || !dim.is_multiple_of(LANES) {
+            dot_vec(krow, &s.q)
+        } else {
+            dot_lanes(krow, &s.q)
+        };
+        let v = dot * scale;
+        max = max.max(v);
+        s.scores[j] = v;
+    }
+    // Vector exp over the padded row: masked entries are exactly 0.
+    let mut sum = 0f64;
+    for (c, chunk) in s.scores.chunks_exact_mut(LANES).enumerate() {
+        let valid = total.saturating_sub(c * LANES).min(LANES);
+        for x in chunk[..valid].iter_mut() {
+            *x = expf(*x - max);
+        }
+        let lanes: &[f32; LANES] = (&*chunk).try_into().unwrap_or(&[0.0; LANES]);
+        sum += f64::from(reduce16(lanes));
+    }
+    let inv = (1.0 / sum) as f32;
+    for x in s.scores[..total].iter_mut() {
+        *x = to_f16(*x * inv).to_f32();
+    }
+    for (d, o) in out.iter_mut().enumerate().take(dim) {
+        let vrow = &kv.vt[d * kv.stride..d * kv.stride + padded];
+        *o = if one_token {
+            dot_vec(vrow, &s.scores)
+        } else {
+            dot_lanes(vrow, &s.scores)
+        };
+    }
+}
+
+/// `swiglu` with fused multiply-adds in hardware where the CPU has them.
+pub fn swiglu_fast(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has the features `swiglu_fma` is compiled for.
+            unsafe { swiglu_fma(gate, up, out) };
+            return;
+        }
+    }
+    swiglu(gate, up, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn swiglu_fma(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    swiglu(gate, up, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_expf_is_close_to_libm_and_handles_the_ends() {
+        for i in -1000..=1000 {
+            let x = i as f32 * 0.0871;
+            let (a, b) = (expf(x), x.exp());
+            assert!(((a - b) / b).abs() < 4e-7, "expf({x}) = {a}, libm {b}");
+        }
+        assert_eq!(expf(f32::NEG_INFINITY), 0.0);
+        assert_eq!(expf(-200.0), 0.0);
+        assert_eq!(expf(200.0), f32::INFINITY);
+        assert_eq!(expf(0.0), 1.0);
+    }
+
+    #[test]
+    fn rms_norm_matches_its_definition() {
+        let x = [1.0f32, -2.0, 3.0, 0.5];
+        let w = [1.0f32, 2.0, 0.5, 1.0];
+        let mut y = [0f32; 4];
+        rms_norm(&x, &w, 1e-5, &mut y);
+        let ms = (1.0 + 4.0 + 9.0 + 0.25) / 4.0;
+        let s = 1.0 / (ms + 1e-5f32).sqrt();
+        for i in 0..4 {
+            assert!((y[i] - x[i] * s * w[i]).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn attention_is_a_softmax_weighted_mean_of_values() {
+        let (hd, n) = (16, 3);
+        let mut c = KvCache::new(hd);
+        let k: Vec<f32> = (0..n * hd).map(|i| ((i * 7) % 5) as f32 * 0.25).collect();
+        let v: Vec<f32> = (0..n * hd)
+            .map(|i| (i % hd) as f32 + (i / hd) as f32)
+            .collect();
+        c.store(0, &k, &v);
+        let q: Vec<f32> = (0..hd).map(|i| (i % 3) as f32 * 0.5).collect();
+        let mut out = vec![0f32; hd];
+        let kv = HeadKv::new(&c, 0, hd, n);
+        attend(
+            false,
+            &q,
+            &kv,
+            n,
+            0.25,
+            &mut AttnScratch::default(),
+            &mut out,
+        );
+        let mut one = vec![0f32; hd];
+        attend(
+            true,
+            &q,
+            &kv,
+            n,
+            0.25,
+            &mut AttnScratch::default(),
+            &mut one,
+        );
+        let mut portable = vec![0f32; hd];
+        attend_impl(
+            false,
+            &q,
+            &kv,
+            n,
+            0.25,
+            &mut AttnScratch::default(),
+            &mut portable,
+        );
+        assert_eq!(
+            portable, out,
+            "the FMA build and the portable one agree bit for bit"
+        );
+        for d in 0..hd {
+            assert!((one[d] - out[d]).abs() < 1e-3);
+        }
+        let sc: Vec<f32> = (0..n)
+            .map(|j| (0..hd).map(|i| k[j * hd + i] * q[i]).sum::<f32>() * 0.25)
+            .collect();
+        let m = sc.iter().cloned().fold(f32::MIN, f32::max);
+        let e: Vec<f32> = sc.iter().map(|s| (s - m).exp()).collect();
+        let z: f32 = e.iter().sum();
+        for d in 0..hd {
+            let want: f32 = (0..n).map(|j| e[j] / z * v[j * hd + d]).sum();
+            assert!(
+                (out[d] - want).abs() < 0.02,
+                "dim {d}: {} vs {want}",
+                out[d]
+            );
+        }
+    }
+}

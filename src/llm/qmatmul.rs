@@ -1,0 +1,562 @@
+//! Quire's own quantized matrix multiplication for the weight types of the default
+//! models (Q4_0, Q4_1, Q8_0), computed the way llama.cpp's CPU backend computes it.
+//!
+//! Why not candle's `QMatMul`: its Q4_1 path has no SIMD kernel, and its activation
+//! quantization rounds differently from llama.cpp (half away from zero instead of to
+//! even, `1/d` instead of `127/amax`, the Q8_1 block sum rounded twice through f16).
+//! Those differences moved SmolLM2's logits by up to 1.8 and its greedy output away
+//! from llama.cpp's. Here:
+//! - each activation row is quantized to Q8_1 (for Q4_1) or Q8_0 (for Q4_0, Q8_0)
+//!   exactly as ggml's x86 `quantize_row_q8_1` / `quantize_row_q8_0`;
+//! - the block dot products are integer-exact and combined in f32 like ggml's AVX2
+//!   `ggml_vec_dot_*` (8 float lanes, fused multiply-add, horizontal sum last);
+//! - the AVX2 kernels are chosen at run time, a portable loop otherwise, so one binary
+//!   runs on any x86-64;
+//! - output rows are split across threads (rayon), each thread reusing its weight
+//!   rows for every activation row (prompt processing), with scratch buffers reused
+//!   between calls (no allocation per token beyond the output).
+//!
+//! Other weight types fall back to candle's `QMatMul`.
+
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{Module, Result, Tensor};
+use half::f16;
+use rayon::prelude::*;
+
+/// Values per quantization block (all types here).
+const QK: usize = 32;
+
+/// Weight block layouts (bytes): Q4_0 = d + 16 nibble bytes; Q4_1 = d, m + 16;
+/// Q8_0 = d + 32 signed bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Q4_0,
+    Q4_1,
+    Q8_0,
+}
+
+impl Kind {
+    fn block_bytes(self) -> usize {
+        match self {
+            Kind::Q4_0 => 18,
+            Kind::Q4_1 => 20,
+            Kind::Q8_0 => 34,
+        }
+    }
+}
+
+/// An activation block quantized to 8 bits: scale `d`, for Q8_1 also `s = d·Σq`
+/// (both as f16 values widened to f32, as ggml stores them), and the 32 values.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(32))]
+pub(crate) struct Q8Block {
+    qs: [i8; QK],
+    d: f32,
+    s: f32,
+}
+
+impl Default for Q8Block {
+    fn default() -> Self {
+        Self {
+            qs: [0; QK],
+            d: 0.0,
+            s: 0.0,
+        }
+    }
+}
+
+/// Quantize `x` (a multiple of 32 long) into `out` as ggml's x86 `quantize_row_q8_1`
+/// does (which for `d` and `qs` is also `quantize_row_q8_0`).
+pub(crate) fn quantize_row_q8(x: &[f32], out: &mut [Q8Block]) {
+    for (xb, y) in x.chunks_exact(QK).zip(out.iter_mut()) {
+        let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        let mut sum = 0i32;
+        for (q, &v) in y.qs.iter_mut().zip(xb) {
+            // Round half to even, as `_mm256_round_ps(_MM_ROUND_NEAREST)`.
+            let r = (v * id).round_ties_even() as i32;
+            *q = r as i8;
+            sum += r;
+        }
+        y.d = f16::from_f32(d).to_f32();
+        y.s = f16::from_f32(d * sum as f32).to_f32();
+    }
+}
+
+/// A linear layer `y = x·Wᵀ` with a quantized weight.
+#[derive(Debug, Clone)]
+pub(crate) enum QLinear {
+    Own(OwnWeight),
+    Candle(QMatMul),
+}
+
+/// Raw blocks of a Q4_0 / Q4_1 / Q8_0 weight of `n` rows of `k` values.
+#[derive(Debug, Clone)]
+pub(crate) struct OwnWeight {
+    kind: Kind,
+    n: usize,
+    k: usize,
+    data: Vec<u8>,
+}
+
+impl QLinear {
+    /// Take the weight: own kernels for Q4_0, Q4_1, Q8_0; candle's otherwise.
+    pub(crate) fn new(t: QTensor) -> Result<Self> {
+        match OwnWeight::new(&t)? {
+            Some(w) => Ok(QLinear::Own(w)),
+            None => Ok(QLinear::Candle(QMatMul::from_qtensor(t)?)),
+        }
+    }
+
+    /// `m` rows of `x` (row-major, `k` wide) times the weight: `m × n` values.
+    pub(crate) fn forward_rows(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
+        match self {
+            QLinear::Own(w) => {
+                if x.len() != m * w.k {
+                    candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), w.k);
+                }
+                let mut out = vec![0f32; m * w.n];
+                SCRATCH.with(|cell| w.matmul(x, m, &mut cell.borrow_mut(), &mut out));
+                Ok(out)
+            }
+            QLinear::Candle(q) => {
+                let k = x.len().checked_div(m).unwrap_or(0);
+                let t = Tensor::from_slice(x, (m, k), &candle_core::Device::Cpu)?;
+                q.forward(&t)?.flatten_all()?.to_vec1::<f32>()
+            }
+        }
+    }
+}
+
+/// Dequantized rows of a weight (token embeddings), as ggml's `get_rows`.
+#[derive(Debug, Clone)]
+pub(crate) enum Rows {
+    Own(OwnWeight),
+    Dense { data: Vec<f32>, k: usize },
+}
+
+impl Rows {
+    pub(crate) fn new(t: &QTensor) -> Result<Self> {
+        if let Some(w) = OwnWeight::new(t)? {
+            return Ok(Rows::Own(w));
+        }
+        let (_, k) = t.shape().dims2()?;
+        let data = t
+            .dequantize(&candle_core::Device::Cpu)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        Ok(Rows::Dense { data, k })
+    }
+
+    /// Row width.
+    pub(crate) fn width(&self) -> usize {
+        match self {
+            Rows::Own(w) => w.k,
+            Rows::Dense { k, .. } => *k,
+        }
+    }
+
+    /// Append row `j` to `out`.
+    pub(crate) fn row(&self, j: usize, out: &mut Vec<f32>) -> Result<()> {
+        match self {
+            Rows::Dense { data, k } => {
+                let r = data
+                    .get(j * k..(j + 1) * k)
+                    .ok_or_else(|| candle_core::Error::Msg(format!("token id {j} out of range")))?;
+                out.extend_from_slice(r);
+            }
+            Rows::Own(w) => {
+                if j >= w.n {
+                    candle_core::bail!("token id {j} out of range ({} rows)", w.n);
+                }
+                let bb = w.kind.block_bytes();
+                let row = &w.data[j * (w.k / QK) * bb..(j + 1) * (w.k / QK) * bb];
+                for b in row.chunks_exact(bb) {
+                    let d = f16_at(b, 0);
+                    match w.kind {
+                        Kind::Q8_0 => out.extend(b[2..34].iter().map(|&q| f32::from(q as i8) * d)),
+                        Kind::Q4_0 => {
+                            let lo = b[2..18]
+                                .iter()
+                                .map(|&q| f32::from(i16::from(q & 0xF) - 8) * d);
+                            let hi = b[2..18]
+                                .iter()
+                                .map(|&q| f32::from(i16::from(q >> 4) - 8) * d);
+                            out.extend(lo.chain(hi));
+                        }
+                        Kind::Q4_1 => {
+                            let m = f16_at(b, 2);
+                            let lo = b[4..20].iter().map(|&q| f32::from(q & 0xF) * d + m);
+                            let hi = b[4..20].iter().map(|&q| f32::from(q >> 4) * d + m);
+                            out.extend(lo.chain(hi));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<Q8Block>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Weight rows per parallel task.
+const ROWS_PER_TASK: usize = 16;
+
+impl OwnWeight {
+    /// The weight's blocks, if its type has an own kernel (on the CPU).
+    fn new(t: &QTensor) -> Result<Option<Self>> {
+        let kind = match t.dtype() {
+            GgmlDType::Q4_0 => Kind::Q4_0,
+            GgmlDType::Q4_1 => Kind::Q4_1,
+            GgmlDType::Q8_0 => Kind::Q8_0,
+            _ => return Ok(None),
+        };
+        let Ok((n, k)) = t.shape().dims2() else {
+            return Ok(None);
+        };
+        if k % QK != 0 || !t.device().is_cpu() {
+            return Ok(None);
+        }
+        let data = t.data()?.into_owned();
+        if data.len() != n * (k / QK) * kind.block_bytes() {
+            candle_core::bail!(
+                "weight of {n}x{k} {:?} has {} bytes of data",
+                t.dtype(),
+                data.len()
+            );
+        }
+        Ok(Some(Self { kind, n, k, data }))
+    }
+
+    /// `out[i][j] = x[i] · w[j]` for `m` rows of `x`.
+    fn matmul(&self, xs: &[f32], m: usize, q: &mut Vec<Q8Block>, out: &mut [f32]) {
+        let nb = self.k / QK;
+        q.clear();
+        q.resize(m * nb, Q8Block::default());
+        for (row, qrow) in xs.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
+            quantize_row_q8(row, qrow);
+        }
+        let q: &[Q8Block] = q;
+        let row_bytes = nb * self.kind.block_bytes();
+        let kern = kernel(self.kind);
+        // Each task: ROWS_PER_TASK weight rows against every activation row; results
+        // land in a task-local buffer, then are scattered into `out` (row-major m×n).
+        let tasks = self.n.div_ceil(ROWS_PER_TASK);
+        let parts: Vec<(usize, Vec<f32>)> = (0..tasks)
+            .into_par_iter()
+            .map(|t| {
+                let j0 = t * ROWS_PER_TASK;
+                let j1 = (j0 + ROWS_PER_TASK).min(self.n);
+                let mut res = vec![0f32; (j1 - j0) * m];
+                for (jj, j) in (j0..j1).enumerate() {
+                    let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                    for (i, qa) in q.chunks_exact(nb).enumerate() {
+                        res[i * (j1 - j0) + jj] = kern(w, qa);
+                    }
+                }
+                (j0, res)
+            })
+            .collect();
+        for (j0, res) in parts {
+            let width = res.len() / m.max(1);
+            for i in 0..m {
+                out[i * self.n + j0..i * self.n + j0 + width]
+                    .copy_from_slice(&res[i * width..(i + 1) * width]);
+            }
+        }
+    }
+}
+
+type Kernel = fn(&[u8], &[Q8Block]) -> f32;
+
+fn kernel(kind: Kind) -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return match kind {
+                Kind::Q4_0 => avx2::dot_q4_0,
+                Kind::Q4_1 => avx2::dot_q4_1,
+                Kind::Q8_0 => avx2::dot_q8_0,
+            };
+        }
+    }
+    match kind {
+        Kind::Q4_0 => portable::dot_q4_0,
+        Kind::Q4_1 => portable::dot_q4_1,
+        Kind::Q8_0 => portable::dot_q8_0,
+    }
+}
+
+/// f16 → f32 for every bit pattern, so the kernels read scales with one load.
+static F16_TO_F32: std::sync::LazyLock<Vec<f32>> =
+    std::sync::LazyLock::new(|| (0..=u16::MAX).map(|b| f16::from_bits(b).to_f32()).collect());
+
+/// The f16 stored little-endian at `b[at..at + 2]`, widened.
+#[inline(always)]
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    F16_TO_F32[usize::from(u16::from_le_bytes([b[at], b[at + 1]]))]
+}
+
+/// Portable kernels with the same arithmetic as the AVX2 ones: per block an exact
+/// integer dot product, accumulated in 8 f32 lanes by fused multiply-add.
+pub(crate) mod portable {
+    use super::{f16_at, Q8Block, QK};
+
+    /// Partial integer sums in the lane order of ggml's AVX2 reduction: lane `l` holds
+    /// the products of values 4l..4l+4 (maddubs pairs, then madd pairs).
+    fn lanes(xq: &[i32; QK], y: &[i8; QK]) -> [f32; 8] {
+        let mut l = [0f32; 8];
+        for (lane, out) in l.iter_mut().enumerate() {
+            let s: i32 = (0..4)
+                .map(|t| xq[lane * 4 + t] * i32::from(y[lane * 4 + t]))
+                .sum();
+            *out = s as f32;
+        }
+        l
+    }
+
+    fn hsum(acc: &[f32; 8]) -> f32 {
+        // _mm256_extractf128 + add, movehl + add, movehdup + add_ss
+        let a: [f32; 4] = std::array::from_fn(|i| acc[i] + acc[i + 4]);
+        let b = [a[0] + a[2], a[1] + a[3]];
+        b[0] + b[1]
+    }
+
+    fn fma_lanes(acc: &mut [f32; 8], d: f32, l: &[f32; 8]) {
+        for (a, v) in acc.iter_mut().zip(l) {
+            *a = d.mul_add(*v, *a);
+        }
+    }
+
+    pub fn dot_q4_0(w: &[u8], ys: &[Q8Block]) -> f32 {
+        let mut acc = [0f32; 8];
+        for (b, y) in w.chunks_exact(18).zip(ys) {
+            let mut xq = [0i32; QK];
+            for i in 0..16 {
+                xq[i] = i32::from(b[2 + i] & 0xF) - 8;
+                xq[i + 16] = i32::from(b[2 + i] >> 4) - 8;
+            }
+            fma_lanes(&mut acc, f16_at(b, 0) * y.d, &lanes(&xq, &y.qs));
+        }
+        hsum(&acc)
+    }
+
+    pub fn dot_q4_1(w: &[u8], ys: &[Q8Block]) -> f32 {
+        let mut acc = [0f32; 8];
+        let mut summs = 0f32;
+        for (b, y) in w.chunks_exact(20).zip(ys) {
+            summs += f16_at(b, 2) * y.s;
+            let mut xq = [0i32; QK];
+            for i in 0..16 {
+                xq[i] = i32::from(b[4 + i] & 0xF);
+                xq[i + 16] = i32::from(b[4 + i] >> 4);
+            }
+            fma_lanes(&mut acc, f16_at(b, 0) * y.d, &lanes(&xq, &y.qs));
+        }
+        hsum(&acc) + summs
+    }
+
+    pub fn dot_q8_0(w: &[u8], ys: &[Q8Block]) -> f32 {
+        let mut acc = [0f32; 8];
+        for (b, y) in w.chunks_exact(34).zip(ys) {
+            let xq: [i32; QK] = std::array::from_fn(|i| i32::from(b[2 + i] as i8));
+            fma_lanes(&mut acc, f16_at(b, 0) * y.d, &lanes(&xq, &y.qs));
+        }
+        hsum(&acc)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! Ports of ggml's AVX2 `ggml_vec_dot_q4_0_q8_0`, `_q4_1_q8_1`, `_q8_0_q8_0`.
+    use super::{f16_at, Q8Block};
+    use std::arch::x86_64::*;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn hsum(x: __m256) -> f32 {
+        let r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+        let r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+        let r = _mm_add_ss(r, _mm_movehdup_ps(r));
+        _mm_cvtss_f32(r)
+    }
+
+    /// u8 × i8 products summed in pairs, then in fours, as 8 floats.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn mul_sum_us8(ax: __m256i, sy: __m256i) -> __m256 {
+        let dot = _mm256_maddubs_epi16(ax, sy);
+        _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), dot))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256 {
+        mul_sum_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x))
+    }
+
+    /// 16 bytes of nibbles → 32 bytes: low nibbles first, then high nibbles.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn nibbles(b: &[u8]) -> __m256i {
+        debug_assert!(b.len() >= 16);
+        // SAFETY: `b` holds at least 16 bytes (checked by the callers' block sizes).
+        let tmp = unsafe { _mm_loadu_si128(b.as_ptr().cast()) };
+        let both =
+            _mm256_insertf128_si256::<1>(_mm256_castsi128_si256(tmp), _mm_srli_epi16(tmp, 4));
+        _mm256_and_si256(_mm256_set1_epi8(0xF), both)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn load32(q: &[i8; 32]) -> __m256i {
+        // SAFETY: 32 readable bytes.
+        unsafe { _mm256_loadu_si256(q.as_ptr().cast()) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn q4_0(w: &[u8], ys: &[Q8Block]) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        for (b, y) in w.chunks_exact(18).zip(ys) {
+            let d = _mm256_set1_ps(f16_at(b, 0) * y.d);
+            let qx = _mm256_sub_epi8(nibbles(&b[2..]), _mm256_set1_epi8(8));
+            acc = _mm256_fmadd_ps(d, mul_sum_i8(qx, load32(&y.qs)), acc);
+        }
+        hsum(acc)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn q4_1(w: &[u8], ys: &[Q8Block]) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut summs = 0f32;
+        for (b, y) in w.chunks_exact(20).zip(ys) {
+            summs += f16_at(b, 2) * y.s;
+            let d = _mm256_set1_ps(f16_at(b, 0) * y.d);
+            acc = _mm256_fmadd_ps(d, mul_sum_us8(nibbles(&b[4..]), load32(&y.qs)), acc);
+        }
+        hsum(acc) + summs
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn q8_0(w: &[u8], ys: &[Q8Block]) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        for (b, y) in w.chunks_exact(34).zip(ys) {
+            let d = _mm256_set1_ps(f16_at(b, 0) * y.d);
+            // SAFETY: a Q8_0 block has 32 bytes after its scale.
+            let qx = unsafe { _mm256_loadu_si256(b[2..34].as_ptr().cast()) };
+            acc = _mm256_fmadd_ps(d, mul_sum_i8(qx, load32(&y.qs)), acc);
+        }
+        hsum(acc)
+    }
+
+    // Safe entry points: `kernel()` hands these out only after detecting AVX2 and FMA.
+    pub fn dot_q4_0(w: &[u8], ys: &[Q8Block]) -> f32 {
+        // SAFETY: only reachable when the CPU has AVX2 and FMA (see `kernel`).
+        unsafe { q4_0(w, ys) }
+    }
+    pub fn dot_q4_1(w: &[u8], ys: &[Q8Block]) -> f32 {
+        // SAFETY: as above.
+        unsafe { q4_1(w, ys) }
+    }
+    pub fn dot_q8_0(w: &[u8], ys: &[Q8Block]) -> f32 {
+        // SAFETY: as above.
+        unsafe { q8_0(w, ys) }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::needless_range_loop)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    fn rnd(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s % 20001) as f32 / 10000.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn activation_quantization_rounds_half_to_even_and_keeps_the_block_sum() {
+        let mut x = vec![0f32; 32];
+        x[0] = 127.0; // d = 1, id = 1
+        x[1] = 2.5;
+        x[2] = -3.5;
+        x[3] = 0.5;
+        let mut q = [Q8Block::default()];
+        quantize_row_q8(&x, &mut q);
+        assert_eq!(&q[0].qs[..4], &[127, 2, -4, 0]);
+        assert_eq!(q[0].d, 1.0);
+        assert_eq!(q[0].s, 125.0);
+        let mut z = [Q8Block::default()];
+        quantize_row_q8(&[0f32; 32], &mut z);
+        assert_eq!((z[0].d, z[0].s, z[0].qs), (0.0, 0.0, [0; 32]));
+    }
+
+    /// Own kernels (SIMD or portable) agree with each other and, within quantization
+    /// error, with the dequantized float product.
+    #[test]
+    fn kernels_match_the_portable_loop_and_the_float_product() {
+        let (m, n, k) = (5, 37, 96);
+        let w = rnd(n * k, 7);
+        let x = rnd(m * k, 11);
+        let dev = Device::Cpu;
+        let wt = Tensor::from_vec(w.clone(), (n, k), &dev).unwrap();
+        let xt = Tensor::from_vec(x.clone(), (m, k), &dev).unwrap();
+        for dt in [GgmlDType::Q4_0, GgmlDType::Q4_1, GgmlDType::Q8_0] {
+            let qt = QTensor::quantize(&wt, dt).unwrap();
+            let deq = qt.dequantize(&dev).unwrap();
+            let exact = xt.matmul(&deq.t().unwrap()).unwrap();
+            let lin = QLinear::new(qt).unwrap();
+            let got = lin.forward_rows(&x, m).unwrap();
+            let got = Tensor::from_vec(got, (m, n), &dev).unwrap();
+            let QLinear::Own(own) = lin else {
+                panic!("{dt:?} should use the own kernel")
+            };
+            let diff = (got.clone() - exact)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert!(diff < 0.05, "{dt:?}: off the float product by {diff}");
+            // The portable loop gives the same bits as the dispatched kernel.
+            let nb = k / QK;
+            let mut q = vec![Q8Block::default(); nb];
+            let got = got.to_vec2::<f32>().unwrap();
+            let row_bytes = nb * own.kind.block_bytes();
+            for i in 0..m {
+                quantize_row_q8(&x[i * k..(i + 1) * k], &mut q);
+                for j in 0..n {
+                    let wj = &own.data[j * row_bytes..(j + 1) * row_bytes];
+                    let p = match own.kind {
+                        Kind::Q4_0 => portable::dot_q4_0(wj, &q),
+                        Kind::Q4_1 => portable::dot_q4_1(wj, &q),
+                        Kind::Q8_0 => portable::dot_q8_0(wj, &q),
+                    };
+                    assert_eq!(p.to_bits(), got[i][j].to_bits(), "{dt:?} [{i}][{j}]");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn other_types_fall_back_to_candle() {
+        let dev = Device::Cpu;
+        let wt = Tensor::from_vec(rnd(8 * 256, 3), (8, 256), &dev).unwrap();
+        let qt = QTensor::quantize(&wt, GgmlDType::Q4K).unwrap();
+        assert!(matches!(QLinear::new(qt).unwrap(), QLinear::Candle(_)));
+    }
+}
