@@ -9,6 +9,12 @@
 
 use half::f16;
 
+/// Whether the CPU has AVX2 and FMA, for the run-time choice of kernels.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2_fma() -> bool {
+    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+}
+
 /// Lanes of an AVX-512 register of f32.
 const LANES: usize = 16;
 
@@ -247,7 +253,7 @@ pub fn attend(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if has_avx2_fma() {
             // SAFETY: the CPU has the features `attend_fma` is compiled for.
             unsafe { attend_fma(one_token, q, kv, total, scale, s, out) };
             return;
@@ -327,7 +333,7 @@ fn attend_impl(
 pub fn swiglu_fast(gate: &[f32], up: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if has_avx2_fma() {
             // SAFETY: the CPU has the features `swiglu_fma` is compiled for.
             unsafe { swiglu_fma(gate, up, out) };
             return;
@@ -382,37 +388,24 @@ mod tests {
             .collect();
         c.store(0, &k, &v);
         let q: Vec<f32> = (0..hd).map(|i| (i % 3) as f32 * 0.5).collect();
-        let mut out = vec![0f32; hd];
         let kv = HeadKv::new(&c, 0, hd, n);
-        attend(
-            false,
-            &q,
-            &kv,
-            n,
-            0.25,
-            &mut AttnScratch::default(),
-            &mut out,
-        );
-        let mut one = vec![0f32; hd];
-        attend(
-            true,
-            &q,
-            &kv,
-            n,
-            0.25,
-            &mut AttnScratch::default(),
-            &mut one,
-        );
-        let mut portable = vec![0f32; hd];
-        attend_impl(
-            false,
-            &q,
-            &kv,
-            n,
-            0.25,
-            &mut AttnScratch::default(),
-            &mut portable,
-        );
+        type Attend = fn(bool, &[f32], &HeadKv, usize, f32, &mut AttnScratch, &mut [f32]);
+        let run = |f: Attend, one_token: bool| {
+            let mut out = vec![0f32; hd];
+            f(
+                one_token,
+                &q,
+                &kv,
+                n,
+                0.25,
+                &mut AttnScratch::default(),
+                &mut out,
+            );
+            out
+        };
+        let out = run(attend, false);
+        let one = run(attend, true);
+        let portable = run(attend_impl, false);
         assert_eq!(
             portable, out,
             "the FMA build and the portable one agree bit for bit"

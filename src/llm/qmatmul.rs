@@ -276,7 +276,7 @@ type Kernel = fn(&[u8], &[Q8Block]) -> f32;
 fn kernel(kind: Kind) -> Kernel {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if super::ggml_ops::has_avx2_fma() {
             return match kind {
                 Kind::Q4_0 => avx2::dot_q4_0,
                 Kind::Q4_1 => avx2::dot_q4_1,
