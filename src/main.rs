@@ -165,6 +165,10 @@ enum BenchCmd {
         /// Fusion mode of the fused set.
         #[arg(long, default_value = "reciprocal_rerank")]
         fusion: quire::retrieve::FusionMode,
+        /// Search this Quire index (built by `quire index`, Quire's own extraction and
+        /// splitting) instead of indexing `--pdfs` with pdftotext pages.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
     },
     /// Answers per response mode over the corpus questions, through the engine: median
     /// seconds per question, LLM calls, tokens generated, share of answers containing
@@ -294,7 +298,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 pdfs,
                 questions,
                 fusion,
-            } => cli::bench::retrieval(json, &pdfs, &questions, fusion),
+                data_dir,
+            } => cli::bench::retrieval(json, &pdfs, &questions, fusion, data_dir),
             BenchCmd::Answer(a) => cli::bench::answer(&a),
             BenchCmd::RetrievalScale {
                 json,

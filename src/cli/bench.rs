@@ -68,12 +68,21 @@ pub fn retrieval(
     pdfs: &Path,
     questions: &Path,
     fusion: quire::retrieve::FusionMode,
+    data_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let qs = quire::retrieve::bench::load_questions(questions)?;
     let emb = quire::embed::bert::BertEmbedder::open(quire::models::default_embedder()?)?;
-    eprintln!("indexing {} ...", pdfs.display());
-    let chunks = quire::retrieve::bench::index_pdf_dir(pdfs, &emb)?;
-    let index = quire::retrieve::RetrievalIndex::build(chunks)?;
+    let index = match data_dir {
+        Some(dir) => {
+            let engine = quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(dir))?)?;
+            engine.retrieval_index()?
+        }
+        None => {
+            eprintln!("indexing {} ...", pdfs.display());
+            let chunks = quire::retrieve::bench::index_pdf_dir(pdfs, &emb)?;
+            std::sync::Arc::new(quire::retrieve::RetrievalIndex::build(chunks)?)
+        }
+    };
     let r = quire::retrieve::bench::quality(&index, &emb, None, &qs, fusion, 1)?;
     emit(&r, json)
 }

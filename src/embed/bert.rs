@@ -17,6 +17,8 @@ pub struct BertFiles {
     pub config: Config,
     pub tokenizer: Tokenizer,
     pub weights: PathBuf,
+    /// The languages the model card declares (empty: unknown).
+    pub languages: Vec<String>,
 }
 
 impl BertFiles {
@@ -40,11 +42,15 @@ impl BertFiles {
                 hint: "run models/fetch.sh".into(),
             });
         }
+        let languages = std::fs::read_to_string(dir.join("README.md"))
+            .map(|card| crate::embed::card_languages(&card))
+            .unwrap_or_default();
         Ok(Self {
             dir,
             config,
             tokenizer,
             weights,
+            languages,
         })
     }
 }
@@ -66,6 +72,7 @@ pub struct BertEmbedder {
     dims: usize,
     pad_id: u32,
     device: Device,
+    languages: Vec<String>,
 }
 
 impl BertEmbedder {
@@ -81,6 +88,7 @@ impl BertEmbedder {
             config,
             mut tokenizer,
             weights,
+            languages,
             ..
         } = files;
         // The packaged tokenizer.json truncates and pads to 128: we count, truncate
@@ -103,6 +111,7 @@ impl BertEmbedder {
             dims: config.hidden_size,
             pad_id,
             device: device.clone(),
+            languages,
         })
     }
 
@@ -173,6 +182,10 @@ impl Embedder for BertEmbedder {
             }
         }
         Ok(out)
+    }
+
+    fn covers(&self, text: &str) -> bool {
+        crate::embed::languages_cover(&self.languages, text)
     }
 
     fn token_spans(&self, text: &str) -> Result<Vec<std::ops::Range<usize>>> {

@@ -42,10 +42,83 @@ pub trait Embedder: Send + Sync {
         Ok(spans)
     }
 
+    /// Whether the model was trained on text like `text`: an English-only model gives
+    /// noise for a Chinese query, and retrieval then leaves the vector retriever out.
+    /// The default says yes.
+    fn covers(&self, text: &str) -> bool {
+        let _ = text;
+        true
+    }
+
     /// Tokens of `text` as the model sees it, special tokens included.
     fn count_tokens(&self, text: &str) -> Result<usize> {
         Ok(self.token_spans(text)?.len() + 2)
     }
+}
+
+/// The languages a model card (`README.md` with YAML front matter, as
+/// sentence-transformers models ship) declares: `language: en` or a list; empty when
+/// the card or the field is missing.
+pub fn card_languages(card: &str) -> Vec<String> {
+    let mut lines = card.lines();
+    if lines.next().map(str::trim) != Some("---") {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut in_list = false;
+    for line in lines {
+        if line.trim() == "---" {
+            break;
+        }
+        if in_list {
+            match line.trim().strip_prefix("- ") {
+                Some(v) if line.starts_with(' ') || line.starts_with('-') => {
+                    out.push(v.trim().to_ascii_lowercase());
+                    continue;
+                }
+                _ => in_list = false,
+            }
+        }
+        if let Some(v) = line.strip_prefix("language:") {
+            let v = v.trim().trim_matches(|c| c == '[' || c == ']');
+            if v.is_empty() {
+                in_list = true;
+            } else {
+                out.extend(
+                    v.split(',')
+                        .map(|x| {
+                            x.trim()
+                                .trim_matches(|c| c == '"' || c == '\'')
+                                .to_ascii_lowercase()
+                        })
+                        .filter(|x| !x.is_empty()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Whether a model trained on `languages` (as [`card_languages`] reads them; empty
+/// means unknown, taken as everything) covers `text`: text mostly in CJK scripts
+/// needs Chinese, Japanese or Korean (or a multilingual model).
+pub fn languages_cover(languages: &[String], text: &str) -> bool {
+    const CJK: &[&str] = &["zh", "ja", "ko", "multilingual"];
+    if languages.is_empty()
+        || languages
+            .iter()
+            .any(|l| CJK.iter().any(|c| l.starts_with(c)))
+    {
+        return true;
+    }
+    let (mut cjk, mut letters) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphanumeric()) {
+        letters += 1;
+        if crate::retrieve::text::is_cjk(c) {
+            cjk += 1;
+        }
+    }
+    cjk * 2 <= letters
 }
 
 /// Keep freed memory in the process instead of giving it back to the kernel at each
@@ -63,5 +136,50 @@ pub(crate) fn tune_allocator() {
                 libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_card_languages_are_read_from_the_front_matter() {
+        assert_eq!(
+            card_languages("---\nlanguage: en\nlicense: mit\n---\n# x"),
+            vec!["en"]
+        );
+        assert_eq!(
+            card_languages("---\nlicense: mit\nlanguage:\n- en\n- zh\ntags:\n- a\n---\n"),
+            vec!["en", "zh"]
+        );
+        assert_eq!(
+            card_languages("---\nlanguage: [en, \"de\"]\n---\n"),
+            vec!["en", "de"]
+        );
+        assert!(card_languages("# no front matter\nlanguage: en").is_empty());
+        assert!(card_languages("---\nlicense: mit\n---\nlanguage: en").is_empty());
+    }
+
+    #[test]
+    fn an_english_model_does_not_cover_chinese_text() {
+        let en = vec!["en".to_string()];
+        assert!(languages_cover(&en, "How do I typeset H2O?"));
+        assert!(!languages_cover(&en, "如何设置中文字体？"));
+        // Mixed text counts by its letters: mostly English is covered.
+        assert!(languages_cover(
+            &en,
+            "What does \\ctexset 中文 do to section headings?"
+        ));
+        assert!(!languages_cover(&en, "ctex 宏包如何设置章节标题格式"));
+        assert!(languages_cover(
+            &["en".into(), "zh".into()],
+            "如何设置中文字体？"
+        ));
+        assert!(languages_cover(
+            &["multilingual".into()],
+            "如何设置中文字体？"
+        ));
+        assert!(languages_cover(&[], "如何设置中文字体？"));
     }
 }

@@ -46,7 +46,7 @@ impl Engine {
     }
 
     /// The retrieval index over everything indexed, rebuilt when the store changed.
-    fn retrieval_index(&self) -> Result<Arc<RetrievalIndex>> {
+    pub fn retrieval_index(&self) -> Result<Arc<RetrievalIndex>> {
         let generation = self.store().generation()?;
         let mut slot = lock(&self.ask_state.index);
         if let Some((g, idx)) = slot.as_ref() {

@@ -62,11 +62,20 @@ pub trait Retriever: Send + Sync {
     fn name(&self) -> &str;
     /// At most `top_k` hits, best first, only from `filter`'s documents when given.
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>>;
+    /// Whether this retriever's ranking means anything for `query` (a vector
+    /// retriever over an English-only embedding model does not for Chinese).
+    fn covers(&self, query: &str) -> bool {
+        let _ = query;
+        true
+    }
 }
 
 impl<T: Retriever + ?Sized> Retriever for &T {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn covers(&self, query: &str) -> bool {
+        (**self).covers(query)
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
         (**self).retrieve(query, top_k, filter)
@@ -176,6 +185,9 @@ pub struct RetrieveOptions {
     /// Retriever weights for the score-based fusions, one per retriever (they are
     /// normalized to sum to 1); `None` means equal weights.
     pub weights: Option<Vec<f64>>,
+    /// Leave out of the fusion, for a query, a retriever that does not cover the
+    /// query's language (see [`Retriever::covers`]), unless no retriever does.
+    pub route_by_language: bool,
     /// Restrict retrieval to these documents.
     #[serde(skip)]
     pub filter: Option<DocFilter>,
@@ -190,6 +202,7 @@ impl Default for RetrieveOptions {
             num_queries: 1,
             retrievers: vec![RetrieverKind::Vector, RetrieverKind::Bm25],
             weights: None,
+            route_by_language: true,
             filter: None,
         }
     }
@@ -213,6 +226,10 @@ pub struct Retrieval {
     pub retrievers: Vec<String>,
     pub fusion: FusionMode,
     pub nodes: Vec<SourceNode>,
+    /// The (query, retriever) pairs left out because the retriever does not cover
+    /// the query's language, as indices into `queries` and `retrievers`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<(usize, usize)>,
 }
 
 /// Run `retrievers` for `query` (and, when `opts.num_queries > 1` and an LLM is
@@ -246,9 +263,16 @@ pub fn retrieve(
     let weights = fusion::normalized_weights(opts.weights.as_deref(), retrievers.len())?;
     let candidates = opts.candidates();
     let mut lists = Vec::with_capacity(queries.len() * retrievers.len());
+    let mut skipped = Vec::new();
     for (qi, q) in queries.iter().enumerate() {
+        let covered: Vec<bool> = retrievers.iter().map(|r| r.covers(q)).collect();
+        let route = opts.route_by_language && covered.iter().any(|&c| c);
         for (ri, r) in retrievers.iter().enumerate() {
             cancel.check()?;
+            if route && !covered[ri] {
+                skipped.push((qi, ri));
+                continue;
+            }
             let hits = r.retrieve(q, candidates, opts.filter.as_ref())?;
             lists.push(fusion::RankedList {
                 query: qi,
@@ -263,6 +287,7 @@ pub fn retrieve(
         retrievers: retrievers.iter().map(|r| r.name().to_string()).collect(),
         fusion: opts.fusion,
         nodes,
+        skipped,
     })
 }
 
@@ -367,6 +392,13 @@ impl std::fmt::Display for Retrieval {
             let who = if i == 0 { "user" } else { "generated" };
             writeln!(f, "query q{i} ({who}): {q}")?;
         }
+        for &(qi, ri) in &self.skipped {
+            let name = self.retrievers.get(ri).map_or("?", String::as_str);
+            writeln!(
+                f,
+                "{name} left out for q{qi}: its model does not cover the query's language"
+            )?;
+        }
         for (i, n) in self.nodes.iter().enumerate() {
             write!(
                 f,
@@ -431,6 +463,68 @@ mod tests {
                 })
                 .collect())
         }
+    }
+
+    /// [`Fruit`] declared English-only, as all-MiniLM-L6-v2's model card is.
+    struct EnglishFruit;
+    impl Embedder for EnglishFruit {
+        fn dims(&self) -> usize {
+            3
+        }
+        fn max_tokens(&self) -> usize {
+            512
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Fruit.embed(texts)
+        }
+        fn covers(&self, text: &str) -> bool {
+            crate::embed::languages_cover(&["en".to_string()], text)
+        }
+    }
+
+    #[test]
+    fn a_retriever_that_does_not_cover_the_query_language_is_left_out() {
+        let ix = RetrievalIndex::build(vec![
+            chunk(1, 1, 1, "apple apple pie"),
+            chunk(2, 1, 2, "苹果派 apple"),
+            chunk(3, 2, 5, "banana bread"),
+        ])
+        .unwrap();
+        let search = |q: &str, opts: &RetrieveOptions| {
+            ix.search(q, &EnglishFruit, None, opts, &Cancel::new())
+                .unwrap()
+        };
+        let opts = RetrieveOptions::default();
+        let r = search("苹果派", &opts);
+        assert_eq!(r.skipped, vec![(0, 0)]);
+        assert_eq!(r.nodes[0].chunk_id, 2);
+        assert!(r
+            .nodes
+            .iter()
+            .all(|n| n.evidence.iter().all(|e| e.retriever == 1)));
+        // A single rank-1 BM25 hit: 1/60.
+        assert!((r.nodes[0].score - 1.0 / 60.0).abs() < 1e-12);
+        assert!(r.to_string().contains("vector left out for q0"));
+        // English queries keep both; so does a Chinese one with routing off.
+        assert!(search("apple pie", &opts).skipped.is_empty());
+        let off = RetrieveOptions {
+            route_by_language: false,
+            ..RetrieveOptions::default()
+        };
+        let r = search("苹果派", &off);
+        assert!(r.skipped.is_empty());
+        assert!(r
+            .nodes
+            .iter()
+            .any(|n| n.evidence.iter().any(|e| e.retriever == 0)));
+        // When no retriever covers the query, the ones asked for still run.
+        let vector_only = RetrieveOptions {
+            retrievers: vec![RetrieverKind::Vector],
+            ..RetrieveOptions::default()
+        };
+        let r = search("苹果派", &vector_only);
+        assert!(r.skipped.is_empty());
+        assert_eq!(r.nodes.len(), 3);
     }
 
     /// Writes the same variants for every prompt.

@@ -500,6 +500,9 @@ impl Retriever for VectorRetriever<'_> {
             .ok_or_else(|| Error::Invalid("the embedder returned no vector".into()))?;
         self.index.search(&q, top_k, filter)
     }
+    fn covers(&self, query: &str) -> bool {
+        self.embedder.covers(query)
+    }
 }
 
 #[cfg(test)]
