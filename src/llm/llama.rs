@@ -51,7 +51,27 @@ struct Layer {
     w3: QLinear,
     attn_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
-    kv: KvCache,
+}
+
+/// The keys and values of one sequence, per layer: the model's own sequence, or one
+/// of a batch of independent sequences run together ([`Llama::forward_multi`]).
+#[derive(Debug, Clone, Default)]
+pub struct SeqCache {
+    layers: Vec<KvCache>,
+    /// Positions held.
+    len: usize,
+}
+
+impl SeqCache {
+    /// Positions held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no position is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// A dense llama-architecture model with a reusable KV cache, computed on the CPU
@@ -70,8 +90,8 @@ pub struct Llama {
     theta_scale: f32,
     eps: f32,
     max_seq: usize,
-    /// Positions held by the KV cache.
-    len: usize,
+    /// The model's own sequence (prefix reuse across calls).
+    cache: SeqCache,
     device: Device,
 }
 
@@ -172,7 +192,6 @@ impl Llama {
                 w3,
                 attn_norm,
                 ffn_norm,
-                kv: KvCache::new(n_kv_head * head_dim),
             });
         }
         Ok(Self {
@@ -188,68 +207,123 @@ impl Llama {
             theta_scale: base.powf(-2.0 / rope_dim as f32),
             eps,
             max_seq,
-            len: 0,
+            cache: SeqCache {
+                layers: vec![KvCache::new(n_kv_head * head_dim); blocks],
+                len: 0,
+            },
             device: device.clone(),
         })
     }
 
     /// Positions already in the KV cache.
     pub fn cached(&self) -> usize {
-        self.len
+        self.cache.len
     }
 
     /// Keep only the first `len` positions of the KV cache.
     pub fn truncate_cache(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        self.cache.len = self.cache.len.min(len);
     }
 
     /// Free the KV cache.
     pub fn clear_cache(&mut self) {
-        self.len = 0;
-        for l in &mut self.layers {
-            l.kv = KvCache::new(l.kv.width);
+        self.cache = self.fork_cache(0);
+    }
+
+    /// A new sequence starting with the first `len` positions of the model's own.
+    pub fn fork_cache(&self, len: usize) -> SeqCache {
+        let len = len.min(self.cache.len);
+        SeqCache {
+            layers: self
+                .cache
+                .layers
+                .iter()
+                .map(|kv| {
+                    let n = (len * kv.width).min(kv.k.len());
+                    let mut c = KvCache::new(kv.width);
+                    c.k.extend_from_slice(&kv.k[..n]);
+                    c.v.extend_from_slice(&kv.v[..n]);
+                    c
+                })
+                .collect(),
+            len,
         }
     }
 
     /// Run `tokens` at positions `pos..`, appending to the KV cache (which must hold
     /// at least `pos` positions); returns the logits of the last position.
     pub fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
-        let seq = tokens.len();
-        if seq == 0 {
-            candle_core::bail!("no tokens to run");
+        let mut cache = std::mem::take(&mut self.cache);
+        let r = self.forward_multi(&mut [(&mut cache, tokens, pos)]);
+        self.cache = cache;
+        let logits = r?.pop().unwrap_or_default();
+        let len = logits.len();
+        Tensor::from_vec(logits, len, &self.device)
+    }
+
+    /// Run several independent sequences at once, each `(cache, tokens, pos)`
+    /// appending `tokens` at positions `pos..` of its own cache; returns each
+    /// sequence's last-position logits. The weights are read once for all rows,
+    /// which is what makes a batch of one-token steps cheaper than one at a time;
+    /// every row is computed exactly as it would be alone.
+    pub fn forward_multi(
+        &self,
+        seqs: &mut [(&mut SeqCache, &[u32], usize)],
+    ) -> Result<Vec<Vec<f32>>> {
+        if seqs.is_empty() {
+            return Ok(Vec::new());
         }
-        if pos + seq > self.max_seq {
-            candle_core::bail!(
-                "position {} beyond the context window {}",
-                pos + seq,
-                self.max_seq
-            );
+        // Row r belongs to sequence row_seq[r] at position row_pos[r].
+        let mut row_seq = Vec::new();
+        let mut row_pos = Vec::new();
+        for (si, (cache, tokens, pos)) in seqs.iter_mut().enumerate() {
+            let (seq, pos) = (tokens.len(), *pos);
+            if seq == 0 {
+                candle_core::bail!("no tokens to run");
+            }
+            if pos + seq > self.max_seq {
+                candle_core::bail!(
+                    "position {} beyond the context window {}",
+                    pos + seq,
+                    self.max_seq
+                );
+            }
+            if pos > cache.len {
+                candle_core::bail!("position {pos} is past the {} cached positions", cache.len);
+            }
+            cache.len = pos;
+            if cache.layers.len() != self.layers.len() {
+                cache.layers =
+                    vec![KvCache::new(self.n_kv_head * self.head_dim); self.layers.len()];
+            }
+            row_seq.extend(std::iter::repeat_n(si, seq));
+            row_pos.extend(pos..pos + seq);
         }
-        if pos > self.len {
-            candle_core::bail!("position {pos} is past the {} cached positions", self.len);
-        }
-        self.truncate_cache(pos);
+        let rows = row_seq.len();
         let (hidden, nh, nkv, hd) = (self.hidden, self.n_head, self.n_kv_head, self.head_dim);
         let rep = nh / nkv;
         let scale = 1.0f32 / (hd as f32).sqrt();
-        let mut x = Vec::with_capacity(seq * hidden);
-        for &t in tokens {
-            self.embeddings.row(t as usize, &mut x)?;
+        let mut x = Vec::with_capacity(rows * hidden);
+        for (_, tokens, _) in seqs.iter() {
+            for &t in tokens.iter() {
+                self.embeddings.row(t as usize, &mut x)?;
+            }
         }
-        let ropes: Vec<Vec<(f32, f32)>> = (0..seq)
-            .map(|i| {
+        let ropes: Vec<Vec<(f32, f32)>> = row_pos
+            .iter()
+            .map(|&p| {
                 let mut c = Vec::new();
-                ggml_ops::rope_cache(pos + i, self.rope_pairs, self.theta_scale, &mut c);
+                ggml_ops::rope_cache(p, self.rope_pairs, self.theta_scale, &mut c);
                 c
             })
             .collect();
-        let mut h = vec![0f32; seq * hidden];
-        let mut att = vec![0f32; seq * nh * hd];
-        for l in &mut self.layers {
+        let mut h = vec![0f32; rows * hidden];
+        let mut att = vec![0f32; rows * nh * hd];
+        for (li, l) in self.layers.iter().enumerate() {
             ggml_ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
-            let mut q = l.wq.forward_rows(&h, seq)?;
-            let mut k = l.wk.forward_rows(&h, seq)?;
-            let v = l.wv.forward_rows(&h, seq)?;
+            let mut q = l.wq.forward_rows(&h, rows)?;
+            let mut k = l.wk.forward_rows(&h, rows)?;
+            let v = l.wv.forward_rows(&h, rows)?;
             for (i, rope) in ropes.iter().enumerate() {
                 for head in q[i * nh * hd..(i + 1) * nh * hd].chunks_exact_mut(hd) {
                     ggml_ops::rope_norm(head, rope);
@@ -258,41 +332,67 @@ impl Llama {
                     ggml_ops::rope_norm(head, rope);
                 }
             }
-            l.kv.store(pos, &k, &v);
-            let heads: Vec<HeadKv> = (0..nkv)
-                .into_par_iter()
-                .map(|h| HeadKv::new(&l.kv, h, hd, pos + seq))
-                .collect();
+            // Each sequence stores its rows and gets its own f32 view per kv head.
+            let mut first = 0;
+            let mut heads: Vec<Vec<HeadKv>> = Vec::with_capacity(seqs.len());
+            for (cache, tokens, pos) in seqs.iter_mut() {
+                let n = tokens.len();
+                let w = nkv * hd;
+                cache.layers[li].store(
+                    *pos,
+                    &k[first * w..(first + n) * w],
+                    &v[first * w..(first + n) * w],
+                );
+                let kv = &cache.layers[li];
+                heads.push(
+                    (0..nkv)
+                        .into_par_iter()
+                        .map(|h| HeadKv::new(kv, h, hd, *pos + n))
+                        .collect(),
+                );
+                first += n;
+            }
+            let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
             att.par_chunks_mut(hd).enumerate().for_each_init(
                 AttnScratch::default,
                 |s, (r, out)| {
                     let (i, head) = (r / nh, r % nh);
+                    let si = row_seq[i];
                     let qrow = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
-                    let kv = &heads[head / rep];
-                    ggml_ops::attend(seq == 1, qrow, kv, pos + i + 1, scale, s, out);
+                    let kv = &heads[si][head / rep];
+                    ggml_ops::attend(lens[si] == 1, qrow, kv, row_pos[i] + 1, scale, s, out);
                 },
             );
-            let o = l.wo.forward_rows(&att, seq)?;
+            let o = l.wo.forward_rows(&att, rows)?;
             for (xi, oi) in x.iter_mut().zip(&o) {
                 *xi += oi;
             }
             ggml_ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
-            let g = l.w1.forward_rows(&h, seq)?;
-            let u = l.w3.forward_rows(&h, seq)?;
+            let g = l.w1.forward_rows(&h, rows)?;
+            let u = l.w3.forward_rows(&h, rows)?;
             let mut a = vec![0f32; g.len()];
             ggml_ops::swiglu_fast(&g, &u, &mut a);
-            let y = l.w2.forward_rows(&a, seq)?;
+            let y = l.w2.forward_rows(&a, rows)?;
             for (xi, yi) in x.iter_mut().zip(&y) {
                 *xi += yi;
             }
         }
-        self.len = pos + seq;
-        let last = &x[(seq - 1) * hidden..];
-        let mut n = vec![0f32; hidden];
-        ggml_ops::rms_norm(last, &self.norm, self.eps, &mut n);
-        let logits = self.output.forward_rows(&n, 1)?;
-        let len = logits.len();
-        Tensor::from_vec(logits, len, &self.device)
+        // The last row of each sequence, normed, through the output layer at once.
+        let mut last = vec![0f32; seqs.len() * hidden];
+        let mut end = 0;
+        for (si, (cache, tokens, pos)) in seqs.iter_mut().enumerate() {
+            end += tokens.len();
+            cache.len = *pos + tokens.len();
+            ggml_ops::rms_norm(
+                &x[(end - 1) * hidden..end * hidden],
+                &self.norm,
+                self.eps,
+                &mut last[si * hidden..(si + 1) * hidden],
+            );
+        }
+        let logits = self.output.forward_rows(&last, seqs.len())?;
+        let vocab = logits.len() / seqs.len();
+        Ok(logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
     }
 }
 

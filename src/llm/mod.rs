@@ -21,6 +21,10 @@ use crate::Result;
 /// Called with each piece of generated text; return `Ok(false)` to stop early.
 pub type TokenSink<'a> = dyn FnMut(&str) -> Result<bool> + 'a;
 
+/// Called with the index of a prompt of a batch and a piece of its generated text;
+/// return `Ok(false)` to stop the whole batch.
+pub type BatchSink<'a> = dyn FnMut(usize, &str) -> Result<bool> + 'a;
+
 /// A cancellation flag shared between the one who asks and the one who works.
 #[derive(Debug, Clone, Default)]
 pub struct Cancel(Arc<AtomicBool>);
@@ -135,4 +139,21 @@ pub trait Llm: Send + Sync {
         cancel: &Cancel,
         sink: &mut TokenSink<'_>,
     ) -> Result<Completion>;
+
+    /// Complete independent prompts. A model may run them together (a local model
+    /// reads its weights once per step for all of them); the results must be what
+    /// [`Llm::complete`] gives for each. The default runs them one after another.
+    fn complete_batch(
+        &self,
+        prompts: &[String],
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut BatchSink<'_>,
+    ) -> Result<Vec<Completion>> {
+        prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| self.complete(p, params, cancel, &mut |s: &str| sink(i, s)))
+            .collect()
+    }
 }

@@ -16,8 +16,9 @@ use candle_transformers::models::{
 use super::chat::{ChatTemplate, Message};
 use super::gguf::GgufFile;
 use super::llama::Llama;
+use super::llama::SeqCache;
 use super::tokenizer::{Tokenizer, Utf8Stream};
-use super::{Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
+use super::{BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
 use crate::{Error, Result};
 
 /// The architectures Quire can run, by `general.architecture`.
@@ -454,60 +455,9 @@ impl GgufLlm {
             reused_tokens: reused,
         };
         let t1 = Instant::now();
-        let mut sampler = sampler(params);
-        let room = self.window.saturating_sub(tokens.len());
-        let max = params.max_tokens.min(room);
-        let mut constraint = match params.constraint {
-            Some(c) => Some(super::constrain::Constrainer::new(c, &self.tokenizer, max)?),
-            None => None,
-        };
-        let mut out = Output::new(&params.stop);
-        let mut n_out = 0usize;
-        let mut history: Vec<u32> = tokens.clone();
-        let mut stop = StopReason::MaxTokens;
-        while n_out < max {
+        let mut dec = Decoder::new(self, params, &tokens)?;
+        while let Some(next) = dec.step(logits, sink)? {
             cancel.check()?;
-            let mut l = logits;
-            if params.repeat_penalty != 1.0 && params.repeat_last_n > 0 {
-                let start = history.len().saturating_sub(params.repeat_last_n);
-                l = candle_transformers::utils::apply_repeat_penalty(
-                    &l,
-                    params.repeat_penalty,
-                    &history[start..],
-                )?;
-            }
-            let next = match &mut constraint {
-                Some(c) => c.next(&l, &mut sampler)?,
-                None => Some(sampler.sample(&l)?),
-            };
-            let Some(next) = next else {
-                stop = StopReason::EndToken;
-                break;
-            };
-            n_out += 1;
-            history.push(next);
-            if self.tokenizer.is_eog(next) {
-                stop = StopReason::EndToken;
-                break;
-            }
-            match out.push(&self.tokenizer.token_bytes(next), sink)? {
-                Flow::Go => {}
-                Flow::StopString => {
-                    stop = StopReason::StopString;
-                    break;
-                }
-                Flow::Sink => {
-                    stop = StopReason::Sink;
-                    break;
-                }
-            }
-            if constraint.as_ref().is_some_and(|c| c.done()) {
-                stop = StopReason::EndToken;
-                break;
-            }
-            if n_out >= max {
-                break;
-            }
             let pos = st.cached.len();
             logits = match st.net.forward(&[next], pos, &self.device) {
                 Ok(l) => l,
@@ -518,12 +468,10 @@ impl GgufLlm {
             };
             st.cached.push(next);
         }
-        if stop != StopReason::StopString && stop != StopReason::Sink {
-            out.finish(sink)?;
-        }
+        let (text, n_out, stop) = dec.finish(sink)?;
         Ok((
             Completion {
-                text: out.text,
+                text,
                 prompt_tokens: tokens.len(),
                 output_tokens: n_out,
                 stop,
@@ -532,6 +480,219 @@ impl GgufLlm {
             },
             stats,
         ))
+    }
+}
+
+/// One sequence's decoding: sampling (with repeat penalty and an optional output
+/// constraint), end tokens, stop strings, the token budget and streaming.
+struct Decoder<'a> {
+    tokenizer: &'a Tokenizer,
+    params: &'a GenParams,
+    sampler: LogitsProcessor,
+    constraint: Option<super::constrain::Constrainer>,
+    out: Output<'a>,
+    history: Vec<u32>,
+    n_out: usize,
+    max: usize,
+    stop: StopReason,
+}
+
+impl<'a> Decoder<'a> {
+    fn new(llm: &'a GgufLlm, params: &'a GenParams, prompt: &[u32]) -> Result<Self> {
+        let room = llm.window.saturating_sub(prompt.len());
+        let max = params.max_tokens.min(room);
+        let constraint = match params.constraint {
+            Some(c) => Some(super::constrain::Constrainer::new(c, &llm.tokenizer, max)?),
+            None => None,
+        };
+        Ok(Self {
+            tokenizer: &llm.tokenizer,
+            params,
+            sampler: sampler(params),
+            constraint,
+            out: Output::new(&params.stop),
+            history: prompt.to_vec(),
+            n_out: 0,
+            max,
+            stop: StopReason::MaxTokens,
+        })
+    }
+
+    /// Choose the next token from `logits` and stream its text; returns the token
+    /// to run next, or `None` when generation is over.
+    fn step(&mut self, logits: Tensor, sink: &mut TokenSink<'_>) -> Result<Option<u32>> {
+        if self.n_out >= self.max {
+            return Ok(None);
+        }
+        let p = self.params;
+        let mut l = logits;
+        if p.repeat_penalty != 1.0 && p.repeat_last_n > 0 {
+            let start = self.history.len().saturating_sub(p.repeat_last_n);
+            l = candle_transformers::utils::apply_repeat_penalty(
+                &l,
+                p.repeat_penalty,
+                &self.history[start..],
+            )?;
+        }
+        let next = match &mut self.constraint {
+            Some(c) => c.next(&l, &mut self.sampler)?,
+            None => Some(self.sampler.sample(&l)?),
+        };
+        let Some(next) = next else {
+            self.stop = StopReason::EndToken;
+            return Ok(None);
+        };
+        self.n_out += 1;
+        self.history.push(next);
+        if self.tokenizer.is_eog(next) {
+            self.stop = StopReason::EndToken;
+            return Ok(None);
+        }
+        match self.out.push(&self.tokenizer.token_bytes(next), sink)? {
+            Flow::Go => {}
+            Flow::StopString => {
+                self.stop = StopReason::StopString;
+                return Ok(None);
+            }
+            Flow::Sink => {
+                self.stop = StopReason::Sink;
+                return Ok(None);
+            }
+        }
+        if self.constraint.as_ref().is_some_and(|c| c.done()) {
+            self.stop = StopReason::EndToken;
+            return Ok(None);
+        }
+        if self.n_out >= self.max {
+            return Ok(None);
+        }
+        Ok(Some(next))
+    }
+
+    /// Flush held-back text; returns the text, tokens generated and why it stopped.
+    fn finish(mut self, sink: &mut TokenSink<'_>) -> Result<(String, usize, StopReason)> {
+        if self.stop != StopReason::StopString && self.stop != StopReason::Sink {
+            self.out.finish(sink)?;
+        }
+        Ok((self.out.text, self.n_out, self.stop))
+    }
+}
+
+impl GgufLlm {
+    /// [`Llm::complete_batch`] on the llama forward: each prompt is processed into
+    /// its own cache (forked from the shared prefix of the model's own sequence),
+    /// then every generation step runs all unfinished sequences as one batch.
+    /// `None` when this model cannot batch (another architecture, a constrained
+    /// output), and the caller runs the prompts one by one.
+    fn complete_batch_llama(
+        &self,
+        prompts: &[String],
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut BatchSink<'_>,
+    ) -> Result<Option<Vec<Completion>>> {
+        if params.constraint.is_some() || prompts.len() < 2 {
+            return Ok(None);
+        }
+        let mut tokens = Vec::with_capacity(prompts.len());
+        for p in prompts {
+            let t = self.tokenizer.encode_prompt(&self.render_prompt(p)?)?;
+            if t.is_empty() {
+                return Err(Error::Invalid("empty prompt".into()));
+            }
+            if t.len() >= self.window {
+                return Err(Error::ContextOverflow {
+                    needed: t.len() + 1,
+                    window: self.window,
+                });
+            }
+            tokens.push(t);
+        }
+        let st = self.lock()?;
+        let Net::Llama(m) = &st.net else {
+            return Ok(None);
+        };
+        // Prompts, one at a time (each is already a batch of rows).
+        let mut caches: Vec<SeqCache> = Vec::with_capacity(prompts.len());
+        let mut logits = Vec::with_capacity(prompts.len());
+        let mut prompt_secs = Vec::with_capacity(prompts.len());
+        for t in &tokens {
+            let t0 = Instant::now();
+            let common = st
+                .cached
+                .iter()
+                .zip(t)
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(t.len() - 1);
+            let mut cache = m.fork_cache(common);
+            let mut pos = common;
+            let mut last = Vec::new();
+            for chunk in t[common..].chunks(512) {
+                cancel.check()?;
+                last = m
+                    .forward_multi(&mut [(&mut cache, chunk, pos)])?
+                    .pop()
+                    .unwrap_or_default();
+                pos += chunk.len();
+            }
+            caches.push(cache);
+            logits.push(Some(Tensor::from_vec(
+                last.clone(),
+                last.len(),
+                &self.device,
+            )?));
+            prompt_secs.push(t0.elapsed().as_secs_f64());
+        }
+        // Generation: every step feeds the unfinished sequences together.
+        let t1 = Instant::now();
+        let mut decs = tokens
+            .iter()
+            .map(|t| Decoder::new(self, params, t))
+            .collect::<Result<Vec<_>>>()?;
+        let mut gen_secs = vec![0.0; prompts.len()];
+        loop {
+            cancel.check()?;
+            let mut feed: Vec<(usize, u32)> = Vec::new();
+            for (i, dec) in decs.iter_mut().enumerate() {
+                let Some(l) = logits[i].take() else { continue };
+                match dec.step(l, &mut |s: &str| sink(i, s))? {
+                    Some(next) => feed.push((i, next)),
+                    None => gen_secs[i] = t1.elapsed().as_secs_f64(),
+                }
+            }
+            if feed.is_empty() {
+                break;
+            }
+            // `feed` is in sequence order, so one pass pairs caches with tokens.
+            let ids: Vec<[u32; 1]> = feed.iter().map(|&(_, t)| [t]).collect();
+            let mut next = feed.iter().map(|f| f.0).zip(&ids).peekable();
+            let mut batch: Vec<(&mut SeqCache, &[u32], usize)> = Vec::with_capacity(feed.len());
+            for (i, c) in caches.iter_mut().enumerate() {
+                if let Some((_, id)) = next.next_if(|(j, _)| *j == i) {
+                    let pos = c.len();
+                    batch.push((c, id.as_slice(), pos));
+                }
+            }
+            let out = m.forward_multi(&mut batch)?;
+            for (&(i, _), l) in feed.iter().zip(out) {
+                let n = l.len();
+                logits[i] = Some(Tensor::from_vec(l, n, &self.device)?);
+            }
+        }
+        let mut out = Vec::with_capacity(prompts.len());
+        for (i, dec) in decs.into_iter().enumerate() {
+            let (text, output_tokens, stop) = dec.finish(&mut |s: &str| sink(i, s))?;
+            out.push(Completion {
+                text,
+                prompt_tokens: tokens[i].len(),
+                output_tokens,
+                stop,
+                prompt_secs: prompt_secs[i],
+                gen_secs: gen_secs[i],
+            });
+        }
+        Ok(Some(out))
     }
 }
 
@@ -657,6 +818,23 @@ impl Llm for GgufLlm {
     ) -> Result<Completion> {
         self.complete_stats(prompt, params, cancel, sink)
             .map(|c| c.0)
+    }
+
+    fn complete_batch(
+        &self,
+        prompts: &[String],
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut BatchSink<'_>,
+    ) -> Result<Vec<Completion>> {
+        if let Some(out) = self.complete_batch_llama(prompts, params, cancel, sink)? {
+            return Ok(out);
+        }
+        prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| self.complete(p, params, cancel, &mut |s: &str| sink(i, s)))
+            .collect()
     }
 }
 

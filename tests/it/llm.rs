@@ -281,3 +281,65 @@ fn greedy_margins_smollm2() {
         }
     }
 }
+
+/// A batch of prompts run together gives each prompt exactly what it gets alone:
+/// same text, same token counts, same stop reasons; the pieces streamed for each
+/// prompt add up to its text. Sampling with a seed and a repeat penalty, and
+/// prompts of different lengths that share a head, as tree_summarize sends them.
+#[test]
+fn a_batch_of_prompts_gives_what_each_gives_alone() {
+    use quire::llm::{Cancel, GenParams, Llm};
+    let llm = GgufLlm::load_with(util::default_llm(), &LoadOptions::default()).expect("load");
+    let head = "Context information from multiple sources is below.\n";
+    let prompts: Vec<String> = [
+        "The Eiffel Tower is in Paris. Where is the Eiffel Tower?",
+        "Water is H2O. Hydrogen peroxide is H2O2. Name two compounds of hydrogen and oxygen, with their formulas, and say which one is used to bleach hair.",
+        "Count: one, two, three,",
+    ]
+    .iter()
+    .map(|p| format!("{head}{p}"))
+    .collect();
+    for params in [
+        GenParams {
+            max_tokens: 24,
+            ..GenParams::default()
+        },
+        GenParams {
+            max_tokens: 20,
+            temperature: 0.8,
+            top_p: Some(0.9),
+            repeat_penalty: 1.15,
+            stop: vec!["\n\n".into()],
+            ..GenParams::default()
+        },
+    ] {
+        let alone: Vec<_> = prompts
+            .iter()
+            .map(|p| {
+                llm.complete(p, &params, &Cancel::new(), &mut |_: &str| Ok(true))
+                    .expect("complete")
+            })
+            .collect();
+        let mut streamed = vec![String::new(); prompts.len()];
+        let batch = llm
+            .complete_batch(
+                &prompts,
+                &params,
+                &Cancel::new(),
+                &mut |i: usize, s: &str| {
+                    streamed[i].push_str(s);
+                    Ok(true)
+                },
+            )
+            .expect("batch");
+        assert_eq!(batch.len(), prompts.len());
+        for (i, (a, b)) in alone.iter().zip(&batch).enumerate() {
+            assert!(!a.text.is_empty(), "prompt {i} generated nothing");
+            assert_eq!(a.text, b.text, "prompt {i}");
+            assert_eq!(a.output_tokens, b.output_tokens, "prompt {i}");
+            assert_eq!(a.prompt_tokens, b.prompt_tokens, "prompt {i}");
+            assert_eq!(a.stop, b.stop, "prompt {i}");
+            assert_eq!(streamed[i], b.text, "prompt {i}: streamed pieces");
+        }
+    }
+}
