@@ -32,6 +32,9 @@ pub struct Settings {
     pub text_qa_template: Option<String>,
     /// Extra template variables.
     pub template_vars: BTreeMap<String, String>,
+    /// Run the independent summaries of a tree_summarize level as one batch on the
+    /// local model (same text as one by one, less time).
+    pub batch_tree: bool,
 }
 
 impl Default for Settings {
@@ -48,6 +51,7 @@ impl Default for Settings {
             structured_answer_filtering: false,
             text_qa_template: None,
             template_vars: BTreeMap::new(),
+            batch_tree: true,
         }
     }
 }

@@ -318,6 +318,7 @@ fn synth_request(settings: &Settings, mode: ResponseMode) -> Request {
                 ..GenParams::default()
             },
             vars: settings.template_vars.clone(),
+            batch: settings.batch_tree,
         },
     }
 }

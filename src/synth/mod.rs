@@ -202,6 +202,7 @@ pub struct Ctx<'a> {
     cancel: &'a Cancel,
     events: &'a mut dyn FnMut(Event) -> Result<bool>,
     calls: Vec<LlmCall>,
+    batch: bool,
 }
 
 /// Structured output of one step of answer filtering.
@@ -338,6 +339,72 @@ impl<'a> Ctx<'a> {
     }
 }
 
+impl Ctx<'_> {
+    /// Independent, non-final LLM calls (a tree_summarize level): announced in order,
+    /// then run as one batch when [`RunOptions::batch`] is set (their tokens then
+    /// arrive interleaved, each with its step), else one after another. Recorded in
+    /// order either way.
+    pub fn call_batch(&mut self, labels: Vec<String>, prompts: Vec<String>) -> Result<Vec<String>> {
+        if !self.batch || prompts.len() < 2 {
+            return labels
+                .into_iter()
+                .zip(prompts)
+                .map(|(label, prompt)| self.call(label, prompt, false, None))
+                .collect();
+        }
+        self.cancel.check()?;
+        let first = self.calls.len() + 1;
+        for (i, (label, prompt)) in labels.iter().zip(&prompts).enumerate() {
+            self.emit(Event::Step {
+                step: first + i,
+                label: label.clone(),
+                is_final: false,
+                prompt: prompt.clone(),
+            })?;
+        }
+        let t0 = Instant::now();
+        let (llm, cancel, params) = (self.llm, self.cancel, self.params.clone());
+        let events = &mut *self.events;
+        let mut stopped = false;
+        let mut sink = |i: usize, piece: &str| -> Result<bool> {
+            let more = events(Event::Token {
+                step: first + i,
+                text: piece.to_string(),
+                is_final: false,
+            })?;
+            if !more {
+                stopped = true;
+                cancel.cancel();
+            }
+            Ok(more)
+        };
+        let out = llm.complete_batch(&prompts, &params, cancel, &mut sink);
+        if stopped {
+            return Err(Error::Cancelled);
+        }
+        let out = out?;
+        let secs = t0.elapsed().as_secs_f64();
+        let mut texts = Vec::with_capacity(out.len());
+        for (i, ((label, prompt), c)) in labels.into_iter().zip(prompts).zip(out).enumerate() {
+            let call = LlmCall {
+                step: first + i,
+                label,
+                prompt,
+                output: c.text.clone(),
+                prompt_tokens: c.prompt_tokens,
+                output_tokens: c.output_tokens,
+                prompt_secs: c.prompt_secs,
+                gen_secs: c.gen_secs,
+                secs,
+            };
+            self.calls.push(call.clone());
+            self.emit(Event::StepDone { call })?;
+            texts.push(c.text);
+        }
+        Ok(texts)
+    }
+}
+
 /// How to run synthesis.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -351,6 +418,8 @@ pub struct RunOptions {
     pub params: GenParams,
     /// Extra template variables.
     pub vars: Vars,
+    /// Run independent calls (a tree_summarize level) as one batch.
+    pub batch: bool,
 }
 
 /// Run any synthesizer: check it, answer (or "Empty Response" without nodes), and
@@ -376,6 +445,7 @@ pub fn run(
         cancel,
         events,
         calls: Vec::new(),
+        batch: opts.batch,
     };
     let answer = if nodes.is_empty() {
         EMPTY_RESPONSE.to_string()

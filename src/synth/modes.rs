@@ -253,17 +253,14 @@ impl Builtin {
                 return ctx.call(label, prompt, true, None);
             }
             let n = packed.len();
-            let mut summaries = Vec::with_capacity(n);
-            for (i, c) in packed.iter().enumerate() {
-                let prompt = ctx.format(&t, &[("context_str", c)]);
-                summaries.push(ctx.call(
-                    format!("summarize level {level}, {} of {n}", i + 1),
-                    prompt,
-                    false,
-                    None,
-                )?);
-            }
-            chunks = summaries;
+            let labels = (1..=n)
+                .map(|i| format!("summarize level {level}, {i} of {n}"))
+                .collect();
+            let prompts = packed
+                .iter()
+                .map(|c| ctx.format(&t, &[("context_str", c)]))
+                .collect();
+            chunks = ctx.call_batch(labels, prompts)?;
             level += 1;
         }
     }

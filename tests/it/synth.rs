@@ -218,6 +218,56 @@ fn tree_summarize_labels_levels() {
     assert_eq!(r.answer, format!("answer {}", r.calls.len()));
 }
 
+/// With batching on, a tree_summarize level's calls are announced together and their
+/// tokens carry their own step; the calls (prompts, outputs, order) are the same as
+/// one by one.
+#[test]
+fn a_batched_tree_level_makes_the_same_calls() {
+    let llm = ScriptedLlm::new(600);
+    let mut req = request(ResponseMode::TreeSummarize);
+    req.options.context_window = Some(600);
+    let (one, _) = run_collect(&llm, &req, &nodes(4, 300));
+    req.options.batch = true;
+    // A fresh scripted LLM: it numbers its answers by call.
+    let (batched, events) = run_collect(&ScriptedLlm::new(600), &req, &nodes(4, 300));
+    let (one, batched) = (one.unwrap(), batched.unwrap());
+    assert_eq!(one.answer, batched.answer);
+    let calls = |r: &Response| -> Vec<(usize, String, String, String)> {
+        r.calls
+            .iter()
+            .map(|c| (c.step, c.label.clone(), c.prompt.clone(), c.output.clone()))
+            .collect()
+    };
+    assert_eq!(calls(&one), calls(&batched));
+    let level1 = one
+        .calls
+        .iter()
+        .filter(|c| c.label.starts_with("summarize level 1,"))
+        .count();
+    assert!(level1 >= 2, "the test needs a level of several calls");
+    // Events: the level's steps are all announced before the first token, and each
+    // step's tokens are its own output.
+    let first_token = events
+        .iter()
+        .position(|e| matches!(e, Event::Token { .. }))
+        .unwrap();
+    let announced = events[..first_token]
+        .iter()
+        .filter(|e| matches!(e, Event::Step { .. }))
+        .count();
+    assert_eq!(announced, level1);
+    for c in &batched.calls {
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Token { step, text, .. } if *step == c.step => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, c.output, "step {}", c.step);
+    }
+}
+
 #[test]
 fn accumulate_streams_each_response_as_generated() {
     for mode in [ResponseMode::Accumulate, ResponseMode::CompactAccumulate] {

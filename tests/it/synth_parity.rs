@@ -64,6 +64,8 @@ fn check(fx: &Fixture) -> Result<(), String> {
                 ..GenParams::default()
             },
             vars: fx.extra_vars.clone(),
+            // A batch of independent calls must send LlamaIndex's prompts in its order.
+            batch: true,
         },
     };
     let llm = ScriptedLlm::new(fx.context_window);
