@@ -174,6 +174,10 @@ enum BenchCmd {
     /// seconds per question, LLM calls, tokens generated, share of answers containing
     /// every `must_contain` string.
     Answer(cli::bench::AnswerArgs),
+    /// tree_summarize with each level's summaries one by one, then as one batch on
+    /// the local model: seconds per question side by side, and whether the calls
+    /// were the same.
+    TreeBatch(cli::bench::TreeBatchArgs),
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -301,6 +305,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 data_dir,
             } => cli::bench::retrieval(json, &pdfs, &questions, fusion, data_dir),
             BenchCmd::Answer(a) => cli::bench::answer(&a),
+            BenchCmd::TreeBatch(a) => cli::bench::tree_batch(&a),
             BenchCmd::RetrievalScale {
                 json,
                 sizes,

@@ -132,6 +132,73 @@ pub struct AnswerArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+pub struct TreeBatchArgs {
+    /// The Quire index to search (built by `quire index`).
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// One JSON question a line (id, question, must_contain).
+    #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+    questions: PathBuf,
+    /// Only the first N questions.
+    #[arg(long, default_value_t = 4)]
+    limit: usize,
+    /// Source nodes per question.
+    #[arg(long, default_value_t = 8)]
+    top_k: usize,
+    /// Tokens each prompt is packed into; small enough that the nodes make a tree.
+    #[arg(long, default_value_t = 1024)]
+    context_window: usize,
+    /// Most tokens generated per LLM call.
+    #[arg(long, default_value_t = 64)]
+    max_tokens: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn tree_batch(a: &TreeBatchArgs) -> anyhow::Result<()> {
+    use quire::synth::{bench, Node};
+    let mut questions = bench::load_questions(&a.questions)?;
+    questions.truncate(a.limit);
+    let engine =
+        quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(a.data_dir.clone()))?)?;
+    let cancel = quire::llm::Cancel::new();
+    let opts = quire::retrieve::RetrieveOptions {
+        top_k: a.top_k,
+        ..Default::default()
+    };
+    let mut cases = Vec::with_capacity(questions.len());
+    for q in questions {
+        let r = engine.search(&q.question, &opts, &cancel)?;
+        let nodes: Vec<Node> = r
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                n.chunk
+                    .as_ref()
+                    .map(|c| Node::new(n.chunk_id.to_string(), c.text.clone()))
+            })
+            .collect();
+        anyhow::ensure!(
+            !nodes.is_empty(),
+            "nothing indexed in {}",
+            a.data_dir.display()
+        );
+        cases.push((q, nodes));
+    }
+    let llm = engine.llm()?;
+    let r = bench::tree_batch(
+        llm.as_ref(),
+        &cases,
+        a.context_window,
+        a.max_tokens,
+        &cancel,
+        &mut |m| eprintln!("{m}"),
+    )?;
+    emit(&r, a.json)
+}
+
 pub fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
     use quire::synth::bench;
     let mut questions = bench::load_questions(&a.questions)?;

@@ -261,6 +261,153 @@ pub fn answer_bench(
     })
 }
 
+/// One question of `quire bench tree-batch`: tree_summarize one by one, then with
+/// each level's summaries as one batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeBatchRow {
+    pub id: String,
+    pub llm_calls: usize,
+    /// Summary levels below the final answer.
+    pub levels: usize,
+    pub sequential_secs: f64,
+    pub batch_secs: f64,
+    /// Whether both runs made the same calls with the same outputs.
+    pub same_calls: bool,
+}
+
+/// The figures of `quire bench tree-batch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeBatchReport {
+    pub top_k: usize,
+    pub context_window: usize,
+    pub max_tokens: usize,
+    pub rows: Vec<TreeBatchRow>,
+    pub median_sequential_secs: f64,
+    pub median_batch_secs: f64,
+    /// Median sequential seconds over median batch seconds.
+    pub speedup: f64,
+}
+
+impl std::fmt::Display for TreeBatchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "tree_summarize, top_k {}, packing window {} tokens, max_tokens {}",
+            self.top_k, self.context_window, self.max_tokens
+        )?;
+        writeln!(
+            f,
+            "{:<8} {:>6} {:>7} {:>14} {:>11} {:>11}",
+            "question", "calls", "levels", "one by one s", "batched s", "same calls"
+        )?;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "{:<8} {:>6} {:>7} {:>14.2} {:>11.2} {:>11}",
+                r.id,
+                r.llm_calls,
+                r.levels,
+                r.sequential_secs,
+                r.batch_secs,
+                if r.same_calls { "yes" } else { "NO" }
+            )?;
+        }
+        writeln!(
+            f,
+            "median   {:>29.2} {:>11.2}   speedup {:.2}x",
+            self.median_sequential_secs, self.median_batch_secs, self.speedup
+        )
+    }
+}
+
+/// Answer every case with tree_summarize twice, one by one and batched, packing
+/// prompts into `context_window` tokens (small enough to make a tree of the nodes).
+pub fn tree_batch(
+    llm: &dyn Llm,
+    cases: &[(Question, Vec<Node>)],
+    context_window: usize,
+    max_tokens: usize,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(&str),
+) -> Result<TreeBatchReport> {
+    let mut rows = Vec::with_capacity(cases.len());
+    for (i, (q, nodes)) in cases.iter().enumerate() {
+        let mut runs = Vec::with_capacity(2);
+        for batch in [false, true] {
+            progress(&format!(
+                "{} {}/{} {}",
+                if batch { "batched" } else { "one by one" },
+                i + 1,
+                cases.len(),
+                q.id
+            ));
+            let req = Request {
+                mode: ResponseMode::TreeSummarize,
+                options: super::RunOptions {
+                    context_window: Some(context_window),
+                    params: crate::llm::GenParams {
+                        max_tokens,
+                        repeat_penalty: 1.15,
+                        ..Default::default()
+                    },
+                    batch,
+                    ..Default::default()
+                },
+                ..Request::default()
+            };
+            let mut quiet = |_: Event| -> Result<bool> { Ok(true) };
+            runs.push(synthesize(
+                llm,
+                &req,
+                &q.question,
+                nodes,
+                cancel,
+                &mut quiet,
+            )?);
+        }
+        let calls = |r: &super::Response| -> Vec<(String, String, String)> {
+            r.calls
+                .iter()
+                .map(|c| (c.label.clone(), c.prompt.clone(), c.output.clone()))
+                .collect()
+        };
+        let levels = runs[0]
+            .calls
+            .iter()
+            .filter_map(|c| c.label.strip_prefix("summarize level "))
+            .filter_map(|l| l.split(',').next()?.parse::<usize>().ok())
+            .max()
+            .map_or(0, |top| {
+                // The final answer's level has one call and is not a summary level.
+                if runs[0].calls.len() > 1 {
+                    top - 1
+                } else {
+                    0
+                }
+            });
+        rows.push(TreeBatchRow {
+            id: q.id.clone(),
+            llm_calls: runs[0].calls.len(),
+            levels,
+            sequential_secs: runs[0].secs,
+            batch_secs: runs[1].secs,
+            same_calls: calls(&runs[0]) == calls(&runs[1]),
+        });
+    }
+    let seq: Vec<f64> = rows.iter().map(|r| r.sequential_secs).collect();
+    let bat: Vec<f64> = rows.iter().map(|r| r.batch_secs).collect();
+    let (ms, mb) = (median(&seq), median(&bat));
+    Ok(TreeBatchReport {
+        top_k: cases.iter().map(|c| c.1.len()).max().unwrap_or(0),
+        context_window,
+        max_tokens,
+        rows,
+        median_sequential_secs: ms,
+        median_batch_secs: mb,
+        speedup: if mb > 0.0 { ms / mb } else { 0.0 },
+    })
+}
+
 /// The figures as a text table.
 pub fn table(figs: &[ModeFigures]) -> String {
     let mut s = format!(
@@ -335,6 +482,28 @@ mod tests {
         assert!(table(&figs).contains("no_text"));
         assert!(parse_modes("refine,bogus").is_err());
         assert_eq!(parse_modes("all").unwrap().len(), 7);
+    }
+
+    #[test]
+    fn tree_batch_compares_the_two_runs() {
+        let llm = ScriptedLlm::new(600);
+        let words: Vec<String> = (0..60).map(|w| format!("w{w:02}")).collect();
+        let nodes: Vec<Node> = (0..4)
+            .map(|i| Node::new(format!("n{i}"), words.join(" ")))
+            .collect();
+        let q = Question {
+            id: "Q1".into(),
+            question: "q?".into(),
+            must_contain: Vec::new(),
+        };
+        let r = tree_batch(&llm, &[(q, nodes)], 600, 32, &Cancel::new(), &mut |_| {}).unwrap();
+        let row = &r.rows[0];
+        assert!(row.levels >= 1, "{r}");
+        assert!(row.llm_calls >= 3, "{r}");
+        // The scripted LLM numbers its answers by call, so the second run's outputs
+        // differ from the first's: the comparison notices.
+        assert!(!row.same_calls);
+        assert!(r.to_string().contains("speedup"));
     }
 
     #[test]
