@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod chat;
 pub mod constrain;
+pub mod gemma3;
 pub(crate) mod ggml_ops;
 pub mod gguf;
 pub mod llama;

@@ -9,9 +9,7 @@ use std::time::Instant;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::{
-    quantized_gemma3, quantized_phi3, quantized_qwen2, quantized_qwen3,
-};
+use candle_transformers::models::{quantized_phi3, quantized_qwen2, quantized_qwen3};
 
 use super::chat::{ChatTemplate, Message};
 use super::gguf::GgufFile;
@@ -106,7 +104,7 @@ enum Net {
     Llama(Llama),
     Qwen2(quantized_qwen2::ModelWeights),
     Qwen3(quantized_qwen3::ModelWeights),
-    Gemma3(quantized_gemma3::ModelWeights),
+    Gemma3(super::gemma3::ModelWeights),
     Phi3(quantized_phi3::ModelWeights),
 }
 
@@ -226,7 +224,7 @@ impl GgufLlm {
                 quantized_qwen3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
             ),
             "gemma3" => Net::Gemma3(
-                quantized_gemma3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
+                super::gemma3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
             ),
             "phi3" => Net::Phi3(
                 quantized_phi3::ModelWeights::from_gguf(false, content, &mut r, &device)

@@ -130,17 +130,43 @@ fn greedy_with_requantized_weights_stays_close() {
     check_greedy(&util::default_llm(), "SmolLM2-135M-Instruct.Q4_1", true, 8);
 }
 
-// Measured 2026-11-22: 5/32, 0/32, 4/32, 0/32 with candle-transformers' quantized_gemma3;
-// the output degenerates (e.g. tokens 198 199 repeated for "The three primary colors
-// are"), so that model code is wrong for Gemma 3 270M, not merely imprecise.
+// Gemma 3 270M with Quire's gemma3 (src/llm/gemma3.rs: candle's model with GELU in
+// the feed-forward instead of SiLU, and the cache and sliding-window masks fixed),
+// measured 2026-11-23: 7/32, 0/32, 4/32, 32/32 (candle's own quantized_gemma3 gave
+// 5/32, 0/32, 4/32, 0/32, degenerate text). The text is coherent now, but logits still
+// differ from llama.cpp's by up to ~1.3 (its K-quant and GELU arithmetic are not
+// reproduced yet), so near-ties flip: the second prompt's first token is a three-way
+// tie within 0.01 in llama.cpp itself, where the same llama.cpp release built here
+// picks a different token than the reference. The issue's 16 tokens are not reached.
 #[test]
-#[ignore = "candle's quantized_gemma3 degenerates on Gemma 3 270M (see the comment above)"]
+#[ignore = "Gemma 3 greedy parity not reached yet: 7/32, 0/32, 4/32, 32/32 (see the comment above)"]
 fn greedy_matches_llamacpp_gemma3() {
     let Some(p) = gemma() else {
         eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
         return;
     };
     check_greedy(&p, "gemma-3-270m-q4_k_m", false, 16);
+}
+
+/// Gemma 3 runs through the fixed model code: on the reference prompt without
+/// near-ties its greedy output is llama.cpp's, all 32 tokens (candle's quantized_gemma3
+/// repeated tokens 198 199 there). Runs when the optional file was fetched.
+#[test]
+fn gemma3_follows_llamacpp_where_there_is_no_near_tie() {
+    let Some(p) = gemma() else {
+        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
+        return;
+    };
+    let llm = GgufLlm::load_with(&p, &LoadOptions::default()).expect("load");
+    let line = reference("gemma-3-270m-q4_k_m", "greedy.jsonl")
+        .into_iter()
+        .find(|l| l["prompt"] == "The three primary colors are")
+        .expect("reference prompt");
+    let want = ids(&line["greedy_ids"]);
+    let got = llm
+        .greedy_ids(&ids(&line["prompt_ids"]), want.len())
+        .expect("generate");
+    assert_eq!(got, want);
 }
 
 // ---- bad input: clear errors naming the file, never a panic ----
