@@ -243,6 +243,7 @@ impl OwnWeight {
         let q: &[Q8Block] = q;
         let row_bytes = nb * self.kind.block_bytes();
         let kern = kernel(self.kind);
+        let kern4 = kernel4(self.kind);
         // Each task: ROWS_PER_TASK weight rows against every activation row; results
         // land in a task-local buffer, then are scattered into `out` (row-major m×n).
         let tasks = self.n.div_ceil(ROWS_PER_TASK);
@@ -252,10 +253,23 @@ impl OwnWeight {
                 let j0 = t * ROWS_PER_TASK;
                 let j1 = (j0 + ROWS_PER_TASK).min(self.n);
                 let mut res = vec![0f32; (j1 - j0) * m];
+                let width = j1 - j0;
                 for (jj, j) in (j0..j1).enumerate() {
                     let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                    for (i, qa) in q.chunks_exact(nb).enumerate() {
-                        res[i * (j1 - j0) + jj] = kern(w, qa);
+                    let mut i = 0;
+                    if let Some(k4) = kern4 {
+                        let mut r4 = [0f32; 4];
+                        while i + 4 <= m {
+                            let row = |t: usize| &q[(i + t) * nb..(i + t + 1) * nb];
+                            k4(w, [row(0), row(1), row(2), row(3)], &mut r4);
+                            for (t, v) in r4.iter().enumerate() {
+                                res[(i + t) * width + jj] = *v;
+                            }
+                            i += 4;
+                        }
+                    }
+                    for (i, qa) in q.chunks_exact(nb).enumerate().skip(i) {
+                        res[i * width + jj] = kern(w, qa);
                     }
                 }
                 (j0, res)
@@ -289,6 +303,25 @@ fn kernel(kind: Kind) -> Kernel {
         Kind::Q4_1 => portable::dot_q4_1,
         Kind::Q8_0 => portable::dot_q8_0,
     }
+}
+
+/// Four activation rows against one weight row at once (same bits as [`Kernel`] on
+/// each), where a SIMD version exists.
+type Kernel4 = fn(&[u8], [&[Q8Block]; 4], &mut [f32; 4]);
+
+fn kernel4(kind: Kind) -> Option<Kernel4> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if super::ggml_ops::has_avx2_fma() {
+            return Some(match kind {
+                Kind::Q4_0 => avx2::dot4_q4_0,
+                Kind::Q4_1 => avx2::dot4_q4_1,
+                Kind::Q8_0 => avx2::dot4_q8_0,
+            });
+        }
+    }
+    let _ = kind;
+    None
 }
 
 /// f16 → f32 for every bit pattern, so the kernels read scales with one load.
@@ -453,7 +486,77 @@ mod avx2 {
         hsum(acc)
     }
 
+    // Four activation rows against one weight row: the weight's blocks are unpacked
+    // once for the four, and each output is computed with exactly the operations of
+    // the one-row kernel above, so the bits are the same.
+
+    #[target_feature(enable = "avx2,fma")]
+    fn q4_0_x4(w: &[u8], ys: [&[Q8Block]; 4], out: &mut [f32; 4]) {
+        let mut acc = [_mm256_setzero_ps(); 4];
+        for (i, b) in w.chunks_exact(18).enumerate() {
+            let dw = f16_at(b, 0);
+            let qx = _mm256_sub_epi8(nibbles(&b[2..]), _mm256_set1_epi8(8));
+            for r in 0..4 {
+                let y = &ys[r][i];
+                let d = _mm256_set1_ps(dw * y.d);
+                acc[r] = _mm256_fmadd_ps(d, mul_sum_i8(qx, load32(&y.qs)), acc[r]);
+            }
+        }
+        for r in 0..4 {
+            out[r] = hsum(acc[r]);
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn q4_1_x4(w: &[u8], ys: [&[Q8Block]; 4], out: &mut [f32; 4]) {
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut summs = [0f32; 4];
+        for (i, b) in w.chunks_exact(20).enumerate() {
+            let (dw, mw) = (f16_at(b, 0), f16_at(b, 2));
+            let qx = nibbles(&b[4..]);
+            for r in 0..4 {
+                let y = &ys[r][i];
+                summs[r] += mw * y.s;
+                let d = _mm256_set1_ps(dw * y.d);
+                acc[r] = _mm256_fmadd_ps(d, mul_sum_us8(qx, load32(&y.qs)), acc[r]);
+            }
+        }
+        for r in 0..4 {
+            out[r] = hsum(acc[r]) + summs[r];
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn q8_0_x4(w: &[u8], ys: [&[Q8Block]; 4], out: &mut [f32; 4]) {
+        let mut acc = [_mm256_setzero_ps(); 4];
+        for (i, b) in w.chunks_exact(34).enumerate() {
+            let dw = f16_at(b, 0);
+            // SAFETY: a Q8_0 block has 32 bytes after its scale.
+            let qx = unsafe { _mm256_loadu_si256(b[2..34].as_ptr().cast()) };
+            for r in 0..4 {
+                let y = &ys[r][i];
+                let d = _mm256_set1_ps(dw * y.d);
+                acc[r] = _mm256_fmadd_ps(d, mul_sum_i8(qx, load32(&y.qs)), acc[r]);
+            }
+        }
+        for r in 0..4 {
+            out[r] = hsum(acc[r]);
+        }
+    }
+
     // Safe entry points: `kernel()` hands these out only after detecting AVX2 and FMA.
+    pub fn dot4_q4_0(w: &[u8], ys: [&[Q8Block]; 4], out: &mut [f32; 4]) {
+        // SAFETY: only reachable when the CPU has AVX2 and FMA (see `kernel4`).
+        unsafe { q4_0_x4(w, ys, out) }
+    }
+    pub fn dot4_q4_1(w: &[u8], ys: [&[Q8Block]; 4], out: &mut [f32; 4]) {
+        // SAFETY: as above.
+        unsafe { q4_1_x4(w, ys, out) }
+    }
+    pub fn dot4_q8_0(w: &[u8], ys: [&[Q8Block]; 4], out: &mut [f32; 4]) {
+        // SAFETY: as above.
+        unsafe { q8_0_x4(w, ys, out) }
+    }
     pub fn dot_q4_0(w: &[u8], ys: &[Q8Block]) -> f32 {
         // SAFETY: only reachable when the CPU has AVX2 and FMA (see `kernel`).
         unsafe { q4_0(w, ys) }
