@@ -132,6 +132,9 @@ pub enum AskEvent {
     },
     Sources {
         sources: Vec<Source>,
+        /// Remarks on the retrieval, e.g. a retriever left out for the language.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
     },
     /// A step (one LLM call) begins; `final` marks the one whose text is the answer.
     Step {

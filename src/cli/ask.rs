@@ -74,7 +74,7 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<(
                     eprintln!("also searching: {q}");
                 }
             }
-            AskEvent::Sources { sources: s } => sources = s,
+            AskEvent::Sources { sources: s, .. } => sources = s,
             AskEvent::Step { step, label, .. } if args.show_prompts => {
                 eprintln!("\n--- step {step}: {label} ---");
             }

@@ -247,7 +247,18 @@ impl Engine {
                 queries: retrieval.queries.clone(),
             })?;
         }
-        send(AskEvent::Sources { sources })?;
+        let notes = retrieval
+            .skipped
+            .iter()
+            .map(|&(qi, ri)| {
+                let name = retrieval.retrievers.get(ri).map_or("?", String::as_str);
+                let which = if qi == 0 { "the question".to_string() } else { format!("query {}", qi + 1) };
+                format!(
+                    "{name} search left out for {which}: the embedding model does not cover its language"
+                )
+            })
+            .collect();
+        send(AskEvent::Sources { sources, notes })?;
 
         let nodes: Vec<Node> = retrieval
             .nodes

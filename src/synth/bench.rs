@@ -157,7 +157,7 @@ pub fn ask_once(
     let mut sample = Sample::default();
     engine.ask(req, cancel, &mut |ev| {
         match ev {
-            AskEvent::Sources { sources } => {
+            AskEvent::Sources { sources, .. } => {
                 sample.context = join_texts(sources.iter().map(|s| s.text.as_str()));
             }
             AskEvent::Done { answer, stats } => {

@@ -245,7 +245,7 @@ fn ask_overrides_reach_the_prompt_and_bad_templates_fail_first() {
     );
     r.unwrap();
     let sources = events.iter().find_map(|e| match e {
-        AskEvent::Sources { sources } => Some(sources.len()),
+        AskEvent::Sources { sources, .. } => Some(sources.len()),
         _ => None,
     });
     assert_eq!(sources, Some(2));

@@ -175,7 +175,7 @@ async function openConversation(id) {
           view.root.classList.remove("streaming");
           if (m.stats) view.stats.textContent = statsLine(m.stats);
           if (m.sources) { view.sources = m.sources; view.query = m.query || ""; }
-          view.root.addEventListener("click", () => showSources(view.sources || [], view.query, m.queries));
+          view.root.addEventListener("click", () => showSources(view.sources || [], view.query, m.queries, view.notes));
           if (m.sources) showSources(m.sources, m.query || "", m.queries);
         }
       }
@@ -242,9 +242,10 @@ function stepView(view, ev) {
 }
 
 // ---------- sources ----------
-function showSources(sources, query, queries) {
+function showSources(sources, query, queries, notes) {
   const terms = queryTerms(query || "");
   const q = clear($("queries"));
+  for (const n of notes || []) q.append(el("div", { class: "note" }, n));
   if (queries && queries.length > 1) {
     q.append(el("div", {}, "Generated queries:"), el("ul", {}, queries.map((x) => el("li", {}, x))));
   }
@@ -292,7 +293,8 @@ async function ask(question) {
       case "queries": view.queries = ev.queries; break;
       case "sources":
         view.sources = ev.sources;
-        showSources(ev.sources, question, view.queries);
+        view.notes = ev.notes || [];
+        showSources(ev.sources, question, view.queries, view.notes);
         break;
       case "step": {
         const sv = stepView(view, ev);
