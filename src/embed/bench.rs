@@ -116,7 +116,7 @@ impl std::fmt::Display for EmbedBench {
         writeln!(
             f,
             "{:<28} {:>10.1}   runs {:?}",
-            "quire (candle)", self.chunks_per_s_median, self.runs
+            "quire", self.chunks_per_s_median, self.runs
         )?;
         if let (Some(r), Some(x)) = (self.reference_chunks_per_s, self.ratio) {
             writeln!(f, "{:<28} {:>10.1}", "sentence-transformers (ref)", r)?;

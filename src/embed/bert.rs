@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::{Config, HiddenAct};
 use tokenizers::Tokenizer;
 
+use crate::embed::encoder::{Dims, Encoder};
 use crate::embed::Embedder;
 use crate::{Error, Result};
 
@@ -65,24 +64,22 @@ pub const BATCH_SIZE: usize = 32;
 /// A sentence-transformers BERT embedder on candle: mean pooling over the attention
 /// mask, L2-normalized vectors.
 pub struct BertEmbedder {
-    model: BertModel,
+    model: Encoder,
     /// No truncation, no padding: used to count tokens and for offsets.
     tokenizer: Tokenizer,
     max_tokens: usize,
     dims: usize,
-    pad_id: u32,
-    device: Device,
     languages: Vec<String>,
 }
 
 impl BertEmbedder {
     /// Load the model in `dir` (see [`BertFiles`]) on the CPU.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
-        Self::from_files(BertFiles::open(dir)?, &Device::Cpu)
+        Self::from_files(BertFiles::open(dir)?)
     }
 
-    /// Load the model from files already read, on `device`.
-    pub fn from_files(files: BertFiles, device: &Device) -> Result<Self> {
+    /// Load the model from files already read (Quire's own encoder, on the CPU).
+    pub fn from_files(files: BertFiles) -> Result<Self> {
         crate::embed::tune_allocator();
         let BertFiles {
             config,
@@ -97,20 +94,32 @@ impl BertEmbedder {
             .with_truncation(None)
             .map_err(|e| Error::model_format(&weights, format!("tokenizer: {e}")))?;
         tokenizer.with_padding(None);
-        let pad_id = tokenizer.token_to_id("[PAD]").unwrap_or(0);
-        // SAFETY: the weights file is not modified while Quire runs (it is a read-only
-        // model file); this is how candle loads safetensors without copying them.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, device)? };
-        let model = BertModel::load(vb, &config)
-            .map_err(|e| Error::model_format(&weights, format!("not a BERT model: {e}")))?;
+        if config.hidden_act != HiddenAct::Gelu {
+            return Err(Error::model_format(
+                &weights,
+                format!(
+                    "hidden_act {:?}: only GELU BERT models are supported",
+                    config.hidden_act
+                ),
+            ));
+        }
+        let model = Encoder::load(
+            &weights,
+            Dims {
+                hidden: config.hidden_size,
+                heads: config.num_attention_heads,
+                intermediate: config.intermediate_size,
+                layers: config.num_hidden_layers,
+                eps: config.layer_norm_eps,
+            },
+        )
+        .map_err(|e| Error::model_format(&weights, format!("not a BERT model: {e}")))?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
         Ok(Self {
             model,
             tokenizer,
             max_tokens,
             dims: config.hidden_size,
-            pad_id,
-            device: device.clone(),
             languages,
         })
     }
@@ -135,25 +144,9 @@ impl BertEmbedder {
         Ok(ids)
     }
 
-    /// Embed one batch of token id sequences (padded to the longest).
+    /// Embed one batch of token id sequences (packed, no padding).
     fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        let n = seqs.len();
-        let len = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
-        let mut ids = vec![self.pad_id; n * len];
-        let mut mask = vec![0f32; n * len];
-        for (i, s) in seqs.iter().enumerate() {
-            ids[i * len..i * len + s.len()].copy_from_slice(s);
-            mask[i * len..i * len + s.len()].fill(1.0);
-        }
-        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-        let types = ids.zeros_like()?;
-        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?; // (n, len, dims)
-        let summed = hidden.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?; // (n, dims)
-        let counts = mask.sum_keepdim(1)?.clamp(1e-9, f32::MAX)?; // (n, 1)
-        let mean = summed.broadcast_div(&counts)?;
-        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f32::MAX)?;
-        Ok(mean.broadcast_div(&norm)?.to_vec2::<f32>()?)
+        self.model.embed(seqs)
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bert;
+pub mod encoder;
 
 use std::ops::Range;
 

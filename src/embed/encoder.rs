@@ -1,0 +1,391 @@
+//! Quire's own BERT encoder forward (all-MiniLM-L6-v2 and other BERT models in
+//! sentence-transformers' layout), on the CPU over plain buffers.
+//!
+//! What makes it faster than a general tensor library here:
+//! - no padding: the sequences of a batch are packed row after row for the dense
+//!   layers, and attention runs per sequence over its own length only;
+//! - the dense layers are single GEMM calls (the `gemm` crate, both cores) that add
+//!   the bias in place; Q, K and V are one GEMM against the three weights stacked;
+//! - the element-wise work (GELU, layer norms, softmax) runs on all cores, in place,
+//!   in buffers reused across layers.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use candle_core::{Device, Tensor};
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+use crate::{Error, Result};
+
+struct Layer {
+    /// Q, K and V weights stacked: `3h × h`, row-major (out × in).
+    qkv_w: Vec<f32>,
+    qkv_b: Vec<f32>,
+    o_w: Vec<f32>,
+    o_b: Vec<f32>,
+    ln1_w: Vec<f32>,
+    ln1_b: Vec<f32>,
+    i_w: Vec<f32>,
+    i_b: Vec<f32>,
+    out_w: Vec<f32>,
+    out_b: Vec<f32>,
+    ln2_w: Vec<f32>,
+    ln2_b: Vec<f32>,
+}
+
+/// A BERT encoder with mean pooling, as sentence-transformers runs it.
+pub struct Encoder {
+    hidden: usize,
+    heads: usize,
+    inter: usize,
+    eps: f32,
+    vocab: usize,
+    max_pos: usize,
+    word: Vec<f32>,
+    pos: Vec<f32>,
+    /// Token type 0 (sentence-transformers embeds one segment).
+    type0: Vec<f32>,
+    emb_ln_w: Vec<f32>,
+    emb_ln_b: Vec<f32>,
+    layers: Vec<Layer>,
+}
+
+/// Model sizes from `config.json`.
+#[derive(Debug, Clone, Copy)]
+pub struct Dims {
+    pub hidden: usize,
+    pub heads: usize,
+    pub intermediate: usize,
+    pub layers: usize,
+    pub eps: f64,
+}
+
+impl Encoder {
+    /// Load `model.safetensors` (names with or without a `bert.` prefix).
+    pub fn load(path: &Path, dims: Dims) -> Result<Self> {
+        let bad = |m: String| Error::model_format(path, m);
+        let tensors = candle_core::safetensors::load(path, &Device::Cpu)
+            .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
+        let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
+            let t: &Tensor = tensors
+                .get(name)
+                .or_else(|| tensors.get(&format!("bert.{name}")))
+                .ok_or_else(|| bad(format!("no tensor {name}")))?;
+            if t.dims() != shape {
+                return Err(bad(format!("{name} is {:?}, expected {shape:?}", t.dims())));
+            }
+            t.to_dtype(candle_core::DType::F32)?
+                .flatten_all()?
+                .to_vec1::<f32>()
+                .map_err(Error::from)
+        };
+        let (h, i) = (dims.hidden, dims.intermediate);
+        if dims.heads == 0 || h % dims.heads != 0 {
+            return Err(bad(format!(
+                "{h} hidden is not a multiple of {} heads",
+                dims.heads
+            )));
+        }
+        let word_t = tensors
+            .get("embeddings.word_embeddings.weight")
+            .or_else(|| tensors.get("bert.embeddings.word_embeddings.weight"))
+            .ok_or_else(|| bad("no word embeddings".into()))?;
+        let vocab = word_t.dims().first().copied().unwrap_or(0);
+        let pos_t = tensors
+            .get("embeddings.position_embeddings.weight")
+            .or_else(|| tensors.get("bert.embeddings.position_embeddings.weight"))
+            .ok_or_else(|| bad("no position embeddings".into()))?;
+        let max_pos = pos_t.dims().first().copied().unwrap_or(0);
+        let types = get_rows(&tensors, "embeddings.token_type_embeddings.weight", h)
+            .ok_or_else(|| bad("no token type embeddings".into()))??;
+        let mut layers = Vec::with_capacity(dims.layers);
+        for l in 0..dims.layers {
+            let p = |s: &str| format!("encoder.layer.{l}.{s}");
+            let mut qkv_w = get(&p("attention.self.query.weight"), &[h, h])?;
+            qkv_w.extend(get(&p("attention.self.key.weight"), &[h, h])?);
+            qkv_w.extend(get(&p("attention.self.value.weight"), &[h, h])?);
+            let mut qkv_b = get(&p("attention.self.query.bias"), &[h])?;
+            qkv_b.extend(get(&p("attention.self.key.bias"), &[h])?);
+            qkv_b.extend(get(&p("attention.self.value.bias"), &[h])?);
+            layers.push(Layer {
+                qkv_w,
+                qkv_b,
+                o_w: get(&p("attention.output.dense.weight"), &[h, h])?,
+                o_b: get(&p("attention.output.dense.bias"), &[h])?,
+                ln1_w: get(&p("attention.output.LayerNorm.weight"), &[h])?,
+                ln1_b: get(&p("attention.output.LayerNorm.bias"), &[h])?,
+                i_w: get(&p("intermediate.dense.weight"), &[i, h])?,
+                i_b: get(&p("intermediate.dense.bias"), &[i])?,
+                out_w: get(&p("output.dense.weight"), &[h, i])?,
+                out_b: get(&p("output.dense.bias"), &[h])?,
+                ln2_w: get(&p("output.LayerNorm.weight"), &[h])?,
+                ln2_b: get(&p("output.LayerNorm.bias"), &[h])?,
+            });
+        }
+        Ok(Self {
+            hidden: h,
+            heads: dims.heads,
+            inter: i,
+            eps: dims.eps as f32,
+            vocab,
+            max_pos,
+            word: get("embeddings.word_embeddings.weight", &[vocab, h])?,
+            pos: get("embeddings.position_embeddings.weight", &[max_pos, h])?,
+            type0: types[..h].to_vec(),
+            emb_ln_w: get("embeddings.LayerNorm.weight", &[h])?,
+            emb_ln_b: get("embeddings.LayerNorm.bias", &[h])?,
+            layers,
+        })
+    }
+
+    /// Mean-pooled, L2-normalized embeddings of `seqs` (token ids with their special
+    /// tokens; none longer than the position table).
+    pub fn embed(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let h = self.hidden;
+        let rows: usize = seqs.iter().map(|s| s.len()).sum();
+        if rows == 0 {
+            return Ok(seqs.iter().map(|_| vec![0.0; h]).collect());
+        }
+        let mut starts = Vec::with_capacity(seqs.len());
+        let mut x = vec![0f32; rows * h];
+        let mut r = 0;
+        for s in seqs {
+            if s.len() > self.max_pos {
+                return Err(Error::Invalid(format!(
+                    "{} tokens, more than the model's {} positions",
+                    s.len(),
+                    self.max_pos
+                )));
+            }
+            starts.push(r);
+            for (p, &id) in s.iter().enumerate() {
+                let id = id as usize;
+                if id >= self.vocab {
+                    return Err(Error::Invalid(format!(
+                        "token id {id} beyond the vocabulary"
+                    )));
+                }
+                let row = &mut x[r * h..(r + 1) * h];
+                let (w, ps) = (&self.word[id * h..][..h], &self.pos[p * h..][..h]);
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = w[j] + ps[j] + self.type0[j];
+                }
+                r += 1;
+            }
+        }
+        layer_norm(&mut x, &self.emb_ln_w, &self.emb_ln_b, self.eps);
+        let mut qkv = vec![0f32; rows * 3 * h];
+        let mut ctx = vec![0f32; rows * h];
+        let mut mid = vec![0f32; rows * self.inter];
+        let mut tmp = vec![0f32; rows * h];
+        let spans: Vec<(usize, usize)> = starts
+            .iter()
+            .zip(seqs)
+            .map(|(&s, q)| (s, q.len()))
+            .collect();
+        for l in &self.layers {
+            linear(&x, rows, h, &l.qkv_w, &l.qkv_b, 3 * h, &mut qkv);
+            self.attention(&qkv, &spans, &mut ctx);
+            linear(&ctx, rows, h, &l.o_w, &l.o_b, h, &mut tmp);
+            add_in_place(&mut tmp, &x);
+            layer_norm(&mut tmp, &l.ln1_w, &l.ln1_b, self.eps);
+            std::mem::swap(&mut x, &mut tmp); // x = attention block output
+            linear(&x, rows, h, &l.i_w, &l.i_b, self.inter, &mut mid);
+            mid.par_chunks_mut(4096)
+                .for_each(|c| c.iter_mut().for_each(|v| *v = gelu(*v)));
+            linear(&mid, rows, self.inter, &l.out_w, &l.out_b, h, &mut tmp);
+            add_in_place(&mut tmp, &x);
+            layer_norm(&mut tmp, &l.ln2_w, &l.ln2_b, self.eps);
+            std::mem::swap(&mut x, &mut tmp);
+        }
+        Ok(spans
+            .iter()
+            .map(|&(s, n)| {
+                let mut v = vec![0f32; h];
+                for row in x[s * h..(s + n) * h].chunks_exact(h) {
+                    v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+                }
+                let inv_n = 1.0 / n.max(1) as f32;
+                v.iter_mut().for_each(|a| *a *= inv_n);
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
+                v.iter_mut().for_each(|a| *a /= norm);
+                v
+            })
+            .collect())
+    }
+
+    /// Scaled dot-product attention of every (sequence, head), over the sequence's own
+    /// tokens: `ctx[rows × h]` from `qkv[rows × 3h]`.
+    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
+        let h = self.hidden;
+        let d = h / self.heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        let jobs: Vec<(usize, usize, usize)> = spans
+            .iter()
+            .flat_map(|&(s, n)| (0..self.heads).map(move |hd| (s, n, hd)))
+            .collect();
+        let outs: Vec<Vec<f32>> = jobs
+            .par_iter()
+            .map(|&(s, n, hd)| {
+                let q = &qkv[s * 3 * h + hd * d..];
+                let k = &qkv[s * 3 * h + h + hd * d..];
+                let v = &qkv[s * 3 * h + 2 * h + hd * d..];
+                let mut scores = vec![0f32; n * n];
+                // scores[n × n] = scale · Q[n × d] · K[n × d]ᵀ (rows 3h apart).
+                // SAFETY: every pointer and stride stays within `qkv` / `scores`:
+                // row i of Q/K/V starts at i·3h within `qkv[s·3h..]`, which holds the
+                // sequence's n rows.
+                unsafe {
+                    gemm::gemm(
+                        n,
+                        n,
+                        d,
+                        scores.as_mut_ptr(),
+                        1,
+                        n as isize,
+                        false,
+                        q.as_ptr(),
+                        1,
+                        (3 * h) as isize,
+                        k.as_ptr(),
+                        (3 * h) as isize,
+                        1,
+                        0.0,
+                        scale,
+                        false,
+                        false,
+                        false,
+                        Parallelism::None,
+                    );
+                }
+                for row in scores.chunks_exact_mut(n) {
+                    let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+                    let mut sum = 0.0;
+                    for v in row.iter_mut() {
+                        *v = (*v - m).exp();
+                        sum += *v;
+                    }
+                    let inv = 1.0 / sum;
+                    row.iter_mut().for_each(|v| *v *= inv);
+                }
+                let mut out = vec![0f32; n * d];
+                // out[n × d] = P[n × n] · V[n × d].
+                // SAFETY: as above.
+                unsafe {
+                    gemm::gemm(
+                        n,
+                        d,
+                        n,
+                        out.as_mut_ptr(),
+                        1,
+                        d as isize,
+                        false,
+                        scores.as_ptr(),
+                        1,
+                        n as isize,
+                        v.as_ptr(),
+                        1,
+                        (3 * h) as isize,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        Parallelism::None,
+                    );
+                }
+                out
+            })
+            .collect();
+        for (&(s, n, hd), out) in jobs.iter().zip(outs) {
+            for i in 0..n {
+                ctx[(s + i) * h + hd * d..][..d].copy_from_slice(&out[i * d..(i + 1) * d]);
+            }
+        }
+    }
+}
+
+/// Rows of a 2-D tensor as one vector, if present (`bert.` prefix tried too).
+fn get_rows(
+    tensors: &HashMap<String, Tensor>,
+    name: &str,
+    width: usize,
+) -> Option<Result<Vec<f32>>> {
+    let t = tensors
+        .get(name)
+        .or_else(|| tensors.get(&format!("bert.{name}")))?;
+    Some((|| {
+        let v = t
+            .to_dtype(candle_core::DType::F32)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        if v.len() < width {
+            return Err(Error::Invalid(format!("{name} is too small")));
+        }
+        Ok(v)
+    })())
+}
+
+/// `y[m × n] = x[m × k] · wᵀ + b`, `w` being `n × k` row-major.
+fn linear(x: &[f32], m: usize, k: usize, w: &[f32], b: &[f32], n: usize, y: &mut [f32]) {
+    debug_assert!(x.len() >= m * k && w.len() == n * k && b.len() == n && y.len() >= m * n);
+    for row in y[..m * n].chunks_exact_mut(n) {
+        row.copy_from_slice(b);
+    }
+    let threads = rayon::current_num_threads().max(1);
+    // SAFETY: x is m×k row-major (column stride 1, row stride k); wᵀ is read from the
+    // n×k row-major w (element (kk, j) at j·k + kk); y is m×n row-major; all three
+    // are at least that long (checked above in debug builds, by construction here).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            y.as_mut_ptr(),
+            1,
+            n as isize,
+            true,
+            x.as_ptr(),
+            1,
+            k as isize,
+            w.as_ptr(),
+            k as isize,
+            1,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            if m * n * k > 1 << 16 {
+                Parallelism::Rayon(threads)
+            } else {
+                Parallelism::None
+            },
+        );
+    }
+}
+
+fn add_in_place(y: &mut [f32], x: &[f32]) {
+    y.par_chunks_mut(4096)
+        .zip(x.par_chunks(4096))
+        .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(a, b)| *a += b));
+}
+
+/// Layer norm of each row of `x` (rows as long as `w`), in place.
+fn layer_norm(x: &mut [f32], w: &[f32], b: &[f32], eps: f32) {
+    let h = w.len();
+    x.par_chunks_mut(h).for_each(|row| {
+        let mean = row.iter().sum::<f32>() / h as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, w), b) in row.iter_mut().zip(w).zip(b) {
+            *v = (*v - mean) * inv * w + b;
+        }
+    });
+}
+
+/// BERT's GELU: `x · Φ(x)` with the exact error function.
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + candle_core::cpu::erf::erf_f32(x * std::f32::consts::FRAC_1_SQRT_2))
+}
