@@ -20,6 +20,8 @@ use crate::{Error, Result};
 
 mod ask;
 
+pub use ask::synth_nodes;
+
 /// Where the engine keeps its data and finds its models.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {

@@ -158,7 +158,7 @@ pub struct TreeBatchArgs {
 }
 
 pub fn tree_batch(a: &TreeBatchArgs) -> anyhow::Result<()> {
-    use quire::synth::{bench, Node};
+    use quire::synth::bench;
     let mut questions = bench::load_questions(&a.questions)?;
     questions.truncate(a.limit);
     let engine =
@@ -171,15 +171,7 @@ pub fn tree_batch(a: &TreeBatchArgs) -> anyhow::Result<()> {
     let mut cases = Vec::with_capacity(questions.len());
     for q in questions {
         let r = engine.search(&q.question, &opts, &cancel)?;
-        let nodes: Vec<Node> = r
-            .nodes
-            .iter()
-            .filter_map(|n| {
-                n.chunk
-                    .as_ref()
-                    .map(|c| Node::new(n.chunk_id.to_string(), c.text.clone()))
-            })
-            .collect();
+        let nodes = quire::engine::synth_nodes(&r);
         anyhow::ensure!(
             !nodes.is_empty(),
             "nothing indexed in {}",

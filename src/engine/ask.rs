@@ -260,15 +260,7 @@ impl Engine {
             .collect();
         send(AskEvent::Sources { sources, notes })?;
 
-        let nodes: Vec<Node> = retrieval
-            .nodes
-            .iter()
-            .filter_map(|n| {
-                n.chunk
-                    .as_ref()
-                    .map(|c| Node::new(n.chunk_id.to_string(), c.text.clone()))
-            })
-            .collect();
+        let nodes = synth_nodes(&retrieval);
         let response = match &llm {
             Some(llm) => {
                 let mut on_event = |ev: Event| -> Result<bool> {
@@ -308,6 +300,19 @@ impl Engine {
         });
         Ok(response.answer)
     }
+}
+
+/// The retrieved chunks as synthesis nodes (id and text), in rank order.
+pub fn synth_nodes(retrieval: &Retrieval) -> Vec<Node> {
+    retrieval
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            n.chunk
+                .as_ref()
+                .map(|c| Node::new(n.chunk_id.to_string(), c.text.clone()))
+        })
+        .collect()
 }
 
 /// The synthesis request the settings describe.

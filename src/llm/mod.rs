@@ -151,10 +151,21 @@ pub trait Llm: Send + Sync {
         cancel: &Cancel,
         sink: &mut BatchSink<'_>,
     ) -> Result<Vec<Completion>> {
-        prompts
-            .iter()
-            .enumerate()
-            .map(|(i, p)| self.complete(p, params, cancel, &mut |s: &str| sink(i, s)))
-            .collect()
+        complete_each(self, prompts, params, cancel, sink)
     }
+}
+
+/// [`Llm::complete_batch`] one prompt after another.
+pub fn complete_each<L: Llm + ?Sized>(
+    llm: &L,
+    prompts: &[String],
+    params: &GenParams,
+    cancel: &Cancel,
+    sink: &mut BatchSink<'_>,
+) -> Result<Vec<Completion>> {
+    prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| llm.complete(p, params, cancel, &mut |s: &str| sink(i, s)))
+        .collect()
 }

@@ -377,9 +377,8 @@ impl GgufLlm {
         Ok((pp, t1.elapsed().as_secs_f64(), reused))
     }
 
-    /// Process `tokens` into the cache, reusing a shared prefix; returns the logits
-    /// of the last token and how many tokens were reused.
-    fn prefill(&self, st: &mut State, tokens: &[u32], cancel: &Cancel) -> Result<(Tensor, usize)> {
+    /// A prompt must have a token and leave room for one more in the window.
+    fn check_prompt(&self, tokens: &[u32]) -> Result<()> {
         if tokens.is_empty() {
             return Err(Error::Invalid("empty prompt".into()));
         }
@@ -389,18 +388,18 @@ impl GgufLlm {
                 window: self.window,
             });
         }
-        let mut common = if st.net.reuses_prefix() {
-            st.cached
-                .iter()
-                .zip(tokens)
-                .take_while(|(a, b)| a == b)
-                .count()
+        Ok(())
+    }
+
+    /// Process `tokens` into the cache, reusing a shared prefix; returns the logits
+    /// of the last token and how many tokens were reused.
+    fn prefill(&self, st: &mut State, tokens: &[u32], cancel: &Cancel) -> Result<(Tensor, usize)> {
+        self.check_prompt(tokens)?;
+        let common = if st.net.reuses_prefix() {
+            reusable_prefix(&st.cached, tokens)
         } else {
             0
         };
-        if common == tokens.len() {
-            common -= 1; // the last token must run again to give its logits
-        }
         st.cached.truncate(common);
         const CHUNK: usize = 512;
         let mut pos = common;
@@ -595,15 +594,7 @@ impl GgufLlm {
         let mut tokens = Vec::with_capacity(prompts.len());
         for p in prompts {
             let t = self.tokenizer.encode_prompt(&self.render_prompt(p)?)?;
-            if t.is_empty() {
-                return Err(Error::Invalid("empty prompt".into()));
-            }
-            if t.len() >= self.window {
-                return Err(Error::ContextOverflow {
-                    needed: t.len() + 1,
-                    window: self.window,
-                });
-            }
+            self.check_prompt(&t)?;
             tokens.push(t);
         }
         let st = self.lock()?;
@@ -616,13 +607,7 @@ impl GgufLlm {
         let mut prompt_secs = Vec::with_capacity(prompts.len());
         for t in &tokens {
             let t0 = Instant::now();
-            let common = st
-                .cached
-                .iter()
-                .zip(t)
-                .take_while(|(a, b)| a == b)
-                .count()
-                .min(t.len() - 1);
+            let common = reusable_prefix(&st.cached, t);
             let mut cache = m.fork_cache(common);
             let mut pos = common;
             let mut last = Vec::new();
@@ -692,6 +677,18 @@ impl GgufLlm {
         }
         Ok(Some(out))
     }
+}
+
+/// How many leading tokens of `tokens` (non-empty) can come from a cache holding
+/// `cached`: the shared prefix, less the last token, which must run again to give
+/// its logits.
+fn reusable_prefix(cached: &[u32], tokens: &[u32]) -> usize {
+    cached
+        .iter()
+        .zip(tokens)
+        .take_while(|(a, b)| a == b)
+        .count()
+        .min(tokens.len().saturating_sub(1))
 }
 
 fn sampler(p: &GenParams) -> LogitsProcessor {
@@ -828,11 +825,7 @@ impl Llm for GgufLlm {
         if let Some(out) = self.complete_batch_llama(prompts, params, cancel, sink)? {
             return Ok(out);
         }
-        prompts
-            .iter()
-            .enumerate()
-            .map(|(i, p)| self.complete(p, params, cancel, &mut |s: &str| sink(i, s)))
-            .collect()
+        super::complete_each(self, prompts, params, cancel, sink)
     }
 }
 

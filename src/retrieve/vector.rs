@@ -641,6 +641,17 @@ mod tests {
         assert_eq!(got[1], 59);
     }
 
+    /// Uniform values in -1..=1 (step 1e-4) from a xorshift generator.
+    fn uniform(seed: u64) -> impl FnMut() -> f32 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 20_001) as f32 / 10_000.0 - 1.0
+        }
+    }
+
     /// Every row's exact score, best first (ties: earlier row), by the f32 kernel alone.
     /// (`FMA` as the kernel the fast scan uses: `mul_add` rounds the same either way.)
     fn brute_force<const FMA: bool>(ix: &VectorIndex, q: &Query) -> Vec<(f32, usize)> {
@@ -654,13 +665,7 @@ mod tests {
     #[test]
     fn the_int8_prefilter_returns_exactly_the_f32_top_k() {
         let dims = 384;
-        let mut state = 99u64;
-        let mut rnd = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 20_001) as f32 / 10_000.0 - 1.0
-        };
+        let mut rnd = uniform(99);
         let mut b = VectorIndexBuilder::new(dims);
         let base: Vec<f32> = (0..dims).map(|_| rnd()).collect();
         for i in 0..3000 {
@@ -703,13 +708,7 @@ mod tests {
 
     #[test]
     fn the_int8_score_stays_within_its_bound() {
-        let mut state = 7u64;
-        let mut rnd = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 20_001) as f32 / 10_000.0 - 1.0
-        };
+        let mut rnd = uniform(7);
         for dims in [3, 31, 32, 33, 384] {
             for _ in 0..50 {
                 let mut v: Vec<f32> = (0..dims).map(|_| rnd()).collect();

@@ -322,6 +322,19 @@ impl<'a> Ctx<'a> {
             cancel.cancel();
             return Err(Error::Cancelled);
         }
+        self.record(step, label, prompt, &c, t0.elapsed().as_secs_f64())?;
+        Ok(c.text)
+    }
+
+    /// Keep a finished call in the record and announce it.
+    fn record(
+        &mut self,
+        step: usize,
+        label: String,
+        prompt: String,
+        c: &crate::llm::Completion,
+        secs: f64,
+    ) -> Result<()> {
         let call = LlmCall {
             step,
             label,
@@ -331,11 +344,10 @@ impl<'a> Ctx<'a> {
             output_tokens: c.output_tokens,
             prompt_secs: c.prompt_secs,
             gen_secs: c.gen_secs,
-            secs: t0.elapsed().as_secs_f64(),
+            secs,
         };
         self.calls.push(call.clone());
-        self.emit(Event::StepDone { call })?;
-        Ok(c.text)
+        self.emit(Event::StepDone { call })
     }
 }
 
@@ -386,19 +398,7 @@ impl Ctx<'_> {
         let secs = t0.elapsed().as_secs_f64();
         let mut texts = Vec::with_capacity(out.len());
         for (i, ((label, prompt), c)) in labels.into_iter().zip(prompts).zip(out).enumerate() {
-            let call = LlmCall {
-                step: first + i,
-                label,
-                prompt,
-                output: c.text.clone(),
-                prompt_tokens: c.prompt_tokens,
-                output_tokens: c.output_tokens,
-                prompt_secs: c.prompt_secs,
-                gen_secs: c.gen_secs,
-                secs,
-            };
-            self.calls.push(call.clone());
-            self.emit(Event::StepDone { call })?;
+            self.record(first + i, label, prompt, &c, secs)?;
             texts.push(c.text);
         }
         Ok(texts)
