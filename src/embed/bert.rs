@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use candle_transformers::models::bert::{Config, HiddenAct};
 use tokenizers::Tokenizer;
 
+use crate::embed::amx::Amx;
 use crate::embed::encoder::{Dims, Encoder};
 use crate::embed::Embedder;
 use crate::{Error, Result};
@@ -78,8 +79,20 @@ impl BertEmbedder {
         Self::from_files(BertFiles::open(dir)?)
     }
 
-    /// Load the model from files already read (Quire's own encoder, on the CPU).
+    /// Load the model in `dir` with AMX (bf16 dense layers) only if `use_amx` and the
+    /// machine has it; `open` uses it whenever the machine has it.
+    pub fn open_with_amx(dir: impl AsRef<Path>, use_amx: bool) -> Result<Self> {
+        let amx = if use_amx { Amx::detect() } else { None };
+        Self::from_files_with(BertFiles::open(dir)?, amx)
+    }
+
+    /// Load the model from files already read (Quire's own encoder, on the CPU, with
+    /// AMX when the machine has it).
     pub fn from_files(files: BertFiles) -> Result<Self> {
+        Self::from_files_with(files, Amx::detect())
+    }
+
+    fn from_files_with(files: BertFiles, amx: Option<Amx>) -> Result<Self> {
         crate::embed::tune_allocator();
         let BertFiles {
             config,
@@ -112,6 +125,7 @@ impl BertEmbedder {
                 layers: config.num_hidden_layers,
                 eps: config.layer_norm_eps,
             },
+            amx,
         )
         .map_err(|e| Error::model_format(&weights, format!("not a BERT model: {e}")))?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);

@@ -16,22 +16,62 @@ use candle_core::{Device, Tensor};
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+use crate::embed::amx::{self, Amx, PackedB};
 use crate::{Error, Result};
 
 struct Layer {
-    /// Q, K and V weights stacked: `3h × h`, row-major (out × in).
-    qkv_w: Vec<f32>,
-    qkv_b: Vec<f32>,
-    o_w: Vec<f32>,
-    o_b: Vec<f32>,
+    /// Q, K and V stacked: `3h × h`.
+    qkv: Dense,
+    o: Dense,
     ln1_w: Vec<f32>,
     ln1_b: Vec<f32>,
-    i_w: Vec<f32>,
-    i_b: Vec<f32>,
-    out_w: Vec<f32>,
-    out_b: Vec<f32>,
+    i: Dense,
+    out: Dense,
     ln2_w: Vec<f32>,
     ln2_b: Vec<f32>,
+}
+
+/// A dense layer `y = x · wᵀ + b`, `w` being `n × k` (out × in).
+struct Dense {
+    n: usize,
+    k: usize,
+    w: Weights,
+    b: Vec<f32>,
+}
+
+enum Weights {
+    /// Row-major f32, multiplied by the `gemm` crate.
+    F32(Vec<f32>),
+    /// Packed bf16 tiles for AMX.
+    Amx(Amx, PackedB),
+}
+
+impl Dense {
+    fn new(w: Vec<f32>, b: Vec<f32>, k: usize, amx: Option<Amx>) -> Self {
+        let n = b.len();
+        let w = match amx {
+            Some(amx) if amx::fits(n, k) => Weights::Amx(amx, PackedB::pack(&w, n, k)),
+            _ => Weights::F32(w),
+        };
+        Self { n, k, w, b }
+    }
+
+    /// `y[m × n] = x[m × k] · wᵀ + b`; `m` a multiple of [`amx::BLOCK`] when the rows
+    /// were padded for AMX; `scratch` holds the bf16 copy of `x` on that path.
+    fn apply(&self, x: &[f32], m: usize, y: &mut [f32], scratch: &mut Vec<u16>) {
+        match &self.w {
+            Weights::F32(w) => linear(x, m, self.k, w, &self.b, self.n, y),
+            Weights::Amx(amx, packed) => {
+                scratch.resize(m * self.k, 0);
+                amx::to_bf16(&x[..m * self.k], scratch);
+                amx::linear(*amx, scratch, m, packed, &self.b, y);
+            }
+        }
+    }
+
+    fn on_amx(&self) -> bool {
+        matches!(self.w, Weights::Amx(..))
+    }
 }
 
 /// A BERT encoder with mean pooling, as sentence-transformers runs it.
@@ -62,8 +102,9 @@ pub struct Dims {
 }
 
 impl Encoder {
-    /// Load `model.safetensors` (names with or without a `bert.` prefix).
-    pub fn load(path: &Path, dims: Dims) -> Result<Self> {
+    /// Load `model.safetensors` (names with or without a `bert.` prefix); the dense
+    /// layers run on AMX tiles in bf16 when `amx` is given.
+    pub fn load(path: &Path, dims: Dims, amx: Option<Amx>) -> Result<Self> {
         let bad = |m: String| Error::model_format(path, m);
         let tensors = candle_core::safetensors::load(path, &Device::Cpu)
             .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
@@ -109,16 +150,27 @@ impl Encoder {
             qkv_b.extend(get(&p("attention.self.key.bias"), &[h])?);
             qkv_b.extend(get(&p("attention.self.value.bias"), &[h])?);
             layers.push(Layer {
-                qkv_w,
-                qkv_b,
-                o_w: get(&p("attention.output.dense.weight"), &[h, h])?,
-                o_b: get(&p("attention.output.dense.bias"), &[h])?,
+                qkv: Dense::new(qkv_w, qkv_b, h, amx),
+                o: Dense::new(
+                    get(&p("attention.output.dense.weight"), &[h, h])?,
+                    get(&p("attention.output.dense.bias"), &[h])?,
+                    h,
+                    amx,
+                ),
                 ln1_w: get(&p("attention.output.LayerNorm.weight"), &[h])?,
                 ln1_b: get(&p("attention.output.LayerNorm.bias"), &[h])?,
-                i_w: get(&p("intermediate.dense.weight"), &[i, h])?,
-                i_b: get(&p("intermediate.dense.bias"), &[i])?,
-                out_w: get(&p("output.dense.weight"), &[h, i])?,
-                out_b: get(&p("output.dense.bias"), &[h])?,
+                i: Dense::new(
+                    get(&p("intermediate.dense.weight"), &[i, h])?,
+                    get(&p("intermediate.dense.bias"), &[i])?,
+                    h,
+                    amx,
+                ),
+                out: Dense::new(
+                    get(&p("output.dense.weight"), &[h, i])?,
+                    get(&p("output.dense.bias"), &[h])?,
+                    i,
+                    amx,
+                ),
                 ln2_w: get(&p("output.LayerNorm.weight"), &[h])?,
                 ln2_b: get(&p("output.LayerNorm.bias"), &[h])?,
             });
@@ -147,8 +199,14 @@ impl Encoder {
         if rows == 0 {
             return Ok(seqs.iter().map(|_| vec![0.0; h]).collect());
         }
+        // AMX multiplies blocks of 32 rows: pad with rows that are never read back.
+        let padded = if self.layers.iter().any(|l| l.qkv.on_amx()) {
+            rows.div_ceil(amx::BLOCK) * amx::BLOCK
+        } else {
+            rows
+        };
         let mut starts = Vec::with_capacity(seqs.len());
-        let mut x = vec![0f32; rows * h];
+        let mut x = vec![0f32; padded * h];
         let mut r = 0;
         for s in seqs {
             if s.len() > self.max_pos {
@@ -175,26 +233,28 @@ impl Encoder {
             }
         }
         layer_norm(&mut x, &self.emb_ln_w, &self.emb_ln_b, self.eps);
+        let rows = padded;
         let mut qkv = vec![0f32; rows * 3 * h];
         let mut ctx = vec![0f32; rows * h];
         let mut mid = vec![0f32; rows * self.inter];
         let mut tmp = vec![0f32; rows * h];
+        let mut scratch = Vec::new();
         let spans: Vec<(usize, usize)> = starts
             .iter()
             .zip(seqs)
             .map(|(&s, q)| (s, q.len()))
             .collect();
         for l in &self.layers {
-            linear(&x, rows, h, &l.qkv_w, &l.qkv_b, 3 * h, &mut qkv);
+            l.qkv.apply(&x, rows, &mut qkv, &mut scratch);
             self.attention(&qkv, &spans, &mut ctx);
-            linear(&ctx, rows, h, &l.o_w, &l.o_b, h, &mut tmp);
+            l.o.apply(&ctx, rows, &mut tmp, &mut scratch);
             add_in_place(&mut tmp, &x);
             layer_norm(&mut tmp, &l.ln1_w, &l.ln1_b, self.eps);
             std::mem::swap(&mut x, &mut tmp); // x = attention block output
-            linear(&x, rows, h, &l.i_w, &l.i_b, self.inter, &mut mid);
+            l.i.apply(&x, rows, &mut mid, &mut scratch);
             mid.par_chunks_mut(4096)
                 .for_each(|c| c.iter_mut().for_each(|v| *v = gelu(*v)));
-            linear(&mid, rows, self.inter, &l.out_w, &l.out_b, h, &mut tmp);
+            l.out.apply(&mid, rows, &mut tmp, &mut scratch);
             add_in_place(&mut tmp, &x);
             layer_norm(&mut tmp, &l.ln2_w, &l.ln2_b, self.eps);
             std::mem::swap(&mut x, &mut tmp);

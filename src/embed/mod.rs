@@ -1,6 +1,7 @@
 //! Text embeddings: the [`Embedder`] trait, the candle BERT embedder ([`bert`]) and
 //! its speed benchmark ([`bench`]).
 
+pub mod amx;
 pub mod bench;
 pub mod bert;
 pub mod encoder;

@@ -37,20 +37,31 @@ fn parity_with_sentence_transformers() {
                 .collect()
         })
         .collect();
-    let emb = BertEmbedder::open(util::default_embedder()).expect("embedder");
-    assert_eq!(emb.dims(), 384);
-    assert_eq!(emb.max_tokens(), 256);
-    // All at once (one padded batch) and one by one must both match.
-    let got = emb.embed(&texts).expect("embed");
-    assert_eq!(got.len(), texts.len());
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        let norm: f32 = g.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-4, "row {i} not normalized: {norm}");
-        let c = cosine(g, w);
-        assert!(c >= 0.999, "row {i} ({:?}): cosine {c}", &texts[i]);
-        let alone = emb.embed(&[texts[i]]).expect("embed one");
-        let c1 = cosine(&alone[0], w);
-        assert!(c1 >= 0.999, "row {i} alone: cosine {c1}");
+    // Both paths: f32 GEMMs, and bf16 AMX tiles where the machine has them (where it
+    // has not, the second pass is the f32 path again).
+    for use_amx in [false, true] {
+        let emb = BertEmbedder::open_with_amx(util::default_embedder(), use_amx).expect("embedder");
+        assert_eq!(emb.dims(), 384);
+        assert_eq!(emb.max_tokens(), 256);
+        // All at once (one packed batch) and one by one must both match.
+        let got = emb.embed(&texts).expect("embed");
+        assert_eq!(got.len(), texts.len());
+        let mut worst = 1f64;
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let norm: f32 = g.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "row {i} not normalized: {norm}");
+            let c = cosine(g, w);
+            assert!(
+                c >= 0.999,
+                "amx {use_amx} row {i} ({:?}): cosine {c}",
+                &texts[i]
+            );
+            let alone = emb.embed(&[texts[i]]).expect("embed one");
+            let c1 = cosine(&alone[0], w);
+            assert!(c1 >= 0.999, "amx {use_amx} row {i} alone: cosine {c1}");
+            worst = worst.min(c).min(c1);
+        }
+        eprintln!("amx {use_amx}: worst cosine {worst:.6}");
     }
 }
 
