@@ -59,6 +59,11 @@ pub fn to_bf16(src: &[f32], dst: &mut [u16]) {
         .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, s)| *d = bf16(*s)));
 }
 
+/// [`to_bf16`] on this thread only.
+pub fn to_bf16_seq(src: &[f32], dst: &mut [u16]) {
+    dst.iter_mut().zip(src).for_each(|(d, s)| *d = bf16(*s));
+}
+
 /// A weight matrix `n × k` (out × in) packed into AMX B tiles.
 pub struct PackedB {
     n: usize,
@@ -71,10 +76,14 @@ pub struct PackedB {
 impl PackedB {
     /// Pack `w` (`n × k`, row-major); `fits(n, k)` must hold.
     pub fn pack(w: &[f32], n: usize, k: usize) -> Self {
-        assert!(
-            fits(n, k) && w.len() == n * k,
-            "{n}×{k} weight cannot be packed"
-        );
+        assert!(w.len() == n * k, "{n}×{k} weight: {} values", w.len());
+        Self::pack_with(n, k, |j, t| w[j * k + t])
+    }
+
+    /// Pack the `n × k` matrix whose element (j, t) is `at(j, t)`; `fits(n, k)` must
+    /// hold.
+    pub fn pack_with(n: usize, k: usize, at: impl Fn(usize, usize) -> f32) -> Self {
+        assert!(fits(n, k), "{n}×{k} matrix cannot be packed");
         let kt_n = k / 32;
         let mut data = vec![0u16; n * k];
         for nt in 0..n / 16 {
@@ -83,8 +92,7 @@ impl PackedB {
                 for r in 0..16 {
                     for c in 0..16 {
                         for e in 0..2 {
-                            tile[r * 32 + c * 2 + e] =
-                                bf16(w[(nt * 16 + c) * k + kt * 32 + 2 * r + e]);
+                            tile[r * 32 + c * 2 + e] = bf16(at(nt * 16 + c, kt * 32 + 2 * r + e));
                         }
                     }
                 }
@@ -142,6 +150,24 @@ pub fn linear(_amx: Amx, a: &[u16], m: usize, w: &PackedB, bias: &[f32], y: &mut
             // (n/16)·(k/32) tile of 512 bf16 the loop reads.
             unsafe { platform::block(ab.as_ptr(), k, w.data.as_ptr(), n, yb.as_mut_ptr()) };
         });
+}
+
+/// `y[m × n] = a[m × k] · wᵀ` on this thread only (for work already split across
+/// cores): `m` a multiple of [`BLOCK`].
+pub fn matmul(_amx: Amx, a: &[u16], m: usize, w: &PackedB, y: &mut [f32]) {
+    let (n, k) = (w.n, w.k);
+    assert!(
+        m % BLOCK == 0 && a.len() >= m * k && y.len() >= m * n,
+        "AMX matmul: bad shapes"
+    );
+    y[..m * n].fill(0.0);
+    for (yb, ab) in y[..m * n]
+        .chunks_mut(BLOCK * n)
+        .zip(a[..m * k].chunks(BLOCK * k))
+    {
+        // SAFETY: as in `linear`.
+        unsafe { platform::block(ab.as_ptr(), k, w.data.as_ptr(), n, yb.as_mut_ptr()) };
+    }
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

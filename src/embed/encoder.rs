@@ -68,10 +68,6 @@ impl Dense {
             }
         }
     }
-
-    fn on_amx(&self) -> bool {
-        matches!(self.w, Weights::Amx(..))
-    }
 }
 
 /// A BERT encoder with mean pooling, as sentence-transformers runs it.
@@ -89,6 +85,7 @@ pub struct Encoder {
     emb_ln_w: Vec<f32>,
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
+    amx: Option<Amx>,
 }
 
 /// Model sizes from `config.json`.
@@ -188,6 +185,7 @@ impl Encoder {
             emb_ln_w: get("embeddings.LayerNorm.weight", &[h])?,
             emb_ln_b: get("embeddings.LayerNorm.bias", &[h])?,
             layers,
+            amx,
         })
     }
 
@@ -200,7 +198,7 @@ impl Encoder {
             return Ok(seqs.iter().map(|_| vec![0.0; h]).collect());
         }
         // AMX multiplies blocks of 32 rows: pad with rows that are never read back.
-        let padded = if self.layers.iter().any(|l| l.qkv.on_amx()) {
+        let padded = if self.amx.is_some() {
             rows.div_ceil(amx::BLOCK) * amx::BLOCK
         } else {
             rows
@@ -276,86 +274,30 @@ impl Encoder {
     }
 
     /// Scaled dot-product attention of every (sequence, head), over the sequence's own
-    /// tokens: `ctx[rows × h]` from `qkv[rows × 3h]`.
+    /// tokens: `ctx[rows × h]` from `qkv[rows × 3h]`; on AMX tiles when the dense
+    /// layers are and the head size is a multiple of 32.
     fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
         let h = self.hidden;
         let d = h / self.heads;
-        let scale = 1.0 / (d as f32).sqrt();
         let jobs: Vec<(usize, usize, usize)> = spans
             .iter()
             .flat_map(|&(s, n)| (0..self.heads).map(move |hd| (s, n, hd)))
             .collect();
+        let amx = self.amx.filter(|_| d % amx::BLOCK == 0);
         let outs: Vec<Vec<f32>> = jobs
             .par_iter()
             .map(|&(s, n, hd)| {
-                let q = &qkv[s * 3 * h + hd * d..];
-                let k = &qkv[s * 3 * h + h + hd * d..];
-                let v = &qkv[s * 3 * h + 2 * h + hd * d..];
-                let mut scores = vec![0f32; n * n];
-                // scores[n × n] = scale · Q[n × d] · K[n × d]ᵀ (rows 3h apart).
-                // SAFETY: every pointer and stride stays within `qkv` / `scores`:
-                // row i of Q/K/V starts at i·3h within `qkv[s·3h..]`, which holds the
-                // sequence's n rows.
-                unsafe {
-                    gemm::gemm(
-                        n,
-                        n,
-                        d,
-                        scores.as_mut_ptr(),
-                        1,
-                        n as isize,
-                        false,
-                        q.as_ptr(),
-                        1,
-                        (3 * h) as isize,
-                        k.as_ptr(),
-                        (3 * h) as isize,
-                        1,
-                        0.0,
-                        scale,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
+                let head = Head {
+                    qkv: &qkv[s * 3 * h..(s + n) * 3 * h],
+                    n,
+                    d,
+                    h,
+                    hd,
+                };
+                match amx {
+                    Some(amx) => head.on_amx(amx),
+                    None => head.in_f32(),
                 }
-                for row in scores.chunks_exact_mut(n) {
-                    let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-                    let mut sum = 0.0;
-                    for v in row.iter_mut() {
-                        *v = (*v - m).exp();
-                        sum += *v;
-                    }
-                    let inv = 1.0 / sum;
-                    row.iter_mut().for_each(|v| *v *= inv);
-                }
-                let mut out = vec![0f32; n * d];
-                // out[n × d] = P[n × n] · V[n × d].
-                // SAFETY: as above.
-                unsafe {
-                    gemm::gemm(
-                        n,
-                        d,
-                        n,
-                        out.as_mut_ptr(),
-                        1,
-                        d as isize,
-                        false,
-                        scores.as_ptr(),
-                        1,
-                        n as isize,
-                        v.as_ptr(),
-                        1,
-                        (3 * h) as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-                out
             })
             .collect();
         for (&(s, n, hd), out) in jobs.iter().zip(outs) {
@@ -364,6 +306,195 @@ impl Encoder {
             }
         }
     }
+}
+
+/// One head of one sequence: its n rows of `[Q | K | V]` (each `h` wide, head `hd` at
+/// columns `hd·d..`).
+struct Head<'a> {
+    qkv: &'a [f32],
+    n: usize,
+    d: usize,
+    h: usize,
+    hd: usize,
+}
+
+impl Head<'_> {
+    fn q(&self, i: usize, t: usize) -> f32 {
+        self.qkv[i * 3 * self.h + self.hd * self.d + t]
+    }
+
+    fn k(&self, i: usize, t: usize) -> f32 {
+        self.qkv[i * 3 * self.h + self.h + self.hd * self.d + t]
+    }
+
+    fn v(&self, i: usize, t: usize) -> f32 {
+        self.qkv[i * 3 * self.h + 2 * self.h + self.hd * self.d + t]
+    }
+
+    /// `softmax(Q·Kᵀ/√d)·V` (`n × d`) with bf16 operands on AMX tiles, the scores and
+    /// the softmax in f32; rows and columns padded with zeros to blocks of 32.
+    fn on_amx(&self, amx: Amx) -> Vec<f32> {
+        let (n, d) = (self.n, self.d);
+        let np = n.div_ceil(amx::BLOCK) * amx::BLOCK;
+        let mut q16 = vec![0u16; np * d];
+        for i in 0..n {
+            for t in 0..d {
+                q16[i * d + t] = amx::bf16(self.q(i, t));
+            }
+        }
+        let kp = PackedB::pack_with(np, d, |j, t| if j < n { self.k(j, t) } else { 0.0 });
+        let mut scores = vec![0f32; np * np];
+        amx::matmul(amx, &q16, np, &kp, &mut scores);
+        let mut p16 = vec![0u16; np * np];
+        let scale = 1.0 / (d as f32).sqrt();
+        for (srow, prow) in scores
+            .chunks_exact_mut(np)
+            .zip(p16.chunks_exact_mut(np))
+            .take(n)
+        {
+            softmax_scaled(&mut srow[..n], scale);
+            amx::to_bf16_seq(&srow[..n], &mut prow[..n]);
+        }
+        let vp = PackedB::pack_with(d, np, |c, j| if j < n { self.v(j, c) } else { 0.0 });
+        let mut out = vec![0f32; np * d];
+        amx::matmul(amx, &p16, np, &vp, &mut out);
+        out.truncate(n * d);
+        out
+    }
+
+    /// The same in f32 with the `gemm` crate.
+    fn in_f32(&self) -> Vec<f32> {
+        let (n, d, h) = (self.n, self.d, self.h);
+        let q = &self.qkv[self.hd * d..];
+        let k = &self.qkv[h + self.hd * d..];
+        let v = &self.qkv[2 * h + self.hd * d..];
+        let mut scores = vec![0f32; n * n];
+        // scores[n × n] = Q[n × d] · K[n × d]ᵀ (rows 3h apart).
+        // SAFETY: every pointer and stride stays within `qkv` / `scores`: row i of
+        // Q/K/V starts at i·3h, and `qkv` holds the sequence's n rows.
+        unsafe {
+            gemm::gemm(
+                n,
+                n,
+                d,
+                scores.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                q.as_ptr(),
+                1,
+                (3 * h) as isize,
+                k.as_ptr(),
+                (3 * h) as isize,
+                1,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        }
+        let scale = 1.0 / (d as f32).sqrt();
+        for row in scores.chunks_exact_mut(n) {
+            softmax_scaled(row, scale);
+        }
+        let mut out = vec![0f32; n * d];
+        // out[n × d] = P[n × n] · V[n × d].
+        // SAFETY: as above.
+        unsafe {
+            gemm::gemm(
+                n,
+                d,
+                n,
+                out.as_mut_ptr(),
+                1,
+                d as isize,
+                false,
+                scores.as_ptr(),
+                1,
+                n as isize,
+                v.as_ptr(),
+                1,
+                (3 * h) as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        }
+        out
+    }
+}
+
+/// `row = softmax(scale · row)` in place, with AVX-512 when the CPU has it.
+fn softmax_scaled(row: &mut [f32], scale: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (checked).
+        unsafe { softmax_avx512(row, scale) };
+        return;
+    }
+    softmax_lanes(row, scale);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_avx512(row: &mut [f32], scale: f32) {
+    softmax_lanes(row, scale)
+}
+
+/// The softmax written in 16 independent lanes so that it vectorizes.
+#[inline(always)]
+fn softmax_lanes(row: &mut [f32], scale: f32) {
+    const L: usize = 16;
+    let mut mx = [f32::NEG_INFINITY; L];
+    let (body, tail) = row.split_at_mut(row.len() / L * L);
+    for c in body.chunks_exact(L) {
+        for l in 0..L {
+            mx[l] = mx[l].max(c[l] * scale);
+        }
+    }
+    let m = tail.iter().fold(
+        mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)),
+        |a, &b| a.max(b * scale),
+    );
+    let mut sums = [0f32; L];
+    for c in body.chunks_exact_mut(L) {
+        for l in 0..L {
+            c[l] = exp(c[l] * scale - m);
+            sums[l] += c[l];
+        }
+    }
+    let mut sum: f32 = sums.iter().sum();
+    for v in tail.iter_mut() {
+        *v = exp(*v * scale - m);
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+/// `e^x` without branches or libm (Cephes' expf: range reduction by ln 2, a degree-5
+/// polynomial, the exponent put in by bits), so loops over it vectorize; within
+/// 2 ulp of `exp` over the range a softmax uses (see the test); 0 below −87.
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 88.0);
+    // Round x·log2(e) to the nearest integer with the 1.5·2^23 trick.
+    let t = x * std::f32::consts::LOG2_E + 12_582_912.0;
+    let n = t - 12_582_912.0;
+    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
+    let mut p = 1.987_569_1e-4 * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    let y = p * r * r + r + 1.0;
+    let e = (t.to_bits() as i32 - 0x4b40_0000 + 127) << 23;
+    y * f32::from_bits(e as u32)
 }
 
 /// Rows of a 2-D tensor as one vector, if present (`bert.` prefix tried too).
@@ -473,6 +604,34 @@ fn erf(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fast_exp_is_within_two_ulp() {
+        let mut worst = 0f64;
+        for i in -870_000..=880_000 {
+            let x = i as f32 / 10_000.0;
+            let (got, want) = (super::exp(x) as f64, (x as f64).exp());
+            worst = worst.max((got - want).abs() / want);
+        }
+        assert!(worst < 2.5e-7, "worst relative error {worst}");
+        assert_eq!(super::exp(-200.0), super::exp(-87.0));
+        assert!(super::exp(-87.0) < 2e-38);
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_keeps_the_order() {
+        let mut row: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin() * 9.0).collect();
+        let orig = row.clone();
+        super::softmax_scaled(&mut row, 0.5);
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5, "{sum}");
+        let m = orig.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        let z: f64 = orig.iter().map(|v| ((v - m) as f64 * 0.5).exp()).sum();
+        for (p, v) in row.iter().zip(&orig) {
+            let want = ((v - m) as f64 * 0.5).exp() / z;
+            assert!((*p as f64 - want).abs() < 1e-6, "{p} vs {want}");
+        }
+    }
+
     #[test]
     fn fast_erf_matches_the_exact_one() {
         let mut worst = 0f32;
