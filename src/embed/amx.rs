@@ -52,18 +52,6 @@ pub fn f32_of(x: u16) -> f32 {
     f32::from_bits((x as u32) << 16)
 }
 
-/// `dst = bf16(src)`, element by element, on all cores.
-pub fn to_bf16(src: &[f32], dst: &mut [u16]) {
-    dst.par_chunks_mut(8192)
-        .zip(src.par_chunks(8192))
-        .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, s)| *d = bf16(*s)));
-}
-
-/// [`to_bf16`] on this thread only.
-pub fn to_bf16_seq(src: &[f32], dst: &mut [u16]) {
-    dst.iter_mut().zip(src).for_each(|(d, s)| *d = bf16(*s));
-}
-
 /// A weight matrix `n × k` (out × in) packed into AMX B tiles.
 pub struct PackedB {
     n: usize,
@@ -339,8 +327,7 @@ mod tests {
         let x: Vec<f32> = (0..m * k).map(|_| r()).collect();
         let w: Vec<f32> = (0..n * k).map(|_| r()).collect();
         let bias: Vec<f32> = (0..n).map(|_| r()).collect();
-        let mut a = vec![0u16; m * k];
-        to_bf16(&x, &mut a);
+        let a: Vec<u16> = x.iter().map(|v| bf16(*v)).collect();
         let packed = PackedB::pack(&w, n, k);
         let mut y = vec![0f32; m * n];
         linear(amx, &a, m, &packed, &bias, &mut y);

@@ -17,6 +17,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::embed::amx::{self, Amx, PackedB};
+use crate::embed::ops;
 use crate::{Error, Result};
 
 struct Layer {
@@ -56,16 +57,12 @@ impl Dense {
         Self { n, k, w, b }
     }
 
-    /// `y[m × n] = x[m × k] · wᵀ + b`; `m` a multiple of [`amx::BLOCK`] when the rows
-    /// were padded for AMX; `scratch` holds the bf16 copy of `x` on that path.
-    fn apply(&self, x: &[f32], m: usize, y: &mut [f32], scratch: &mut Vec<u16>) {
+    /// `y[m × n] = x[m × k] · wᵀ + b`; on AMX from `x16`, the bf16 copy of `x`, with
+    /// `m` a multiple of [`amx::BLOCK`].
+    fn apply(&self, x: &[f32], x16: &[u16], m: usize, y: &mut [f32]) {
         match &self.w {
             Weights::F32(w) => linear(x, m, self.k, w, &self.b, self.n, y),
-            Weights::Amx(amx, packed) => {
-                scratch.resize(m * self.k, 0);
-                amx::to_bf16(&x[..m * self.k], scratch);
-                amx::linear(*amx, scratch, m, packed, &self.b, y);
-            }
+            Weights::Amx(amx, packed) => amx::linear(*amx, x16, m, packed, &self.b, y),
         }
     }
 }
@@ -230,31 +227,40 @@ impl Encoder {
                 r += 1;
             }
         }
-        layer_norm(&mut x, &self.emb_ln_w, &self.emb_ln_b, self.eps);
         let rows = padded;
+        // bf16 copies of the GEMM inputs, for AMX (empty otherwise).
+        let bf = |len: usize| vec![0u16; if self.amx.is_some() { len } else { 0 }];
+        let (mut x16, mut ctx16, mut mid16) = (bf(rows * h), bf(rows * h), bf(rows * self.inter));
+        ops::residual_norm(
+            &mut x,
+            &[],
+            &self.emb_ln_w,
+            &self.emb_ln_b,
+            self.eps,
+            &mut x16,
+        );
         let mut qkv = vec![0f32; rows * 3 * h];
         let mut ctx = vec![0f32; rows * h];
         let mut mid = vec![0f32; rows * self.inter];
         let mut tmp = vec![0f32; rows * h];
-        let mut scratch = Vec::new();
         let spans: Vec<(usize, usize)> = starts
             .iter()
             .zip(seqs)
             .map(|(&s, q)| (s, q.len()))
             .collect();
         for l in &self.layers {
-            l.qkv.apply(&x, rows, &mut qkv, &mut scratch);
+            l.qkv.apply(&x, &x16, rows, &mut qkv);
             self.attention(&qkv, &spans, &mut ctx);
-            l.o.apply(&ctx, rows, &mut tmp, &mut scratch);
-            add_in_place(&mut tmp, &x);
-            layer_norm(&mut tmp, &l.ln1_w, &l.ln1_b, self.eps);
+            if !ctx16.is_empty() {
+                ops::to_bf16(&ctx, &mut ctx16);
+            }
+            l.o.apply(&ctx, &ctx16, rows, &mut tmp);
+            ops::residual_norm(&mut tmp, &x, &l.ln1_w, &l.ln1_b, self.eps, &mut x16);
             std::mem::swap(&mut x, &mut tmp); // x = attention block output
-            l.i.apply(&x, rows, &mut mid, &mut scratch);
-            mid.par_chunks_mut(4096)
-                .for_each(|c| c.iter_mut().for_each(|v| *v = gelu(*v)));
-            l.out.apply(&mid, rows, &mut tmp, &mut scratch);
-            add_in_place(&mut tmp, &x);
-            layer_norm(&mut tmp, &l.ln2_w, &l.ln2_b, self.eps);
+            l.i.apply(&x, &x16, rows, &mut mid);
+            ops::gelu_all(&mut mid, &mut mid16);
+            l.out.apply(&mid, &mid16, rows, &mut tmp);
+            ops::residual_norm(&mut tmp, &x, &l.ln2_w, &l.ln2_b, self.eps, &mut x16);
             std::mem::swap(&mut x, &mut tmp);
         }
         Ok(spans
@@ -352,8 +358,7 @@ impl Head<'_> {
             .zip(p16.chunks_exact_mut(np))
             .take(n)
         {
-            softmax_scaled(&mut srow[..n], scale);
-            amx::to_bf16_seq(&srow[..n], &mut prow[..n]);
+            ops::softmax_scaled(&mut srow[..n], scale, Some(&mut prow[..n]));
         }
         let vp = PackedB::pack_with(d, np, |c, j| if j < n { self.v(j, c) } else { 0.0 });
         let mut out = vec![0f32; np * d];
@@ -397,7 +402,7 @@ impl Head<'_> {
         }
         let scale = 1.0 / (d as f32).sqrt();
         for row in scores.chunks_exact_mut(n) {
-            softmax_scaled(row, scale);
+            ops::softmax_scaled(row, scale, None);
         }
         let mut out = vec![0f32; n * d];
         // out[n × d] = P[n × n] · V[n × d].
@@ -427,74 +432,6 @@ impl Head<'_> {
         }
         out
     }
-}
-
-/// `row = softmax(scale · row)` in place, with AVX-512 when the CPU has it.
-fn softmax_scaled(row: &mut [f32], scale: f32) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F (checked).
-        unsafe { softmax_avx512(row, scale) };
-        return;
-    }
-    softmax_lanes(row, scale);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn softmax_avx512(row: &mut [f32], scale: f32) {
-    softmax_lanes(row, scale)
-}
-
-/// The softmax written in 16 independent lanes so that it vectorizes.
-#[inline(always)]
-fn softmax_lanes(row: &mut [f32], scale: f32) {
-    const L: usize = 16;
-    let mut mx = [f32::NEG_INFINITY; L];
-    let (body, tail) = row.split_at_mut(row.len() / L * L);
-    for c in body.chunks_exact(L) {
-        for l in 0..L {
-            mx[l] = mx[l].max(c[l] * scale);
-        }
-    }
-    let m = tail.iter().fold(
-        mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)),
-        |a, &b| a.max(b * scale),
-    );
-    let mut sums = [0f32; L];
-    for c in body.chunks_exact_mut(L) {
-        for l in 0..L {
-            c[l] = exp(c[l] * scale - m);
-            sums[l] += c[l];
-        }
-    }
-    let mut sum: f32 = sums.iter().sum();
-    for v in tail.iter_mut() {
-        *v = exp(*v * scale - m);
-        sum += *v;
-    }
-    let inv = 1.0 / sum;
-    row.iter_mut().for_each(|v| *v *= inv);
-}
-
-/// `e^x` without branches or libm (Cephes' expf: range reduction by ln 2, a degree-5
-/// polynomial, the exponent put in by bits), so loops over it vectorize; within
-/// 2 ulp of `exp` over the range a softmax uses (see the test); 0 below −87.
-#[inline(always)]
-fn exp(x: f32) -> f32 {
-    let x = x.clamp(-87.0, 88.0);
-    // Round x·log2(e) to the nearest integer with the 1.5·2^23 trick.
-    let t = x * std::f32::consts::LOG2_E + 12_582_912.0;
-    let n = t - 12_582_912.0;
-    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
-    let mut p = 1.987_569_1e-4 * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
-    let y = p * r * r + r + 1.0;
-    let e = (t.to_bits() as i32 - 0x4b40_0000 + 127) << 23;
-    y * f32::from_bits(e as u32)
 }
 
 /// Rows of a 2-D tensor as one vector, if present (`bert.` prefix tried too).
@@ -554,92 +491,5 @@ fn linear(x: &[f32], m: usize, k: usize, w: &[f32], b: &[f32], n: usize, y: &mut
                 Parallelism::None
             },
         );
-    }
-}
-
-fn add_in_place(y: &mut [f32], x: &[f32]) {
-    y.par_chunks_mut(4096)
-        .zip(x.par_chunks(4096))
-        .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(a, b)| *a += b));
-}
-
-/// Layer norm of each row of `x` (rows as long as `w`), in place.
-fn layer_norm(x: &mut [f32], w: &[f32], b: &[f32], eps: f32) {
-    let h = w.len();
-    x.par_chunks_mut(h).for_each(|row| {
-        let mean = row.iter().sum::<f32>() / h as f32;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
-        let inv = 1.0 / (var + eps).sqrt();
-        for ((v, w), b) in row.iter_mut().zip(w).zip(b) {
-            *v = (*v - mean) * inv * w + b;
-        }
-    });
-}
-
-/// BERT's GELU: `x · Φ(x)` with the error function.
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// The error function as a rational function of `x` (Eigen's fast erf for f32, the
-/// one TensorFlow uses too): no branches, no `exp` and no `mul_add` (a libm call
-/// without FMA at compile time), so the compiler vectorizes the GELU loop; within
-/// 1e-6 of `erf` (see the test).
-#[inline(always)]
-fn erf(x: f32) -> f32 {
-    let x = x.clamp(-4.0, 4.0);
-    let x2 = x * x;
-    let mut p = x2 * -2.726_142_3e-10 + 2.770_681_4e-8;
-    p = x2 * p + -2.101_024e-6;
-    p = x2 * p + -5.692_506_4e-5;
-    p = x2 * p + -7.349_906e-4;
-    p = x2 * p + -2.954_600_2e-3;
-    p = x2 * p + -1.609_603_3e-2;
-    let mut q = x2 * -1.456_607_2e-5 + -2.133_740_6e-4;
-    q = x2 * q + -1.682_827e-3;
-    q = x2 * q + -7.373_329_3e-3;
-    q = x2 * q + -1.426_474e-2;
-    x * p / q
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn fast_exp_is_within_two_ulp() {
-        let mut worst = 0f64;
-        for i in -870_000..=880_000 {
-            let x = i as f32 / 10_000.0;
-            let (got, want) = (super::exp(x) as f64, (x as f64).exp());
-            worst = worst.max((got - want).abs() / want);
-        }
-        assert!(worst < 2.5e-7, "worst relative error {worst}");
-        assert_eq!(super::exp(-200.0), super::exp(-87.0));
-        assert!(super::exp(-87.0) < 2e-38);
-    }
-
-    #[test]
-    fn softmax_sums_to_one_and_keeps_the_order() {
-        let mut row: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin() * 9.0).collect();
-        let orig = row.clone();
-        super::softmax_scaled(&mut row, 0.5);
-        let sum: f32 = row.iter().sum();
-        assert!((sum - 1.0).abs() < 1e-5, "{sum}");
-        let m = orig.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-        let z: f64 = orig.iter().map(|v| ((v - m) as f64 * 0.5).exp()).sum();
-        for (p, v) in row.iter().zip(&orig) {
-            let want = ((v - m) as f64 * 0.5).exp() / z;
-            assert!((*p as f64 - want).abs() < 1e-6, "{p} vs {want}");
-        }
-    }
-
-    #[test]
-    fn fast_erf_matches_the_exact_one() {
-        let mut worst = 0f32;
-        for i in -80_000..=80_000 {
-            let x = i as f32 / 10_000.0;
-            let d = (super::erf(x) - candle_core::cpu::erf::erf_f32(x)).abs();
-            worst = worst.max(d);
-        }
-        assert!(worst < 1e-6, "worst error {worst}");
     }
 }

@@ -5,6 +5,7 @@ pub mod amx;
 pub mod bench;
 pub mod bert;
 pub mod encoder;
+pub mod ops;
 
 use std::ops::Range;
 

@@ -1,0 +1,289 @@
+//! The encoder's element-wise work: residual + layer norm, GELU, softmax, and the
+//! f32 → bf16 conversion, written so that the compiler vectorizes them (no branches,
+//! no libm calls, independent lanes), and each compiled twice: for AVX-512 when the
+//! CPU has it (chosen at run time, so one binary runs on any x86-64) and for the
+//! baseline target. Both copies compute the same bits: Rust never reassociates or
+//! contracts floating-point operations.
+
+use rayon::prelude::*;
+
+use crate::embed::amx::bf16;
+
+/// `fn name(args) body`, compiled for AVX-512 as well, that copy chosen at run time.
+macro_rules! wide_fn {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($a:ident: $t:ty),* $(,)?) $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($a: $t),*) {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+            unsafe fn wide($($a: $t),*) $body
+            #[inline(always)]
+            fn plain($($a: $t),*) $body
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vl")
+            {
+                // SAFETY: the CPU has the features `wide` is compiled for (checked).
+                return unsafe { wide($($a),*) };
+            }
+            plain($($a),*)
+        }
+    };
+}
+
+/// Lanes of the independent accumulators (one AVX-512 register of f32).
+const L: usize = 16;
+
+/// Sum of `xs` in `L` lanes (so that it vectorizes), then the lanes in order.
+#[inline(always)]
+fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; L];
+    let mut chunks = xs.chunks_exact(L);
+    for c in &mut chunks {
+        for l in 0..L {
+            acc[l] += f(c[l]);
+        }
+    }
+    let mut s: f32 = acc.iter().sum();
+    for &v in chunks.remainder() {
+        s += f(v);
+    }
+    s
+}
+
+wide_fn! {
+    /// One row: `y = layer_norm(y + x) · w + b`, and its bf16 copy in `y16` when given
+    /// (the next GEMM's input).
+    fn residual_norm_row(y: &mut [f32], x: &[f32], w: &[f32], b: &[f32], eps: f32, y16: Option<&mut [u16]>) {
+        let h = y.len();
+        if !x.is_empty() {
+            y.iter_mut().zip(x).for_each(|(y, x)| *y += x);
+        }
+        let mean = lane_sum(y, |v| v) / h as f32;
+        let var = lane_sum(y, |v| (v - mean) * (v - mean)) / h as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, w), b) in y.iter_mut().zip(w).zip(b) {
+            *v = (*v - mean) * inv * w + b;
+        }
+        if let Some(y16) = y16 {
+            y16.iter_mut().zip(y.iter()).for_each(|(d, s)| *d = bf16(*s));
+        }
+    }
+}
+
+/// Each row of `y` (rows as long as `w`): `y = layer_norm(y + x) · w + b` (`x` empty:
+/// no residual), on all cores; `y16` gets the bf16 copy when not empty.
+pub fn residual_norm(y: &mut [f32], x: &[f32], w: &[f32], b: &[f32], eps: f32, y16: &mut [u16]) {
+    let h = w.len();
+    let rows = y.len() / h;
+    let x_rows = |i: usize| {
+        if x.is_empty() {
+            &x[..0]
+        } else {
+            &x[i * h..(i + 1) * h]
+        }
+    };
+    if y16.is_empty() {
+        y.par_chunks_mut(h)
+            .enumerate()
+            .for_each(|(i, row)| residual_norm_row(row, x_rows(i), w, b, eps, None));
+    } else {
+        y.par_chunks_mut(h)
+            .zip(y16[..rows * h].par_chunks_mut(h))
+            .enumerate()
+            .for_each(|(i, (row, r16))| residual_norm_row(row, x_rows(i), w, b, eps, Some(r16)));
+    }
+}
+
+wide_fn! {
+    /// GELU in place over a slice, and its bf16 copy in `y16` when given.
+    fn gelu_slice(y: &mut [f32], y16: Option<&mut [u16]>) {
+        y.iter_mut().for_each(|v| *v = gelu(*v));
+        if let Some(y16) = y16 {
+            y16.iter_mut().zip(y.iter()).for_each(|(d, s)| *d = bf16(*s));
+        }
+    }
+}
+
+/// GELU of every element of `y`, on all cores; `y16` gets the bf16 copy when not
+/// empty.
+pub fn gelu_all(y: &mut [f32], y16: &mut [u16]) {
+    const CHUNK: usize = 8192;
+    let len = y.len();
+    if y16.is_empty() {
+        y.par_chunks_mut(CHUNK).for_each(|c| gelu_slice(c, None));
+    } else {
+        y.par_chunks_mut(CHUNK)
+            .zip(y16[..len].par_chunks_mut(CHUNK))
+            .for_each(|(c, d)| gelu_slice(c, Some(d)));
+    }
+}
+
+wide_fn! {
+    /// `dst = bf16(src)` on this thread.
+    pub fn to_bf16_seq(src: &[f32], dst: &mut [u16]) {
+        dst.iter_mut().zip(src).for_each(|(d, s)| *d = bf16(*s));
+    }
+}
+
+/// `dst = bf16(src)`, on all cores.
+pub fn to_bf16(src: &[f32], dst: &mut [u16]) {
+    dst.par_chunks_mut(8192)
+        .zip(src.par_chunks(8192))
+        .for_each(|(d, s)| to_bf16_seq(s, d));
+}
+
+wide_fn! {
+    /// `row = softmax(scale · row)` in place; `row16` gets the bf16 copy when given.
+    pub fn softmax_scaled(row: &mut [f32], scale: f32, row16: Option<&mut [u16]>) {
+        let mut mx = [f32::NEG_INFINITY; L];
+        let (body, tail) = row.split_at_mut(row.len() / L * L);
+        for c in body.chunks_exact(L) {
+            for l in 0..L {
+                mx[l] = mx[l].max(c[l] * scale);
+            }
+        }
+        let m = tail.iter().fold(
+            mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)),
+            |a, &b| a.max(b * scale),
+        );
+        let mut sums = [0f32; L];
+        for c in body.chunks_exact_mut(L) {
+            for l in 0..L {
+                c[l] = exp(c[l] * scale - m);
+                sums[l] += c[l];
+            }
+        }
+        let mut sum: f32 = sums.iter().sum();
+        for v in tail.iter_mut() {
+            *v = exp(*v * scale - m);
+            sum += *v;
+        }
+        let inv = 1.0 / sum;
+        row.iter_mut().for_each(|v| *v *= inv);
+        if let Some(row16) = row16 {
+            row16.iter_mut().zip(row.iter()).for_each(|(d, s)| *d = bf16(*s));
+        }
+    }
+}
+
+/// `e^x` without branches or libm (Cephes' expf: range reduction by ln 2, a degree-5
+/// polynomial, the exponent put in by bits), so loops over it vectorize; within
+/// 2 ulp of `exp` over the range a softmax uses (see the test); 0 below −87.
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 88.0);
+    // Round x·log2(e) to the nearest integer with the 1.5·2^23 trick.
+    let t = x * std::f32::consts::LOG2_E + 12_582_912.0;
+    let n = t - 12_582_912.0;
+    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
+    let mut p = 1.987_569_1e-4 * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    let y = p * r * r + r + 1.0;
+    let e = (t.to_bits() as i32 - 0x4b40_0000 + 127) << 23;
+    y * f32::from_bits(e as u32)
+}
+
+/// BERT's GELU: `x · Φ(x)` with the error function.
+#[inline(always)]
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// The error function as a rational function of `x` (Eigen's fast erf for f32, the
+/// one TensorFlow uses too): no branches, no `exp` and no `mul_add` (a libm call
+/// without FMA at compile time), so the compiler vectorizes the GELU loop; within
+/// 1e-6 of `erf` (see the test).
+#[inline(always)]
+fn erf(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = x2 * -2.726_142_3e-10 + 2.770_681_4e-8;
+    p = x2 * p + -2.101_024e-6;
+    p = x2 * p + -5.692_506_4e-5;
+    p = x2 * p + -7.349_906e-4;
+    p = x2 * p + -2.954_600_2e-3;
+    p = x2 * p + -1.609_603_3e-2;
+    let mut q = x2 * -1.456_607_2e-5 + -2.133_740_6e-4;
+    q = x2 * q + -1.682_827e-3;
+    q = x2 * q + -7.373_329_3e-3;
+    q = x2 * q + -1.426_474e-2;
+    x * p / q
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fast_exp_is_within_two_ulp() {
+        let mut worst = 0f64;
+        for i in -870_000..=880_000 {
+            let x = i as f32 / 10_000.0;
+            let (got, want) = (super::exp(x) as f64, (x as f64).exp());
+            worst = worst.max((got - want).abs() / want);
+        }
+        assert!(worst < 2.5e-7, "worst relative error {worst}");
+        assert_eq!(super::exp(-200.0), super::exp(-87.0));
+        assert!(super::exp(-87.0) < 2e-38);
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_keeps_the_order() {
+        let mut row: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin() * 9.0).collect();
+        let orig = row.clone();
+        let mut row16 = vec![0u16; 37];
+        super::softmax_scaled(&mut row, 0.5, Some(&mut row16));
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5, "{sum}");
+        let m = orig.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        let z: f64 = orig.iter().map(|v| ((v - m) as f64 * 0.5).exp()).sum();
+        for ((p, v), p16) in row.iter().zip(&orig).zip(&row16) {
+            let want = ((v - m) as f64 * 0.5).exp() / z;
+            assert!((*p as f64 - want).abs() < 1e-6, "{p} vs {want}");
+            assert_eq!(*p16, crate::embed::amx::bf16(*p));
+        }
+    }
+
+    #[test]
+    fn residual_norm_matches_the_formula() {
+        let h = 40;
+        let mut y: Vec<f32> = (0..2 * h).map(|i| (i as f32 * 0.37).cos()).collect();
+        let x: Vec<f32> = (0..2 * h).map(|i| (i as f32 * 0.11).sin()).collect();
+        let w: Vec<f32> = (0..h).map(|i| 1.0 + i as f32 / 100.0).collect();
+        let b: Vec<f32> = (0..h).map(|i| i as f32 / 50.0).collect();
+        let want: Vec<f64> = y
+            .chunks(h)
+            .zip(x.chunks(h))
+            .flat_map(|(yr, xr)| {
+                let s: Vec<f64> = yr.iter().zip(xr).map(|(a, b)| (a + b) as f64).collect();
+                let mean = s.iter().sum::<f64>() / h as f64;
+                let var = s.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / h as f64;
+                let inv = 1.0 / (var + 1e-12).sqrt();
+                s.iter()
+                    .enumerate()
+                    .map(|(j, v)| (v - mean) * inv * w[j] as f64 + b[j] as f64)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut y16 = vec![0u16; 2 * h];
+        super::residual_norm(&mut y, &x, &w, &b, 1e-12, &mut y16);
+        for (i, (g, w)) in y.iter().zip(&want).enumerate() {
+            assert!((*g as f64 - w).abs() < 1e-5, "{i}: {g} vs {w}");
+            assert_eq!(y16[i], crate::embed::amx::bf16(*g));
+        }
+    }
+
+    #[test]
+    fn fast_erf_matches_the_exact_one() {
+        let mut worst = 0f32;
+        for i in -80_000..=80_000 {
+            let x = i as f32 / 10_000.0;
+            let d = (super::erf(x) - candle_core::cpu::erf::erf_f32(x)).abs();
+            worst = worst.max(d);
+        }
+        assert!(worst < 1e-6, "worst error {worst}");
+    }
+}
