@@ -33,7 +33,7 @@ impl Amx {
 
 /// Whether a `n × k` weight can go through [`linear`].
 pub fn fits(n: usize, k: usize) -> bool {
-    n % BLOCK == 0 && k % BLOCK == 0 && n > 0 && k > 0
+    n.is_multiple_of(BLOCK) && k.is_multiple_of(BLOCK) && n > 0 && k > 0
 }
 
 /// f32 → bf16, rounding to nearest even (NaN stays NaN).
@@ -123,7 +123,7 @@ impl PackedB {
 pub fn linear(_amx: Amx, a: &[u16], m: usize, w: &PackedB, bias: &[f32], y: &mut [f32]) {
     let (n, k) = (w.n, w.k);
     assert!(
-        m % BLOCK == 0 && a.len() >= m * k && y.len() >= m * n && bias.len() == n,
+        m.is_multiple_of(BLOCK) && a.len() >= m * k && y.len() >= m * n && bias.len() == n,
         "AMX linear: bad shapes"
     );
     y[..m * n]
@@ -145,7 +145,7 @@ pub fn linear(_amx: Amx, a: &[u16], m: usize, w: &PackedB, bias: &[f32], y: &mut
 pub fn matmul(_amx: Amx, a: &[u16], m: usize, w: &PackedB, y: &mut [f32]) {
     let (n, k) = (w.n, w.k);
     assert!(
-        m % BLOCK == 0 && a.len() >= m * k && y.len() >= m * n,
+        m.is_multiple_of(BLOCK) && a.len() >= m * k && y.len() >= m * n,
         "AMX matmul: bad shapes"
     );
     y[..m * n].fill(0.0);

@@ -289,7 +289,7 @@ impl Encoder {
             .iter()
             .flat_map(|&(s, n)| (0..self.heads).map(move |hd| (s, n, hd)))
             .collect();
-        let amx = self.amx.filter(|_| d % amx::BLOCK == 0);
+        let amx = self.amx.filter(|_| d.is_multiple_of(amx::BLOCK));
         let outs: Vec<Vec<f32>> = jobs
             .par_iter()
             .map(|&(s, n, hd)| {
