@@ -15,6 +15,18 @@ pub(crate) fn has_avx2_fma() -> bool {
     std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
 }
 
+/// Whether the CPU has AVX-512 (F, BW, VL) and FMA, for the run-time choice of kernels.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx512() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        has_avx2_fma()
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
+    })
+}
+
 /// Lanes of an AVX-512 register of f32.
 const LANES: usize = 16;
 
@@ -253,12 +265,32 @@ pub fn attend(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if has_avx512() {
+            // SAFETY: the CPU has the features `attend_512` is compiled for.
+            unsafe { attend_512(one_token, q, kv, total, scale, s, out) };
+            return;
+        }
         if has_avx2_fma() {
             // SAFETY: the CPU has the features `attend_fma` is compiled for.
             unsafe { attend_fma(one_token, q, kv, total, scale, s, out) };
             return;
         }
     }
+    attend_impl(one_token, q, kv, total, scale, s, out);
+}
+
+/// The same code on 16-lane registers (the lanes are the same, so are the bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+fn attend_512(
+    one_token: bool,
+    q: &[f32],
+    kv: &HeadKv,
+    total: usize,
+    scale: f32,
+    s: &mut AttnScratch,
+    out: &mut [f32],
+) {
     attend_impl(one_token, q, kv, total, scale, s, out);
 }
 

@@ -11,6 +11,8 @@ pub mod llama;
 pub mod model;
 pub(crate) mod qmatmul;
 pub mod tokenizer;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod vnni;
 
 pub use model::{DeviceKind, GgufLlm, LoadOptions};
 

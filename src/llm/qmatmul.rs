@@ -23,20 +23,23 @@ use candle_core::{Module, Result, Tensor};
 use half::f16;
 use rayon::prelude::*;
 
+#[cfg(target_arch = "x86_64")]
+use super::vnni;
+
 /// Values per quantization block (all types here).
-const QK: usize = 32;
+pub(crate) const QK: usize = 32;
 
 /// Weight block layouts (bytes): Q4_0 = d + 16 nibble bytes; Q4_1 = d, m + 16;
 /// Q8_0 = d + 32 signed bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Q4_0,
     Q4_1,
     Q8_0,
 }
 
 impl Kind {
-    fn block_bytes(self) -> usize {
+    pub(crate) fn block_bytes(self) -> usize {
         match self {
             Kind::Q4_0 => 18,
             Kind::Q4_1 => 20,
@@ -50,9 +53,9 @@ impl Kind {
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(32))]
 pub(crate) struct Q8Block {
-    qs: [i8; QK],
-    d: f32,
-    s: f32,
+    pub(crate) qs: [i8; QK],
+    pub(crate) d: f32,
+    pub(crate) s: f32,
 }
 
 impl Default for Q8Block {
@@ -68,6 +71,25 @@ impl Default for Q8Block {
 /// Quantize `x` (a multiple of 32 long) into `out` as ggml's x86 `quantize_row_q8_1`
 /// does (which for `d` and `qs` is also `quantize_row_q8_0`).
 pub(crate) fn quantize_row_q8(x: &[f32], out: &mut [Q8Block]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::ggml_ops::has_avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA (checked).
+        unsafe { quantize_row_q8_avx2(x, out) };
+        return;
+    }
+    quantize_row_q8_body(x, out);
+}
+
+/// The same code compiled with AVX2 (`round_ties_even` becomes one instruction
+/// instead of a libm call); the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_row_q8_avx2(x: &[f32], out: &mut [Q8Block]) {
+    quantize_row_q8_body(x, out)
+}
+
+#[inline(always)]
+fn quantize_row_q8_body(x: &[f32], out: &mut [Q8Block]) {
     for (xb, y) in x.chunks_exact(QK).zip(out.iter_mut()) {
         let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
         let d = amax / 127.0;
@@ -201,6 +223,15 @@ impl Rows {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<Q8Block>> = const { std::cell::RefCell::new(Vec::new()) };
+    #[cfg(target_arch = "x86_64")]
+    static PAIRS: std::cell::RefCell<Vec<vnni::Pair>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether the AVX-512 VNNI kernels can run (checked once).
+#[cfg(target_arch = "x86_64")]
+fn vnni_available() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| std::env::var_os("QUIRE_NO_VNNI").is_none() && vnni::available())
 }
 
 /// Weight rows per parallel task.
@@ -244,37 +275,73 @@ impl OwnWeight {
         let row_bytes = nb * self.kind.block_bytes();
         let kern = kernel(self.kind);
         let kern4 = kernel4(self.kind);
-        // Each task: ROWS_PER_TASK weight rows against every activation row; results
-        // land in a task-local buffer, then are scattered into `out` (row-major m×n).
-        let tasks = self.n.div_ceil(ROWS_PER_TASK);
-        let parts: Vec<(usize, Vec<f32>)> = (0..tasks)
+        #[cfg(target_arch = "x86_64")]
+        if m >= 2 && vnni_available() {
+            let parts = PAIRS.with(|cell| {
+                let mut pairs = cell.borrow_mut();
+                vnni::pairs(q, m, nb, &mut pairs);
+                let pairs: &[vnni::Pair] = &pairs;
+                self.tasks(m, |j0, j1, res| {
+                    let width = j1 - j0;
+                    let mut wr = vnni::WeightRow::new(self.kind);
+                    let mut col = vec![0f32; m];
+                    for (jj, j) in (j0..j1).enumerate() {
+                        wr.load(&self.data[j * row_bytes..(j + 1) * row_bytes]);
+                        vnni::rows(&wr, pairs, &mut col);
+                        for (i, v) in col.iter().enumerate() {
+                            res[i * width + jj] = *v;
+                        }
+                    }
+                })
+            });
+            self.scatter(parts, m, out);
+            return;
+        }
+        let parts = self.tasks(m, |j0, j1, res| {
+            let width = j1 - j0;
+            for (jj, j) in (j0..j1).enumerate() {
+                let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                let mut i = 0;
+                if let Some(k4) = kern4 {
+                    let mut r4 = [0f32; 4];
+                    while i + 4 <= m {
+                        let row = |t: usize| &q[(i + t) * nb..(i + t + 1) * nb];
+                        k4(w, [row(0), row(1), row(2), row(3)], &mut r4);
+                        for (t, v) in r4.iter().enumerate() {
+                            res[(i + t) * width + jj] = *v;
+                        }
+                        i += 4;
+                    }
+                }
+                for (i, qa) in q.chunks_exact(nb).enumerate().skip(i) {
+                    res[i * width + jj] = kern(w, qa);
+                }
+            }
+        });
+        self.scatter(parts, m, out);
+    }
+
+    /// Run `task(j0, j1, res)` for blocks of ROWS_PER_TASK weight rows in parallel;
+    /// `res` (`m × (j1 − j0)`, row-major) is the block's share of the output.
+    fn tasks(
+        &self,
+        m: usize,
+        task: impl Fn(usize, usize, &mut [f32]) + Sync,
+    ) -> Vec<(usize, Vec<f32>)> {
+        (0..self.n.div_ceil(ROWS_PER_TASK))
             .into_par_iter()
             .map(|t| {
                 let j0 = t * ROWS_PER_TASK;
                 let j1 = (j0 + ROWS_PER_TASK).min(self.n);
                 let mut res = vec![0f32; (j1 - j0) * m];
-                let width = j1 - j0;
-                for (jj, j) in (j0..j1).enumerate() {
-                    let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                    let mut i = 0;
-                    if let Some(k4) = kern4 {
-                        let mut r4 = [0f32; 4];
-                        while i + 4 <= m {
-                            let row = |t: usize| &q[(i + t) * nb..(i + t + 1) * nb];
-                            k4(w, [row(0), row(1), row(2), row(3)], &mut r4);
-                            for (t, v) in r4.iter().enumerate() {
-                                res[(i + t) * width + jj] = *v;
-                            }
-                            i += 4;
-                        }
-                    }
-                    for (i, qa) in q.chunks_exact(nb).enumerate().skip(i) {
-                        res[i * width + jj] = kern(w, qa);
-                    }
-                }
+                task(j0, j1, &mut res);
                 (j0, res)
             })
-            .collect();
+            .collect()
+    }
+
+    /// The tasks' blocks into `out` (row-major `m × n`).
+    fn scatter(&self, parts: Vec<(usize, Vec<f32>)>, m: usize, out: &mut [f32]) {
         for (j0, res) in parts {
             let width = res.len() / m.max(1);
             for i in 0..m {
@@ -290,6 +357,13 @@ type Kernel = fn(&[u8], &[Q8Block]) -> f32;
 fn kernel(kind: Kind) -> Kernel {
     #[cfg(target_arch = "x86_64")]
     {
+        if vnni_available() {
+            return match kind {
+                Kind::Q4_0 => |w, ys| vnni::row(Kind::Q4_0, w, ys),
+                Kind::Q4_1 => |w, ys| vnni::row(Kind::Q4_1, w, ys),
+                Kind::Q8_0 => |w, ys| vnni::row(Kind::Q8_0, w, ys),
+            };
+        }
         if super::ggml_ops::has_avx2_fma() {
             return match kind {
                 Kind::Q4_0 => avx2::dot_q4_0,
@@ -330,7 +404,7 @@ static F16_TO_F32: std::sync::LazyLock<Vec<f32>> =
 
 /// The f16 stored little-endian at `b[at..at + 2]`, widened.
 #[inline(always)]
-fn f16_at(b: &[u8], at: usize) -> f32 {
+pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
     F16_TO_F32[usize::from(u16::from_le_bytes([b[at], b[at + 1]]))]
 }
 
@@ -610,9 +684,16 @@ mod tests {
     /// error, with the dequantized float product.
     #[test]
     fn kernels_match_the_portable_loop_and_the_float_product() {
-        let (m, n, k) = (5, 37, 96);
+        // 1 row (generation), 2, 5 (pairs and quads with an odd row left) and 9.
+        for m in [1, 2, 5, 9] {
+            kernels_match_for(m);
+        }
+    }
+
+    fn kernels_match_for(m: usize) {
+        let (n, k) = (37, 96);
         let w = rnd(n * k, 7);
-        let x = rnd(m * k, 11);
+        let x = rnd(m * k, 11 + m as u64);
         let dev = Device::Cpu;
         let wt = Tensor::from_vec(w.clone(), (n, k), &dev).unwrap();
         let xt = Tensor::from_vec(x.clone(), (m, k), &dev).unwrap();
