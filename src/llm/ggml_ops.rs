@@ -82,14 +82,23 @@ pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
 /// `ggml_compute_forward_rms_norm_f32` fused with the weight: the sum of squares in
 /// f64 of f32 squares, then `x · scale · w`.
 pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    use rayon::prelude::*;
     let n = w.len();
-    for (xr, yr) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+    let norm = |(xr, yr): (&[f32], &mut [f32])| {
         let sum: f64 = xr.iter().map(|&v| f64::from(v * v)).sum();
         let mean = (sum / n as f64) as f32;
         let scale = 1.0f32 / (mean + eps).sqrt();
         for ((y, &v), &wi) in yr.iter_mut().zip(xr).zip(w) {
             *y = v * scale * wi;
         }
+    };
+    if x.len() > 8 * n {
+        // Rows are independent: the same arithmetic on both cores.
+        x.par_chunks_exact(n)
+            .zip(out.par_chunks_exact_mut(n))
+            .for_each(norm);
+    } else {
+        x.chunks_exact(n).zip(out.chunks_exact_mut(n)).for_each(norm);
     }
 }
 

@@ -371,7 +371,12 @@ impl Llama {
             let g = l.w1.forward_rows(&h, rows)?;
             let u = l.w3.forward_rows(&h, rows)?;
             let mut a = vec![0f32; g.len()];
-            ggml_ops::swiglu_fast(&g, &u, &mut a);
+            // Row by row (as ggml applies it), rows on both cores.
+            let ff = g.len() / rows;
+            a.par_chunks_mut(ff)
+                .zip(g.par_chunks(ff))
+                .zip(u.par_chunks(ff))
+                .for_each(|((a, g), u)| ggml_ops::swiglu_fast(g, u, a));
             let y = l.w2.forward_rows(&a, rows)?;
             for (xi, yi) in x.iter_mut().zip(&y) {
                 *xi += yi;
