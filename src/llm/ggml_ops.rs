@@ -98,7 +98,9 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
             .zip(out.par_chunks_exact_mut(n))
             .for_each(norm);
     } else {
-        x.chunks_exact(n).zip(out.chunks_exact_mut(n)).for_each(norm);
+        x.chunks_exact(n)
+            .zip(out.chunks_exact_mut(n))
+            .for_each(norm);
     }
 }
 
