@@ -152,12 +152,11 @@ unsafe fn rows_512(w: &WeightRow, ps: &[Pair], out: &mut [f32]) {
     // Several pairs at a time: each weight block loaded once for all, and as many
     // independent FMA chains in flight (each chain stays in ggml's order).
     while p + 4 <= n_pairs {
-        pairs_n::<4>(
-            w,
-            &ps[p * nb..(p + 4) * nb],
-            &lanes,
-            &mut out[2 * p..2 * p + 8],
-        );
+        // The last pair may hold an odd row twice: only `out`'s rows are kept.
+        let mut eight = [0f32; 8];
+        pairs_n::<4>(w, &ps[p * nb..(p + 4) * nb], &lanes, &mut eight);
+        let end = (2 * p + 8).min(out.len());
+        out[2 * p..end].copy_from_slice(&eight[..end - 2 * p]);
         p += 4;
     }
     while p < n_pairs {
