@@ -120,24 +120,55 @@ impl PackedB {
 
 /// `y[m × n] = bias + a[m × k] · wᵀ`: `a` bf16 row-major, `m` a multiple of
 /// [`BLOCK`], `w` packed; blocks of 32 rows on all cores.
-pub fn linear(_amx: Amx, a: &[u16], m: usize, w: &PackedB, bias: &[f32], y: &mut [f32]) {
-    let (n, k) = (w.n, w.k);
+pub fn linear(amx: Amx, a: &[u16], m: usize, w: &PackedB, bias: &[f32], y: &mut [f32]) {
+    let n = w.n;
     assert!(
-        m.is_multiple_of(BLOCK) && a.len() >= m * k && y.len() >= m * n && bias.len() == n,
+        y.len() >= m * n && bias.len() == n,
         "AMX linear: bad shapes"
     );
-    y[..m * n]
-        .par_chunks_mut(BLOCK * n)
-        .zip(a[..m * k].par_chunks(BLOCK * k))
-        .for_each(|(yb, ab)| {
-            for row in yb.chunks_exact_mut(n) {
-                row.copy_from_slice(bias);
+    linear_blocks(
+        amx,
+        a,
+        m,
+        w,
+        y[..m * n].par_chunks_mut(BLOCK * n),
+        |c, yb| {
+            for ((yr, cr), _) in yb.chunks_exact_mut(n).zip(c.chunks_exact(n)).zip(0..BLOCK) {
+                for ((y, c), b) in yr.iter_mut().zip(cr).zip(bias) {
+                    *y = c + b;
+                }
             }
-            // SAFETY: `Amx` proves the tile state is enabled for this process;
-            // `ab` holds 32 rows of k bf16, `yb` 32 rows of n f32, and `w.data` every
+        },
+    );
+}
+
+/// For each block of [`BLOCK`] rows of `a` (`m × k` bf16, `m` a multiple of
+/// [`BLOCK`]): `c = a_block · wᵀ` (`BLOCK × n` f32), handed to `epi` with the block's
+/// item of `outs` (one per block, in order); blocks on all cores. The epilogue adds
+/// the bias and does the element-wise work while the block is in cache.
+pub fn linear_blocks<O: Send>(
+    _amx: Amx,
+    a: &[u16],
+    m: usize,
+    w: &PackedB,
+    outs: impl IndexedParallelIterator<Item = O>,
+    epi: impl Fn(&mut [f32], O) + Sync + Send,
+) {
+    let (n, k) = (w.n, w.k);
+    assert!(
+        m.is_multiple_of(BLOCK) && a.len() >= m * k,
+        "AMX linear: bad shapes"
+    );
+    a[..m * k].par_chunks(BLOCK * k).zip(outs).for_each_init(
+        || vec![0f32; BLOCK * n],
+        |c, (ab, o)| {
+            // SAFETY: `Amx` proves the tile state is enabled for this process; `ab`
+            // holds 32 rows of k bf16, `c` 32 rows of n f32, and `w.data` every
             // (n/16)·(k/32) tile of 512 bf16 the loop reads.
-            unsafe { platform::block(ab.as_ptr(), k, w.data.as_ptr(), n, yb.as_mut_ptr()) };
-        });
+            unsafe { platform::block(ab.as_ptr(), k, w.data.as_ptr(), n, c.as_mut_ptr()) };
+            epi(c, o);
+        },
+    );
 }
 
 /// `y[m × n] = a[m × k] · wᵀ` on this thread only (for work already split across
@@ -148,7 +179,6 @@ pub fn matmul(_amx: Amx, a: &[u16], m: usize, w: &PackedB, y: &mut [f32]) {
         m.is_multiple_of(BLOCK) && a.len() >= m * k && y.len() >= m * n,
         "AMX matmul: bad shapes"
     );
-    y[..m * n].fill(0.0);
     for (yb, ab) in y[..m * n]
         .chunks_mut(BLOCK * n)
         .zip(a[..m * k].chunks(BLOCK * k))
@@ -211,7 +241,7 @@ mod platform {
         Config(c)
     };
 
-    /// One 32-row block: `y[32 × n] += a[32 × k] · wᵀ`.
+    /// One 32-row block: `y[32 × n] = a[32 × k] · wᵀ`.
     ///
     /// # Safety
     /// AMX enabled ([`enable`] returned true); `a` 32·k bf16, `y` 32·n f32, `w` the
@@ -228,12 +258,11 @@ mod platform {
                 let c2 = c0.add(16 * n);
                 let c3 = c2.add(16);
                 asm!(
-                    "tileloadd tmm0, [{c0} + {s}*1]",
-                    "tileloadd tmm1, [{c1} + {s}*1]",
-                    "tileloadd tmm2, [{c2} + {s}*1]",
-                    "tileloadd tmm3, [{c3} + {s}*1]",
-                    c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
-                    s = in(reg) sy, options(nostack, readonly)
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    options(nostack, nomem)
                 );
                 let b0 = w.add(nb * 2 * kt_n * 512);
                 let b1 = b0.add(kt_n * 512);

@@ -44,25 +44,32 @@ enum Weights {
     /// Row-major f32, multiplied by the `gemm` crate.
     F32(Vec<f32>),
     /// Packed bf16 tiles for AMX.
-    Amx(Amx, PackedB),
+    Amx(PackedB),
 }
 
 impl Dense {
     fn new(w: Vec<f32>, b: Vec<f32>, k: usize, amx: Option<Amx>) -> Self {
         let n = b.len();
         let w = match amx {
-            Some(amx) if amx::fits(n, k) => Weights::Amx(amx, PackedB::pack(&w, n, k)),
+            Some(_) if amx::fits(n, k) => Weights::Amx(PackedB::pack(&w, n, k)),
             _ => Weights::F32(w),
         };
         Self { n, k, w, b }
     }
 
-    /// `y[m × n] = x[m × k] · wᵀ + b`; on AMX from `x16`, the bf16 copy of `x`, with
-    /// `m` a multiple of [`amx::BLOCK`].
-    fn apply(&self, x: &[f32], x16: &[u16], m: usize, y: &mut [f32]) {
+    /// `y[m × n] = x[m × k] · wᵀ + b` in f32.
+    fn apply(&self, x: &[f32], m: usize, y: &mut [f32]) {
         match &self.w {
             Weights::F32(w) => linear(x, m, self.k, w, &self.b, self.n, y),
-            Weights::Amx(amx, packed) => amx::linear(*amx, x16, m, packed, &self.b, y),
+            Weights::Amx(..) => unreachable!("a packed dense layer on the f32 path"),
+        }
+    }
+
+    /// The packed weight (the encoder packs every dense layer or none).
+    fn tiles(&self) -> &PackedB {
+        match &self.w {
+            Weights::Amx(p) => p,
+            Weights::F32(_) => unreachable!("a dense layer left in f32 on the AMX path"),
         }
     }
 }
@@ -122,6 +129,8 @@ impl Encoder {
                 dims.heads
             )));
         }
+        // AMX for all the dense layers or none.
+        let amx = amx.filter(|_| amx::fits(3 * h, h) && amx::fits(i, h) && amx::fits(h, i));
         let word_t = tensors
             .get("embeddings.word_embeddings.weight")
             .or_else(|| tensors.get("bert.embeddings.word_embeddings.weight"))
@@ -227,41 +236,14 @@ impl Encoder {
                 r += 1;
             }
         }
-        let rows = padded;
-        // bf16 copies of the GEMM inputs, for AMX (empty otherwise).
-        let bf = |len: usize| vec![0u16; if self.amx.is_some() { len } else { 0 }];
-        let (mut x16, mut ctx16, mut mid16) = (bf(rows * h), bf(rows * h), bf(rows * self.inter));
-        ops::residual_norm(
-            &mut x,
-            &[],
-            &self.emb_ln_w,
-            &self.emb_ln_b,
-            self.eps,
-            &mut x16,
-        );
-        let mut qkv = vec![0f32; rows * 3 * h];
-        let mut ctx = vec![0f32; rows * h];
-        let mut mid = vec![0f32; rows * self.inter];
-        let mut tmp = vec![0f32; rows * h];
         let spans: Vec<(usize, usize)> = starts
             .iter()
             .zip(seqs)
             .map(|(&s, q)| (s, q.len()))
             .collect();
-        for l in &self.layers {
-            l.qkv.apply(&x, &x16, rows, &mut qkv);
-            self.attention(&qkv, &spans, &mut ctx);
-            if !ctx16.is_empty() {
-                ops::to_bf16(&ctx, &mut ctx16);
-            }
-            l.o.apply(&ctx, &ctx16, rows, &mut tmp);
-            ops::residual_norm(&mut tmp, &x, &l.ln1_w, &l.ln1_b, self.eps, &mut x16);
-            std::mem::swap(&mut x, &mut tmp); // x = attention block output
-            l.i.apply(&x, &x16, rows, &mut mid);
-            ops::gelu_all(&mut mid, &mut mid16);
-            l.out.apply(&mid, &mid16, rows, &mut tmp);
-            ops::residual_norm(&mut tmp, &x, &l.ln2_w, &l.ln2_b, self.eps, &mut x16);
-            std::mem::swap(&mut x, &mut tmp);
+        match self.amx {
+            Some(amx) => self.layers_amx(amx, &mut x, &spans),
+            None => self.layers_f32(&mut x, &spans),
         }
         Ok(spans
             .iter()
@@ -277,6 +259,74 @@ impl Encoder {
                 v
             })
             .collect())
+    }
+
+    /// The embeddings' layer norm and the layers in f32 (GEMMs by the `gemm` crate).
+    fn layers_f32(&self, x: &mut Vec<f32>, spans: &[(usize, usize)]) {
+        let (h, eps) = (self.hidden, self.eps);
+        let rows = x.len() / h;
+        let mut qkv = vec![0f32; rows * 3 * h];
+        let mut ctx = vec![0f32; rows * h];
+        let mut mid = vec![0f32; rows * self.inter];
+        let mut tmp = vec![0f32; rows * h];
+        ops::residual_norm(x, &[], &self.emb_ln_w, &self.emb_ln_b, eps, &mut []);
+        for l in &self.layers {
+            l.qkv.apply(x, rows, &mut qkv);
+            self.attention(&qkv, spans, &mut ctx);
+            l.o.apply(&ctx, rows, &mut tmp);
+            ops::residual_norm(&mut tmp, x, &l.ln1_w, &l.ln1_b, eps, &mut []);
+            std::mem::swap(x, &mut tmp); // x = attention block output
+            l.i.apply(x, rows, &mut mid);
+            ops::gelu_all(&mut mid, &mut []);
+            l.out.apply(&mid, rows, &mut tmp);
+            ops::residual_norm(&mut tmp, x, &l.ln2_w, &l.ln2_b, eps, &mut []);
+            std::mem::swap(x, &mut tmp);
+        }
+    }
+
+    /// The embeddings' layer norm and the layers, every dense layer on AMX tiles, the
+    /// bias and the element-wise work done in each GEMM's epilogue while its block of
+    /// rows is in cache: `x` (rows a multiple of [`amx::BLOCK`]) in, the output out.
+    fn layers_amx(&self, amx: Amx, x: &mut [f32], spans: &[(usize, usize)]) {
+        const B: usize = amx::BLOCK;
+        let (h, i, eps) = (self.hidden, self.inter, self.eps);
+        let rows = x.len() / h;
+        let mut x16 = vec![0u16; rows * h];
+        let mut ctx16 = vec![0u16; rows * h];
+        let mut mid16 = vec![0u16; rows * i];
+        let mut qkv = vec![0f32; rows * 3 * h];
+        let mut ctx = vec![0f32; rows * h];
+        let (x16, ctx16, mid16, qkv, ctx) = (&mut x16, &mut ctx16, &mut mid16, &mut qkv, &mut ctx);
+        ops::residual_norm(x, &[], &self.emb_ln_w, &self.emb_ln_b, eps, x16);
+        for l in &self.layers {
+            let (qkv_w, o_w, i_w, out_w) = (l.qkv.tiles(), l.o.tiles(), l.i.tiles(), l.out.tiles());
+            amx::linear(amx, x16, rows, qkv_w, &l.qkv.b, qkv);
+            self.attention(qkv, spans, ctx);
+            ops::to_bf16(ctx, ctx16);
+            amx::linear_blocks(
+                amx,
+                ctx16,
+                rows,
+                o_w,
+                x.par_chunks_mut(B * h).zip(x16.par_chunks_mut(B * h)),
+                |c, (xb, x16b)| {
+                    ops::bias_residual_norm(c, &l.o.b, xb, &l.ln1_w, &l.ln1_b, eps, x16b)
+                },
+            );
+            amx::linear_blocks(amx, x16, rows, i_w, mid16.par_chunks_mut(B * i), |c, mb| {
+                ops::bias_gelu_bf16(c, &l.i.b, mb)
+            });
+            amx::linear_blocks(
+                amx,
+                mid16,
+                rows,
+                out_w,
+                x.par_chunks_mut(B * h).zip(x16.par_chunks_mut(B * h)),
+                |c, (xb, x16b)| {
+                    ops::bias_residual_norm(c, &l.out.b, xb, &l.ln2_w, &l.ln2_b, eps, x16b)
+                },
+            );
+        }
     }
 
     /// Scaled dot-product attention of every (sequence, head), over the sequence's own

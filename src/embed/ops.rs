@@ -97,6 +97,31 @@ pub fn residual_norm(y: &mut [f32], x: &[f32], w: &[f32], b: &[f32], eps: f32, y
 }
 
 wide_fn! {
+    /// GEMM epilogue for a block of rows (`c`, rows as long as `bias`): `c + bias`
+    /// added to the residual rows `x`, layer-normed into `x` and its bf16 copy `x16`.
+    pub fn bias_residual_norm(c: &mut [f32], bias: &[f32], x: &mut [f32], w: &[f32], b: &[f32], eps: f32, x16: &mut [u16]) {
+        let h = bias.len();
+        for ((cr, xr), x16r) in c.chunks_exact_mut(h).zip(x.chunks_exact_mut(h)).zip(x16.chunks_exact_mut(h)) {
+            cr.iter_mut().zip(bias).for_each(|(c, b)| *c += b);
+            residual_norm_row(cr, xr, w, b, eps, Some(x16r));
+            xr.copy_from_slice(cr);
+        }
+    }
+}
+
+wide_fn! {
+    /// GEMM epilogue for a block of rows (`c`, rows as long as `bias`): GELU of
+    /// `c + bias`, in bf16 into `out16` (the next GEMM's input).
+    pub fn bias_gelu_bf16(c: &mut [f32], bias: &[f32], out16: &mut [u16]) {
+        let n = bias.len();
+        for (cr, or) in c.chunks_exact_mut(n).zip(out16.chunks_exact_mut(n)) {
+            cr.iter_mut().zip(bias).for_each(|(c, b)| *c += b);
+            gelu_slice(cr, Some(or));
+        }
+    }
+}
+
+wide_fn! {
     /// GELU in place over a slice, and its bf16 copy in `y16` when given.
     fn gelu_slice(y: &mut [f32], y16: Option<&mut [u16]>) {
         y.iter_mut().for_each(|v| *v = gelu(*v));
