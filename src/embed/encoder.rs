@@ -403,16 +403,20 @@ impl Head<'_> {
         amx::matmul(amx, &q16, np, &kp, &mut scores);
         let mut p16 = vec![0u16; np * np];
         let scale = 1.0 / (d as f32).sqrt();
-        for (srow, prow) in scores
-            .chunks_exact_mut(np)
+        // Unnormalized probabilities in bf16; each output row divided by its sum after.
+        let sums: Vec<f32> = scores
+            .chunks_exact(np)
             .zip(p16.chunks_exact_mut(np))
             .take(n)
-        {
-            ops::softmax_scaled(&mut srow[..n], scale, Some(&mut prow[..n]));
-        }
+            .map(|(srow, prow)| ops::exp_bf16(&srow[..n], scale, &mut prow[..n]))
+            .collect();
         let vp = PackedB::pack_with(d, np, |c, j| if j < n { self.v(j, c) } else { 0.0 });
         let mut out = vec![0f32; np * d];
         amx::matmul(amx, &p16, np, &vp, &mut out);
+        for (row, sum) in out.chunks_exact_mut(d).zip(&sums) {
+            let inv = 1.0 / sum;
+            row.iter_mut().for_each(|v| *v *= inv);
+        }
         out.truncate(n * d);
         out
     }

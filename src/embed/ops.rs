@@ -193,6 +193,47 @@ wide_fn! {
     }
 }
 
+/// `out = bf16(e^(scale·x − max))` over the row, returning the sum of the f32 values:
+/// a softmax whose division is left to the caller (done on the attention output,
+/// `d` values per row instead of `n`).
+pub fn exp_bf16(row: &[f32], scale: f32, out: &mut [u16]) -> f32 {
+    let mut sum = 0.0;
+    exp_bf16_into(row, scale, out, &mut sum);
+    sum
+}
+
+wide_fn! {
+    fn exp_bf16_into(row: &[f32], scale: f32, out: &mut [u16], total: &mut f32) {
+        let mut mx = [f32::NEG_INFINITY; L];
+        let mut chunks = row.chunks_exact(L);
+        for c in &mut chunks {
+            for l in 0..L {
+                mx[l] = mx[l].max(c[l] * scale);
+            }
+        }
+        let m = chunks.remainder().iter().fold(
+            mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)),
+            |a, &b| a.max(b * scale),
+        );
+        let mut sums = [0f32; L];
+        let body = row.len() / L * L;
+        for (c, o) in row[..body].chunks_exact(L).zip(out[..body].chunks_exact_mut(L)) {
+            for l in 0..L {
+                let e = exp(c[l] * scale - m);
+                sums[l] += e;
+                o[l] = bf16(e);
+            }
+        }
+        let mut sum: f32 = sums.iter().sum();
+        for (v, o) in row[body..].iter().zip(&mut out[body..]) {
+            let e = exp(*v * scale - m);
+            sum += e;
+            *o = bf16(e);
+        }
+        *total = sum;
+    }
+}
+
 /// `e^x` without branches or libm (Cephes' expf: range reduction by ln 2, a degree-5
 /// polynomial, the exponent put in by bits), so loops over it vectorize; within
 /// 2 ulp of `exp` over the range a softmax uses (see the test); 0 below −87.
@@ -269,6 +310,19 @@ mod tests {
             let want = ((v - m) as f64 * 0.5).exp() / z;
             assert!((*p as f64 - want).abs() < 1e-6, "{p} vs {want}");
             assert_eq!(*p16, crate::embed::amx::bf16(*p));
+        }
+    }
+
+    #[test]
+    fn exp_bf16_is_the_softmax_before_its_division() {
+        let row: Vec<f32> = (0..41).map(|i| (i as f32 * 0.3).cos() * 7.0).collect();
+        let mut p = row.clone();
+        super::softmax_scaled(&mut p, 0.25, None);
+        let mut e16 = vec![0u16; 41];
+        let sum = super::exp_bf16(&row, 0.25, &mut e16);
+        for (pi, ei) in p.iter().zip(&e16) {
+            let e = crate::embed::amx::f32_of(*ei) / sum;
+            assert!((e - pi).abs() <= pi * 1e-2 + 1e-7, "{e} vs {pi}");
         }
     }
 
