@@ -1,0 +1,45 @@
+"""llama.cpp's speed on a GGUF, side by side with `quire bench llm`: the shared
+reference's llamacpp_speed.py (prompt of 512 tokens, 128 generated, 2 threads, median
+of 3), with llama.cpp's extra buffer types (AMX/repack kernels) off unless EXTRA=1.
+
+    python scripts/llamacpp_speed.py MODEL.gguf OUT.json   # needs llama-cpp-python
+"""
+import json, os, pathlib, statistics, sys, time
+
+import llama_cpp.llama_cpp as C
+from llama_cpp import Llama
+
+_orig = C.llama_model_default_params
+
+
+def _params():
+    p = _orig()
+    p.use_extra_bufts = os.environ.get("EXTRA") == "1"
+    return p
+
+
+C.llama_model_default_params = _params
+
+path, out = sys.argv[1], sys.argv[2]
+llm = Llama(model_path=path, n_ctx=2048, n_threads=2, n_threads_batch=2, n_batch=512, verbose=False)
+text = pathlib.Path("/usr/share/common-licenses/GPL-3").read_text()
+ids = llm.tokenize(text.encode(), add_bos=False)[:512]
+pp, tg = [], []
+for _ in range(3):
+    llm.reset()
+    t = time.perf_counter(); llm.eval(ids); pp.append(len(ids) / (time.perf_counter() - t))
+    llm.reset()
+    llm.eval(ids[:16])
+    t = time.perf_counter(); n = 0
+    for tok in llm.generate(ids[:16], top_k=1, temp=0.0, repeat_penalty=1.0, reset=False):
+        n += 1
+        if n >= 128:
+            break
+    tg.append(n / (time.perf_counter() - t))
+res = {"model_file": pathlib.Path(path).name, "threads": 2, "prompt_tokens": len(ids),
+       "extra_bufts": os.environ.get("EXTRA") == "1",
+       "prompt_tokens_per_s_median": round(statistics.median(pp), 1),
+       "gen_tokens": 128, "gen_tokens_per_s_median": round(statistics.median(tg), 1),
+       "runs": {"pp": [round(x, 1) for x in pp], "tg": [round(x, 1) for x in tg]},
+       "engine": "llama.cpp via llama-cpp-python " + __import__("llama_cpp").__version__}
+pathlib.Path(out).write_text(json.dumps(res, indent=1)); print(json.dumps(res))
