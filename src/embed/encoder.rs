@@ -277,7 +277,7 @@ impl Encoder {
             ops::residual_norm(&mut tmp, x, &l.ln1_w, &l.ln1_b, eps, &mut []);
             std::mem::swap(x, &mut tmp); // x = attention block output
             l.i.apply(x, rows, &mut mid);
-            ops::gelu_all(&mut mid, &mut []);
+            ops::gelu_all(&mut mid);
             l.out.apply(&mid, rows, &mut tmp);
             ops::residual_norm(&mut tmp, x, &l.ln2_w, &l.ln2_b, eps, &mut []);
             std::mem::swap(x, &mut tmp);

@@ -131,23 +131,15 @@ wide_fn! {
     }
 }
 
-/// GELU of every element of `y`, on all cores; `y16` gets the bf16 copy when not
-/// empty.
-pub fn gelu_all(y: &mut [f32], y16: &mut [u16]) {
-    const CHUNK: usize = 8192;
-    let len = y.len();
-    if y16.is_empty() {
-        y.par_chunks_mut(CHUNK).for_each(|c| gelu_slice(c, None));
-    } else {
-        y.par_chunks_mut(CHUNK)
-            .zip(y16[..len].par_chunks_mut(CHUNK))
-            .for_each(|(c, d)| gelu_slice(c, Some(d)));
-    }
+/// GELU of every element of `y`, on all cores (the f32 path; the AMX path does it in
+/// the GEMM epilogue, [`bias_gelu_bf16`]).
+pub fn gelu_all(y: &mut [f32]) {
+    y.par_chunks_mut(8192).for_each(|c| gelu_slice(c, None));
 }
 
 wide_fn! {
     /// `dst = bf16(src)` on this thread.
-    pub fn to_bf16_seq(src: &[f32], dst: &mut [u16]) {
+    fn to_bf16_seq(src: &[f32], dst: &mut [u16]) {
         dst.iter_mut().zip(src).for_each(|(d, s)| *d = bf16(*s));
     }
 }
