@@ -158,16 +158,18 @@ impl Llama {
             );
         }
         let norm = vector(ct, r, "output_norm.weight")?;
+        // llama.cpp reads tied output weights from the token embeddings' buffer
+        // (plain CPU); an own output tensor goes where layer weights go.
         let output = if ct.tensor_infos.contains_key("output.weight") {
-            load_tensor(ct, r, "output.weight", &cpu, requant)?
+            QLinear::new_backend(load_tensor(ct, r, "output.weight", &cpu, requant)?)?
         } else {
-            tok_q
+            QLinear::new(tok_q)?
         };
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
             let p = format!("blk.{i}");
             let mut q = |n: &str| -> Result<QLinear> {
-                QLinear::new(load_tensor(
+                QLinear::new_backend(load_tensor(
                     ct,
                     r,
                     &format!("{p}.{n}.weight"),
@@ -199,7 +201,7 @@ impl Llama {
             hidden,
             layers,
             norm,
-            output: QLinear::new(output)?,
+            output,
             n_head,
             n_kv_head,
             head_dim,

@@ -9,6 +9,8 @@ pub(crate) mod ggml_ops;
 pub mod gguf;
 pub mod llama;
 pub mod model;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod packed;
 pub(crate) mod qmatmul;
 pub mod tokenizer;
 #[cfg(target_arch = "x86_64")]

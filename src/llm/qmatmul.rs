@@ -16,6 +16,10 @@
 //!   rows for every activation row (prompt processing), with scratch buffers reused
 //!   between calls (no allocation per token beyond the output).
 //!
+//! - on a CPU with AMX, where llama.cpp moves layer weights to its AMX backend and
+//!   computes them differently (block by block, no lanes), those weights go through
+//!   [`packed`](super::packed), which has that arithmetic.
+//!
 //! Other weight types fall back to candle's `QMatMul`.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
@@ -110,6 +114,8 @@ fn quantize_row_q8_body(x: &[f32], out: &mut [Q8Block]) {
 #[derive(Debug, Clone)]
 pub(crate) enum QLinear {
     Own(OwnWeight),
+    #[cfg(target_arch = "x86_64")]
+    Packed(super::packed::Packed),
     Candle(QMatMul),
 }
 
@@ -125,6 +131,38 @@ pub(crate) struct OwnWeight {
 impl QLinear {
     /// Take the weight: own kernels for Q4_0, Q4_1, Q8_0; candle's otherwise.
     pub(crate) fn new(t: QTensor) -> Result<Self> {
+        Self::build(t, false)
+    }
+
+    /// A weight llama.cpp would move to its AMX backend on a CPU that has AMX (a
+    /// layer's weight or an untied output; not the token embeddings, which `get_rows`
+    /// reads). The arithmetic is llama.cpp's CPU kernels' unless `QUIRE_LLAMACPP_AMX`
+    /// asks for its AMX backend's (and this CPU has AMX).
+    pub(crate) fn new_backend(t: QTensor) -> Result<Self> {
+        Self::build(t, true)
+    }
+
+    /// Take the weight (own kernels for Q4_0, Q4_1, Q8_0; candle's otherwise);
+    /// `backend`: one llama.cpp may move to its AMX backend.
+    fn build(t: QTensor, backend: bool) -> Result<Self> {
+        #[cfg(target_arch = "x86_64")]
+        if vnni_available() {
+            use super::packed::{eligible, Order, Packed};
+            if let Some(w) = OwnWeight::new(&t)? {
+                let order = if backend && amx_order() {
+                    Order::Blocks
+                } else {
+                    Order::Lanes
+                };
+                if eligible(w.n, w.k, order) {
+                    return Ok(QLinear::Packed(Packed::new(
+                        w.kind, w.n, w.k, &w.data, order,
+                    )));
+                }
+                return Ok(QLinear::Own(w));
+            }
+        }
+        let _ = backend;
         match OwnWeight::new(&t)? {
             Some(w) => Ok(QLinear::Own(w)),
             None => Ok(QLinear::Candle(QMatMul::from_qtensor(t)?)),
@@ -134,6 +172,15 @@ impl QLinear {
     /// `m` rows of `x` (row-major, `k` wide) times the weight: `m × n` values.
     pub(crate) fn forward_rows(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
         match self {
+            #[cfg(target_arch = "x86_64")]
+            QLinear::Packed(p) => {
+                if x.len() != m * p.k() {
+                    candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), p.k());
+                }
+                let mut out = vec![0f32; m * p.n()];
+                p.matmul(x, m, &mut out);
+                Ok(out)
+            }
             QLinear::Own(w) => {
                 if x.len() != m * w.k {
                     candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), w.k);
@@ -232,6 +279,23 @@ thread_local! {
 fn vnni_available() -> bool {
     static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *OK.get_or_init(|| std::env::var_os("QUIRE_NO_VNNI").is_none() && vnni::available())
+}
+
+/// Whether the packed AVX-512 VNNI kernels run here (tests).
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(crate) fn packed_available() -> bool {
+    vnni_available()
+}
+
+/// Whether weights eligible for llama.cpp's AMX backend get that backend's
+/// arithmetic: asked for with `QUIRE_LLAMACPP_AMX=1`, and the CPU has AMX.
+#[cfg(target_arch = "x86_64")]
+fn amx_order() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        std::env::var_os("QUIRE_LLAMACPP_AMX").is_some_and(|v| v == "1")
+            && crate::embed::amx::Amx::detect().is_some()
+    })
 }
 
 /// Weight rows per parallel task.

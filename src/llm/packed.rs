@@ -1,0 +1,604 @@
+//! Quantized matrix products in the arithmetic of ggml's AMX backend
+//! (`ggml-cpu/amx/mmq.cpp`), on AVX-512 VNNI.
+//!
+//! On a CPU with AMX, llama.cpp moves every Q4_0, Q4_1 and Q8_0 weight whose rows are
+//! a multiple of 32 (and which is not read by `get_rows`, i.e. not the token
+//! embeddings) into its AMX buffer, and multiplies it there: tiles for a batch, an
+//! AVX-512 VNNI kernel for one token. Both compute each output the same way, which
+//! differs from its AVX2 dot products: per 32-value block, in order,
+//! `c = fma(float(Σ qw·qx), dw·dx, c)`, then for Q4_1 `c = fma(mw, sx, c)`; no lanes,
+//! no horizontal sum. This module does exactly that, so Quire's greedy output is
+//! llama.cpp's on such a CPU, and it is also the faster layout: weights are packed at
+//! load 16 output columns at a time, so one `vpdpbusd` advances 16 outputs and the
+//! float part needs no reduction.
+//!
+//! The integer sums are exact whatever their order: signed values go through the
+//! unsigned operand as `q + c` (Q4_0: `c = 8` on the stored nibble; Q8_0: `c = 128`),
+//! and `c·Σqx` of each activation block is subtracted.
+
+use std::arch::x86_64::*;
+
+use rayon::prelude::*;
+
+use super::qmatmul::{f16_at, quantize_row_q8, Kind, Q8Block, QK};
+
+/// Output columns per packed group (one 512-bit register of f32).
+pub(crate) const GROUP: usize = 16;
+
+/// Which of llama.cpp's CPU kernels the arithmetic follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// Its AVX2 `ggml_vec_dot_*` (what llama.cpp runs on a CPU without AMX, and what
+    /// the shared greedy references were recorded with): per block 8 integer lanes
+    /// (lane `l` = values `4l..4l+4`), each accumulated in f32 by FMA with `dw·dx`,
+    /// the 8 lanes summed pairwise at the end (`hsum_float_8`), plus Q4_1's `Σ mw·sx`.
+    Lanes,
+    /// Its AMX backend: per block `c = fma(float(Σ), dw·dx, c)`, then for Q4_1
+    /// `c = fma(mw, sx, c)`.
+    Blocks,
+}
+
+/// Whether a weight (`n` outputs of `k` inputs) can be packed for `order`: for
+/// `Blocks`, as llama.cpp's AMX buffer takes it (`n` a multiple of 32).
+pub(crate) fn eligible(n: usize, k: usize, order: Order) -> bool {
+    let unit = match order {
+        Order::Lanes => GROUP,
+        Order::Blocks => 2 * GROUP,
+    };
+    n > 0 && k > 0 && n.is_multiple_of(unit) && k.is_multiple_of(QK)
+}
+
+/// A weight packed in groups of 16 rows: for group `g`, block `b`, at
+/// `(g·nb + b)·stride` bytes: the quantized values (Q4: 4×64 bytes, byte `e` of
+/// 64-byte row `r` = row `e/4` of the group, values `8r + e%4` in the low nibble and
+/// `8r + 4 + e%4` in the high one; Q8_0: 8×64 bytes of `q + 128`, 64-byte row `t` =
+/// values `4t..4t+4` of each row), then 16 f32 scales, then (Q4_1) 16 f32 minimums.
+#[derive(Debug, Clone)]
+pub(crate) struct Packed {
+    kind: Kind,
+    order: Order,
+    n: usize,
+    k: usize,
+    data: Vec<__m512i>,
+}
+
+/// One activation block as the kernels read it: the 32 values as 8 words of 4 bytes,
+/// the scale, the Q8_1 sum `s`, and the integer corrections `−c·Σq` for the block and
+/// for each 4-value lane.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Act {
+    q: [i32; 8],
+    lc: [i32; 8],
+    d: f32,
+    s: f32,
+    corr: i32,
+}
+
+impl Default for Act {
+    fn default() -> Self {
+        Self {
+            q: [0; 8],
+            lc: [0; 8],
+            d: 0.0,
+            s: 0.0,
+            corr: 0,
+        }
+    }
+}
+
+fn q_regs(kind: Kind) -> usize {
+    match kind {
+        Kind::Q4_0 | Kind::Q4_1 => 4,
+        Kind::Q8_0 => 8,
+    }
+}
+
+/// 64-byte registers per (group, block).
+fn stride(kind: Kind) -> usize {
+    q_regs(kind) + 1 + usize::from(kind == Kind::Q4_1)
+}
+
+fn offset(kind: Kind) -> i32 {
+    match kind {
+        Kind::Q4_1 => 0,
+        Kind::Q4_0 => 8,
+        Kind::Q8_0 => 128,
+    }
+}
+
+impl Packed {
+    /// Pack `data`, `n` rows of `k` values as raw blocks of `kind`.
+    pub(crate) fn new(kind: Kind, n: usize, k: usize, data: &[u8], order: Order) -> Self {
+        assert!(eligible(n, k, order), "{n}x{k} is not packable");
+        let nb = k / QK;
+        let bb = kind.block_bytes();
+        let st = stride(kind);
+        let groups = n / GROUP;
+        // SAFETY: __m512i is plain bits; zero is a valid value.
+        let mut regs: Vec<__m512i> = vec![unsafe { std::mem::zeroed() }; groups * nb * st];
+        for g in 0..groups {
+            for b in 0..nb {
+                let mut bytes = vec![0u8; st * 64];
+                for r in 0..GROUP {
+                    let row = g * GROUP + r;
+                    let blk = &data[(row * nb + b) * bb..(row * nb + b + 1) * bb];
+                    let vals: [u8; QK] = match kind {
+                        Kind::Q4_0 | Kind::Q4_1 => {
+                            let off = if kind == Kind::Q4_1 { 4 } else { 2 };
+                            std::array::from_fn(|i| {
+                                if i < 16 {
+                                    blk[off + i] & 0xF
+                                } else {
+                                    blk[off + i - 16] >> 4
+                                }
+                            })
+                        }
+                        Kind::Q8_0 => {
+                            std::array::from_fn(|i| (i16::from(blk[2 + i] as i8) + 128) as u8)
+                        }
+                    };
+                    match kind {
+                        Kind::Q4_0 | Kind::Q4_1 => {
+                            for reg in 0..4 {
+                                for e in 0..4 {
+                                    let lo = vals[8 * reg + e];
+                                    let hi = vals[8 * reg + 4 + e];
+                                    bytes[reg * 64 + r * 4 + e] = lo | (hi << 4);
+                                }
+                            }
+                        }
+                        Kind::Q8_0 => {
+                            for t in 0..8 {
+                                for e in 0..4 {
+                                    bytes[t * 64 + r * 4 + e] = vals[4 * t + e];
+                                }
+                            }
+                        }
+                    }
+                    let q = q_regs(kind);
+                    let d = f16_at(blk, 0).to_le_bytes();
+                    bytes[q * 64 + r * 4..q * 64 + r * 4 + 4].copy_from_slice(&d);
+                    if kind == Kind::Q4_1 {
+                        let m = f16_at(blk, 2).to_le_bytes();
+                        bytes[(q + 1) * 64 + r * 4..(q + 1) * 64 + r * 4 + 4].copy_from_slice(&m);
+                    }
+                }
+                for (i, c) in bytes.chunks_exact(64).enumerate() {
+                    // SAFETY: 64 readable bytes; unaligned load.
+                    regs[(g * nb + b) * st + i] = unsafe { _mm512_loadu_si512(c.as_ptr().cast()) };
+                }
+            }
+        }
+        Self {
+            kind,
+            order,
+            n,
+            k,
+            data: regs,
+        }
+    }
+
+    pub(crate) fn n(&self) -> usize {
+        self.n
+    }
+
+    pub(crate) fn k(&self) -> usize {
+        self.k
+    }
+
+    /// `out[i·n + j] = x[i] · w[j]` for the `m` rows of `x` (`m × k`), each row
+    /// quantized to Q8 first as ggml does.
+    pub(crate) fn matmul(&self, x: &[f32], m: usize, out: &mut [f32]) {
+        assert_eq!(x.len(), m * self.k);
+        assert_eq!(out.len(), m * self.n);
+        ACTS.with(|cell| {
+            let mut acts = cell.borrow_mut();
+            self.quantize(x, m, &mut acts);
+            let acts: &[Act] = &acts;
+            let nb = self.k / QK;
+            let n = self.n;
+            if m >= 2 * ROWS_PER_TASK {
+                out.par_chunks_mut(ROWS_PER_TASK * n)
+                    .enumerate()
+                    .for_each(|(t, o)| {
+                        let r0 = t * ROWS_PER_TASK;
+                        let rows = o.len() / n;
+                        // SAFETY: `Packed` exists only where the CPU has AVX-512 VNNI
+                        // (see `qmatmul`).
+                        unsafe {
+                            self.rows(&acts[r0 * nb..(r0 + rows) * nb], rows, 0, n / GROUP, o, n)
+                        };
+                    });
+            } else if m == 1 {
+                let per = (n / GROUP)
+                    .div_ceil(rayon::current_num_threads() * 2)
+                    .max(2)
+                    * GROUP;
+                out.par_chunks_mut(per).enumerate().for_each(|(t, o)| {
+                    let g0 = t * per / GROUP;
+                    let g1 = g0 + o.len() / GROUP;
+                    // SAFETY: as above.
+                    unsafe { self.rows(acts, 1, g0, g1, o, o.len()) };
+                });
+            } else {
+                let per_groups = (n / GROUP)
+                    .div_ceil(rayon::current_num_threads() * 2)
+                    .max(1);
+                let parts: Vec<(usize, Vec<f32>)> = (0..(n / GROUP).div_ceil(per_groups))
+                    .into_par_iter()
+                    .map(|t| {
+                        let g0 = t * per_groups;
+                        let g1 = (g0 + per_groups).min(n / GROUP);
+                        let width = (g1 - g0) * GROUP;
+                        let mut o = vec![0f32; m * width];
+                        // SAFETY: as above.
+                        unsafe { self.rows(acts, m, g0, g1, &mut o, width) };
+                        (g0 * GROUP, o)
+                    })
+                    .collect();
+                for (j0, o) in parts {
+                    let width = o.len() / m;
+                    for i in 0..m {
+                        out[i * n + j0..i * n + j0 + width]
+                            .copy_from_slice(&o[i * width..(i + 1) * width]);
+                    }
+                }
+            }
+        });
+    }
+
+    /// The activation rows as [`Act`] blocks.
+    fn quantize(&self, x: &[f32], m: usize, acts: &mut Vec<Act>) {
+        let nb = self.k / QK;
+        acts.clear();
+        acts.resize(m * nb, Act::default());
+        let c = offset(self.kind);
+        let one = |row: &[f32], out: &mut [Act]| {
+            let mut q8 = [Q8Block::default(); 64];
+            for (xs, os) in row.chunks(64 * QK).zip(out.chunks_mut(64)) {
+                let q8 = &mut q8[..os.len()];
+                quantize_row_q8(xs, q8);
+                for (a, y) in os.iter_mut().zip(q8.iter()) {
+                    a.q = std::array::from_fn(|t| {
+                        i32::from_le_bytes(std::array::from_fn(|e| y.qs[4 * t + e] as u8))
+                    });
+                    a.d = y.d;
+                    a.s = y.s;
+                    a.lc = std::array::from_fn(|t| {
+                        -c * y.qs[4 * t..4 * t + 4]
+                            .iter()
+                            .map(|&v| i32::from(v))
+                            .sum::<i32>()
+                    });
+                    a.corr = a.lc.iter().sum();
+                }
+            }
+        };
+        if m >= 8 {
+            x.par_chunks(self.k)
+                .zip(acts.par_chunks_mut(nb))
+                .for_each(|(row, out)| one(row, out));
+        } else {
+            for (row, out) in x.chunks_exact(self.k).zip(acts.chunks_mut(nb)) {
+                one(row, out);
+            }
+        }
+    }
+
+    /// Rows `acts` (`m` rows of `nb` blocks) times groups `g0..g1`: into `out`, row
+    /// `i` at `i·ld`, group `g` at column `(g − g0)·16`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma")]
+    unsafe fn rows(
+        &self,
+        acts: &[Act],
+        m: usize,
+        g0: usize,
+        g1: usize,
+        out: &mut [f32],
+        ld: usize,
+    ) {
+        // (tile calls are inlined here and use this function's target features)
+        if self.order == Order::Lanes {
+            let mut i = 0;
+            while i < m {
+                let r = (m - i).min(2);
+                let a = &acts[i * (self.k / QK)..];
+                let o = &mut out[i * ld..];
+                for g in g0..g1 {
+                    if r == 2 {
+                        tile_lanes::<2>(self, a, g, g0, o, ld);
+                    } else {
+                        tile_lanes::<1>(self, a, g, g0, o, ld);
+                    }
+                }
+                i += r;
+            }
+            return;
+        }
+        let mut i = 0;
+        while i < m {
+            let r = (m - i).min(4);
+            let a = &acts[i * (self.k / QK)..];
+            let o = &mut out[i * ld..];
+            let mut g = g0;
+            if r == 1 {
+                while g + 4 <= g1 {
+                    tile::<1, 4>(self, a, g, g0, o, ld);
+                    g += 4;
+                }
+            } else {
+                while g + 2 <= g1 {
+                    match r {
+                        4 => tile::<4, 2>(self, a, g, g0, o, ld),
+                        3 => tile::<3, 2>(self, a, g, g0, o, ld),
+                        _ => tile::<2, 2>(self, a, g, g0, o, ld),
+                    }
+                    g += 2;
+                }
+            }
+            while g < g1 {
+                match r {
+                    4 => tile::<4, 1>(self, a, g, g0, o, ld),
+                    3 => tile::<3, 1>(self, a, g, g0, o, ld),
+                    2 => tile::<2, 1>(self, a, g, g0, o, ld),
+                    _ => tile::<1, 1>(self, a, g, g0, o, ld),
+                }
+                g += 1;
+            }
+            i += r;
+        }
+    }
+}
+
+/// Activation rows per parallel task for a batch.
+const ROWS_PER_TASK: usize = 16;
+
+thread_local! {
+    static ACTS: std::cell::RefCell<Vec<Act>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `R` activation rows (from `a`, rows `nb` blocks apart) × `G` groups from `g`:
+/// each output's blocks accumulated in order as ggml's AMX backend does.
+/// Only called from [`Packed::rows`], compiled with the features it uses.
+#[inline(always)]
+fn tile<const R: usize, const G: usize>(
+    w: &Packed,
+    a: &[Act],
+    g: usize,
+    g0: usize,
+    out: &mut [f32],
+    ld: usize,
+) {
+    // SAFETY: inlined into `Packed::rows` (AVX-512 VNNI); loads stay within the
+    // packed weight (`g + h < g1 ≤ groups`, `b < nb`) and `out` (bounds-checked slices).
+    unsafe {
+        let nb = w.k / QK;
+        let st = stride(w.kind);
+        let q4 = w.kind != Kind::Q8_0;
+        let low = _mm512_set1_epi8(0xF);
+        let mut c = [[_mm512_setzero_ps(); G]; R];
+        for b in 0..nb {
+            let mut wq = [[_mm512_setzero_si512(); 8]; G];
+            let mut dw = [_mm512_setzero_ps(); G];
+            let mut mw = [_mm512_setzero_ps(); G];
+            for (h, wqh) in wq.iter_mut().enumerate() {
+                let p = w.data.as_ptr().add(((g + h) * nb + b) * st);
+                if q4 {
+                    for reg in 0..4 {
+                        let v = _mm512_load_si512(p.add(reg));
+                        wqh[2 * reg] = _mm512_and_si512(v, low);
+                        wqh[2 * reg + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
+                    }
+                } else {
+                    for (t, r) in wqh.iter_mut().enumerate() {
+                        *r = _mm512_load_si512(p.add(t));
+                    }
+                }
+                let qn = q_regs(w.kind);
+                dw[h] = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn)));
+                if w.kind == Kind::Q4_1 {
+                    mw[h] = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn + 1)));
+                }
+            }
+            for (r, cr) in c.iter_mut().enumerate() {
+                let y = &a[r * nb + b];
+                let ya: [__m512i; 8] = std::array::from_fn(|t| _mm512_set1_epi32(y.q[t]));
+                let d = _mm512_set1_ps(y.d);
+                for (h, ch) in cr.iter_mut().enumerate() {
+                    // Two independent chains, added (integers: exact in any order).
+                    let mut s0 = _mm512_set1_epi32(y.corr);
+                    let mut s1 = _mm512_setzero_si512();
+                    for t in (0..8).step_by(2) {
+                        s0 = _mm512_dpbusd_epi32(s0, wq[h][t], ya[t]);
+                        s1 = _mm512_dpbusd_epi32(s1, wq[h][t + 1], ya[t + 1]);
+                    }
+                    let isum = _mm512_add_epi32(s0, s1);
+                    *ch = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[h], d), *ch);
+                    if w.kind == Kind::Q4_1 {
+                        *ch = _mm512_fmadd_ps(mw[h], _mm512_set1_ps(y.s), *ch);
+                    }
+                }
+            }
+        }
+        for (r, cr) in c.iter().enumerate() {
+            for (h, ch) in cr.iter().enumerate() {
+                let at = r * ld + (g + h - g0) * GROUP;
+                _mm512_storeu_ps(out[at..at + GROUP].as_mut_ptr(), *ch);
+            }
+        }
+    }
+}
+
+/// [`Order::Lanes`]: `R` activation rows × group `g`, 8 f32 lanes per output.
+/// Only called from [`Packed::rows`], compiled with the features it uses.
+#[inline(always)]
+fn tile_lanes<const R: usize>(
+    w: &Packed,
+    a: &[Act],
+    g: usize,
+    g0: usize,
+    out: &mut [f32],
+    ld: usize,
+) {
+    // SAFETY: inlined into `Packed::rows` (AVX-512 VNNI); loads stay within the
+    // packed weight (`g < groups`, `b < nb`) and `out` (bounds-checked slices).
+    unsafe {
+        let nb = w.k / QK;
+        let st = stride(w.kind);
+        let low = _mm512_set1_epi8(0xF);
+        let mut acc = [[_mm512_setzero_ps(); 8]; R];
+        let mut sm = [_mm512_setzero_ps(); R];
+        for b in 0..nb {
+            let p = w.data.as_ptr().add((g * nb + b) * st);
+            let mut wq = [_mm512_setzero_si512(); 8];
+            if w.kind == Kind::Q8_0 {
+                for (t, r) in wq.iter_mut().enumerate() {
+                    *r = _mm512_load_si512(p.add(t));
+                }
+            } else {
+                for reg in 0..4 {
+                    let v = _mm512_load_si512(p.add(reg));
+                    wq[2 * reg] = _mm512_and_si512(v, low);
+                    wq[2 * reg + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
+                }
+            }
+            let qn = q_regs(w.kind);
+            let dw = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn)));
+            for r in 0..R {
+                let y = &a[r * nb + b];
+                if w.kind == Kind::Q4_1 {
+                    let mw = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn + 1)));
+                    sm[r] = _mm512_add_ps(sm[r], _mm512_mul_ps(mw, _mm512_set1_ps(y.s)));
+                }
+                let dd = _mm512_mul_ps(dw, _mm512_set1_ps(y.d));
+                for t in 0..8 {
+                    let l = _mm512_dpbusd_epi32(
+                        _mm512_set1_epi32(y.lc[t]),
+                        wq[t],
+                        _mm512_set1_epi32(y.q[t]),
+                    );
+                    acc[r][t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[r][t]);
+                }
+            }
+        }
+        for r in 0..R {
+            // hsum_float_8: (l0+l4, l1+l5, l2+l6, l3+l7), then (0+2) + (1+3).
+            let l = &acc[r];
+            let h: [__m512; 4] = std::array::from_fn(|i| _mm512_add_ps(l[i + 4], l[i]));
+            let s = _mm512_add_ps(_mm512_add_ps(h[0], h[2]), _mm512_add_ps(h[1], h[3]));
+            let s = _mm512_add_ps(s, sm[r]);
+            let at = r * ld + (g - g0) * GROUP;
+            _mm512_storeu_ps(out[at..at + GROUP].as_mut_ptr(), s);
+        }
+    }
+}
+
+/// The same arithmetic, one output at a time, for tests: row `w` (raw blocks of
+/// `kind`) · `x`.
+#[cfg(test)]
+pub(crate) fn reference_dot(kind: Kind, w: &[u8], x: &[f32]) -> f32 {
+    let nb = x.len() / QK;
+    let mut q = vec![Q8Block::default(); nb];
+    quantize_row_q8(x, &mut q);
+    let mut c = 0f32;
+    for (blk, y) in w.chunks_exact(kind.block_bytes()).zip(&q) {
+        let vals: Vec<i32> = match kind {
+            Kind::Q8_0 => blk[2..34].iter().map(|&v| i32::from(v as i8)).collect(),
+            Kind::Q4_0 | Kind::Q4_1 => {
+                let off = if kind == Kind::Q4_1 { 4 } else { 2 };
+                let sub = if kind == Kind::Q4_0 { 8 } else { 0 };
+                let lo = blk[off..off + 16].iter().map(|&v| i32::from(v & 0xF) - sub);
+                let hi = blk[off..off + 16].iter().map(|&v| i32::from(v >> 4) - sub);
+                lo.chain(hi).collect()
+            }
+        };
+        let isum: i32 = vals.iter().zip(&y.qs).map(|(a, &b)| a * i32::from(b)).sum();
+        c = (isum as f32).mul_add(f16_at(blk, 0) * y.d, c);
+        if kind == Kind::Q4_1 {
+            c = f16_at(blk, 2).mul_add(y.s, c);
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+
+    fn weight(kind: Kind, n: usize, k: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) as u32
+        };
+        let mut out = Vec::new();
+        for _ in 0..n * k / QK {
+            let d = f16::from_f32((next() % 1000) as f32 / 40000.0 + 0.001);
+            out.extend_from_slice(&d.to_le_bytes());
+            if kind == Kind::Q4_1 {
+                let m = f16::from_f32(-((next() % 1000) as f32) / 30000.0);
+                out.extend_from_slice(&m.to_le_bytes());
+            }
+            let bytes = if kind == Kind::Q8_0 { 32 } else { 16 };
+            out.extend((0..bytes).map(|_| next() as u8));
+        }
+        out
+    }
+
+    /// ggml's AVX2 arithmetic: the portable kernels of `qmatmul`.
+    fn lanes_dot(kind: Kind, w: &[u8], x: &[f32]) -> f32 {
+        use super::super::qmatmul::portable;
+        let mut q = vec![Q8Block::default(); x.len() / QK];
+        quantize_row_q8(x, &mut q);
+        match kind {
+            Kind::Q4_0 => portable::dot_q4_0(w, &q),
+            Kind::Q4_1 => portable::dot_q4_1(w, &q),
+            Kind::Q8_0 => portable::dot_q8_0(w, &q),
+        }
+    }
+
+    #[test]
+    fn packed_matches_ggml_arithmetic_bit_for_bit() {
+        if !super::super::qmatmul::packed_available() {
+            eprintln!("skipped: no AVX-512 VNNI here");
+            return;
+        }
+        for (kind, order) in [Kind::Q4_0, Kind::Q4_1, Kind::Q8_0]
+            .into_iter()
+            .flat_map(|k| [(k, Order::Lanes), (k, Order::Blocks)])
+        {
+            let (n, k) = (96, 160);
+            let w = weight(kind, n, k, 7);
+            let p = Packed::new(kind, n, k, &w, order);
+            for m in [1, 2, 3, 5, 8, 33, 40] {
+                let x: Vec<f32> = (0..m * k)
+                    .map(|i| {
+                        ((i * 7919 % 1013) as f32 / 97.0 - 5.0) * if i % 5 == 0 { 3.0 } else { 1.0 }
+                    })
+                    .collect();
+                let mut out = vec![f32::NAN; m * n];
+                p.matmul(&x, m, &mut out);
+                let rb = k / QK * kind.block_bytes();
+                for i in 0..m {
+                    for j in 0..n {
+                        let (wr, xr) = (&w[j * rb..(j + 1) * rb], &x[i * k..(i + 1) * k]);
+                        let want = match order {
+                            Order::Blocks => reference_dot(kind, wr, xr),
+                            Order::Lanes => lanes_dot(kind, wr, xr),
+                        };
+                        assert_eq!(
+                            out[i * n + j].to_bits(),
+                            want.to_bits(),
+                            "{kind:?} {order:?} m={m} row {i} col {j}: {} vs {want}",
+                            out[i * n + j]
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
