@@ -2,12 +2,24 @@
 reference's llamacpp_speed.py (prompt of 512 tokens, 128 generated, 2 threads, median
 of 3), with llama.cpp's extra buffer types (AMX/repack kernels) off unless EXTRA=1.
 
+With EXTRA=1 on an AMX CPU, llama.cpp's AMX backend needs a build whose tile
+configuration survives the compiler: GCC 12 (Debian 12) drops the stores that fill it
+in `ggml_tile_config_init` (ggml-cpu/amx/mmq.cpp), and the first `tilezero` dies with
+SIGILL. An `asm volatile("" : : "r"(&tc) : "memory");` before `_tile_loadconfig(&tc)`
+fixes it. The script also asks Linux for the tile state (arch_prctl), as ggml does.
+
     python scripts/llamacpp_speed.py MODEL.gguf OUT.json   # needs llama-cpp-python
 """
 import json, os, pathlib, statistics, sys, time
 
 import llama_cpp.llama_cpp as C
 from llama_cpp import Llama
+
+if os.environ.get("EXTRA") == "1":
+    import ctypes
+
+    # SYS_arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
+    ctypes.CDLL(None, use_errno=True).syscall(158, 0x1023, 18)
 
 _orig = C.llama_model_default_params
 
