@@ -177,45 +177,67 @@ pub fn to_f16(x: f32) -> f16 {
     f16::from_f32(x)
 }
 
-/// A KV cache of one layer in f16, laid out `[position][kv head][dim]`.
+/// A KV cache of one layer, per kv head. llama.cpp keeps it in f16; the values here
+/// are those f16 values, kept widened to f32 (exact) in the layout attention reads,
+/// so that no step converts the whole cache again.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
-    pub k: Vec<f16>,
-    pub v: Vec<f16>,
+    heads: Vec<HeadKv>,
     /// Values per position (kv heads × head dim).
     pub width: usize,
 }
 
 impl KvCache {
-    pub fn new(width: usize) -> Self {
+    /// A cache of `kv_heads` heads of `dim` values.
+    pub fn new(kv_heads: usize, dim: usize) -> Self {
         Self {
-            k: Vec::new(),
-            v: Vec::new(),
-            width,
+            heads: vec![
+                HeadKv {
+                    dim,
+                    ..HeadKv::default()
+                };
+                kv_heads
+            ],
+            width: kv_heads * dim,
         }
     }
 
-    /// Write positions `pos..pos + n` from rows of `k` and `v` (each `n × width`).
+    /// Write positions `pos..pos + n` from rows of `k` and `v` (each `n × width`,
+    /// heads side by side), rounded to f16; later positions are dropped.
     pub fn store(&mut self, pos: usize, k: &[f32], v: &[f32]) {
-        let end = pos * self.width + k.len();
-        if self.k.len() < end {
-            let cap = end.max(self.k.len() * 2);
-            self.k.resize(cap, f16::ZERO);
-            self.v.resize(cap, f16::ZERO);
+        let w = self.width;
+        for (h, head) in self.heads.iter_mut().enumerate() {
+            let dim = head.dim;
+            let rows = |x: &[f32]| -> Vec<Vec<f32>> {
+                x.chunks_exact(w)
+                    .map(|r| r[h * dim..(h + 1) * dim].to_vec())
+                    .collect()
+            };
+            let (kr, vr) = (rows(k), rows(v));
+            let kr: Vec<&[f32]> = kr.iter().map(Vec::as_slice).collect();
+            let vr: Vec<&[f32]> = vr.iter().map(Vec::as_slice).collect();
+            head.store(pos, &kr, &vr);
         }
-        let at = pos * self.width;
-        for (d, &s) in self.k[at..end].iter_mut().zip(k) {
-            *d = to_f16(s);
-        }
-        for (d, &s) in self.v[at..end].iter_mut().zip(v) {
-            *d = to_f16(s);
+    }
+
+    /// Kv head `h`.
+    pub fn head(&self, h: usize) -> &HeadKv {
+        &self.heads[h]
+    }
+
+    /// A copy holding only positions `0..len`.
+    pub fn fork(&self, len: usize) -> Self {
+        Self {
+            heads: self.heads.iter().map(|h| h.fork(len)).collect(),
+            width: self.width,
         }
     }
 }
 
-/// One KV head's cache as f32, for attention: keys row by row (`total × dim`) and
-/// values transposed (`dim × stride`, zero past `total`, `stride` a multiple of 64).
-#[derive(Debug, Default)]
+/// One KV head's cache as f32, for attention: keys row by row (`positions × dim`) and
+/// values transposed (`dim × stride`, `stride` a multiple of 64, zero past the stored
+/// positions).
+#[derive(Debug, Clone, Default)]
 pub struct HeadKv {
     k: Vec<f32>,
     vt: Vec<f32>,
@@ -225,29 +247,49 @@ pub struct HeadKv {
 }
 
 impl HeadKv {
-    /// Positions `0..total` of kv head `kv_head` of `cache`.
-    pub fn new(cache: &KvCache, kv_head: usize, dim: usize, total: usize) -> Self {
-        let stride = total.div_ceil(64) * 64;
-        let (w, off) = (cache.width, kv_head * dim);
-        let mut k = Vec::with_capacity(total * dim);
-        let mut vt = vec![0f32; dim * stride];
-        for j in 0..total {
-            k.extend(
-                cache.k[j * w + off..j * w + off + dim]
-                    .iter()
-                    .map(|x| x.to_f32()),
-            );
-            for (d, x) in cache.v[j * w + off..j * w + off + dim].iter().enumerate() {
-                vt[d * stride + j] = x.to_f32();
+    /// Positions `pos..pos + rows` from `k` and `v` rows; positions after them are
+    /// dropped (their values zeroed, as the padded products expect).
+    fn store(&mut self, pos: usize, k: &[&[f32]], v: &[&[f32]]) {
+        let dim = self.dim;
+        let end = pos + k.len();
+        let keep = self.total.min(pos);
+        self.k.truncate(keep * dim);
+        self.k.resize(pos * dim, 0.0);
+        for row in k {
+            self.k.extend(row.iter().map(|&x| to_f16(x).to_f32()));
+        }
+        if end > self.stride {
+            let stride = (end.div_ceil(64) * 64).max(2 * self.stride);
+            let mut vt = vec![0f32; dim * stride];
+            for d in 0..dim {
+                vt[d * stride..d * stride + keep]
+                    .copy_from_slice(&self.vt[d * self.stride..d * self.stride + keep]);
+            }
+            self.vt = vt;
+            self.stride = stride;
+        }
+        for d in 0..dim {
+            let col = &mut self.vt[d * self.stride..(d + 1) * self.stride];
+            col[keep..pos].fill(0.0);
+            for (j, row) in v.iter().enumerate() {
+                col[pos + j] = to_f16(row[d]).to_f32();
+            }
+            if self.total > end {
+                col[end..self.total].fill(0.0);
             }
         }
-        Self {
-            k,
-            vt,
-            stride,
-            dim,
-            total,
+        self.total = end;
+    }
+
+    fn fork(&self, len: usize) -> Self {
+        let len = len.min(self.total);
+        let mut c = self.clone();
+        c.k.truncate(len * self.dim);
+        for d in 0..self.dim {
+            c.vt[d * self.stride + len..d * self.stride + self.total].fill(0.0);
         }
+        c.total = len;
+        c
     }
 }
 
@@ -422,16 +464,58 @@ mod tests {
     }
 
     #[test]
+    fn kv_cache_rewrites_drop_later_positions() {
+        let (heads, dim) = (2, 3);
+        let mut c = KvCache::new(heads, dim);
+        let rows = |n: usize, base: f32| -> Vec<f32> {
+            (0..n * heads * dim).map(|i| base + i as f32).collect()
+        };
+        c.store(0, &rows(5, 0.0), &rows(5, 100.0));
+        // Position 2 again: positions 3 and 4 are gone.
+        c.store(2, &rows(1, 1000.0), &rows(1, 2000.0));
+        let h1 = c.head(1);
+        assert_eq!(h1.total, 3);
+        assert_eq!(h1.k.len(), 3 * dim);
+        // Head 1's key at position 2 = the new row's values 3..6.
+        assert_eq!(&h1.k[2 * dim..], &[1003.0, 1004.0, 1005.0]);
+        for d in 0..dim {
+            let col = &h1.vt[d * h1.stride..(d + 1) * h1.stride];
+            // Position 1 of head 1 in the first rows: 100 + 1·6 + 3 + d.
+            assert_eq!(col[1], 109.0 + d as f32);
+            assert_eq!(col[2], 2003.0 + d as f32);
+            assert!(
+                col[3..].iter().all(|&x| x == 0.0),
+                "stale values past the end"
+            );
+        }
+        // Values are rounded to f16, as llama.cpp's cache holds them.
+        let mut r = KvCache::new(1, 1);
+        r.store(0, &[0.1], &[0.1]);
+        assert_eq!(r.head(0).k[0], half::f16::from_f32(0.1).to_f32());
+        let f = c.fork(2);
+        assert_eq!(f.head(0).total, 2);
+        assert!(f.head(0).vt[2..f.head(0).stride].iter().all(|&x| x == 0.0));
+        // Growing past the stride keeps the stored values.
+        let mut g = KvCache::new(1, 2);
+        g.store(0, &rows(60, 0.0)[..120], &rows(60, 0.0)[..120]);
+        g.store(60, &rows(10, 500.0)[..20], &rows(10, 500.0)[..20]);
+        let h = g.head(0);
+        assert_eq!(h.total, 70);
+        assert_eq!(h.vt[h.stride + 59], 119.0);
+        assert_eq!(h.vt[h.stride + 60], 501.0);
+    }
+
+    #[test]
     fn attention_is_a_softmax_weighted_mean_of_values() {
         let (hd, n) = (16, 3);
-        let mut c = KvCache::new(hd);
+        let mut c = KvCache::new(1, hd);
         let k: Vec<f32> = (0..n * hd).map(|i| ((i * 7) % 5) as f32 * 0.25).collect();
         let v: Vec<f32> = (0..n * hd)
             .map(|i| (i % hd) as f32 + (i / hd) as f32)
             .collect();
         c.store(0, &k, &v);
         let q: Vec<f32> = (0..hd).map(|i| (i % 3) as f32 * 0.5).collect();
-        let kv = HeadKv::new(&c, 0, hd, n);
+        let kv = c.head(0).clone();
         type Attend = fn(bool, &[f32], &HeadKv, usize, f32, &mut AttnScratch, &mut [f32]);
         let run = |f: Attend, one_token: bool| {
             let mut out = vec![0f32; hd];

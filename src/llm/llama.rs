@@ -15,7 +15,7 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Result, Tensor, D};
 use rayon::prelude::*;
 
-use super::ggml_ops::{self, AttnScratch, HeadKv, KvCache};
+use super::ggml_ops::{self, AttnScratch, KvCache};
 use super::qmatmul::{QLinear, Rows};
 
 /// Read tensor `name`, requantizing slow types to Q8_0 when `requant` is set.
@@ -210,7 +210,7 @@ impl Llama {
             eps,
             max_seq,
             cache: SeqCache {
-                layers: vec![KvCache::new(n_kv_head * head_dim); blocks],
+                layers: vec![KvCache::new(n_kv_head, head_dim); blocks],
                 len: 0,
             },
             device: device.clone(),
@@ -236,18 +236,7 @@ impl Llama {
     pub fn fork_cache(&self, len: usize) -> SeqCache {
         let len = len.min(self.cache.len);
         SeqCache {
-            layers: self
-                .cache
-                .layers
-                .iter()
-                .map(|kv| {
-                    let n = (len * kv.width).min(kv.k.len());
-                    let mut c = KvCache::new(kv.width);
-                    c.k.extend_from_slice(&kv.k[..n]);
-                    c.v.extend_from_slice(&kv.v[..n]);
-                    c
-                })
-                .collect(),
+            layers: self.cache.layers.iter().map(|kv| kv.fork(len)).collect(),
             len,
         }
     }
@@ -295,8 +284,7 @@ impl Llama {
             }
             cache.len = pos;
             if cache.layers.len() != self.layers.len() {
-                cache.layers =
-                    vec![KvCache::new(self.n_kv_head * self.head_dim); self.layers.len()];
+                cache.layers = vec![KvCache::new(self.n_kv_head, self.head_dim); self.layers.len()];
             }
             row_seq.extend(std::iter::repeat_n(si, seq));
             row_pos.extend(pos..pos + seq);
@@ -334,9 +322,8 @@ impl Llama {
                     ggml_ops::rope_norm(head, rope);
                 }
             }
-            // Each sequence stores its rows and gets its own f32 view per kv head.
+            // Each sequence stores its rows in its own cache.
             let mut first = 0;
-            let mut heads: Vec<Vec<HeadKv>> = Vec::with_capacity(seqs.len());
             for (cache, tokens, pos) in seqs.iter_mut() {
                 let n = tokens.len();
                 let w = nkv * hd;
@@ -345,15 +332,9 @@ impl Llama {
                     &k[first * w..(first + n) * w],
                     &v[first * w..(first + n) * w],
                 );
-                let kv = &cache.layers[li];
-                heads.push(
-                    (0..nkv)
-                        .into_par_iter()
-                        .map(|h| HeadKv::new(kv, h, hd, *pos + n))
-                        .collect(),
-                );
                 first += n;
             }
+            let heads: Vec<&KvCache> = seqs.iter().map(|s| &s.0.layers[li]).collect();
             let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
             att.par_chunks_mut(hd).enumerate().for_each_init(
                 AttnScratch::default,
@@ -361,7 +342,7 @@ impl Llama {
                     let (i, head) = (r / nh, r % nh);
                     let si = row_seq[i];
                     let qrow = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
-                    let kv = &heads[si][head / rep];
+                    let kv = heads[si].head(head / rep);
                     ggml_ops::attend(lens[si] == 1, qrow, kv, row_pos[i] + 1, scale, s, out);
                 },
             );
