@@ -16,7 +16,7 @@ use candle_core::{Device, Result, Tensor, D};
 use rayon::prelude::*;
 
 use super::ggml_ops::{self, AttnScratch, KvCache};
-use super::qmatmul::{QLinear, Rows};
+use super::qmatmul::{QLinear, Rows, Stacked};
 
 /// Read tensor `name`, requantizing slow types to Q8_0 when `requant` is set.
 pub(crate) fn load_tensor<R: Read + Seek>(
@@ -42,13 +42,12 @@ pub(crate) fn load_tensor<R: Read + Seek>(
 
 #[derive(Debug, Clone)]
 struct Layer {
-    wq: QLinear,
-    wk: QLinear,
-    wv: QLinear,
+    /// q, k, v.
+    wqkv: Stacked,
     wo: QLinear,
-    w1: QLinear,
+    /// gate, up.
+    w13: Stacked,
     w2: QLinear,
-    w3: QLinear,
     attn_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
 }
@@ -168,30 +167,21 @@ impl Llama {
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
             let p = format!("blk.{i}");
-            let mut q = |n: &str| -> Result<QLinear> {
-                QLinear::new_backend(load_tensor(
-                    ct,
-                    r,
-                    &format!("{p}.{n}.weight"),
-                    &cpu,
-                    requant,
-                )?)
-            };
-            let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
-            let (w1, w2, w3) = (q("ffn_gate")?, q("ffn_down")?, q("ffn_up")?);
+            let mut t = |n: &str| load_tensor(ct, r, &format!("{p}.{n}.weight"), &cpu, requant);
+            let wqkv = Stacked::new(vec![t("attn_q")?, t("attn_k")?, t("attn_v")?])?;
+            let wo = QLinear::new_backend(t("attn_output")?)?;
+            let w13 = Stacked::new(vec![t("ffn_gate")?, t("ffn_up")?])?;
+            let w2 = QLinear::new_backend(t("ffn_down")?)?;
             let attn_norm = vector(ct, r, &format!("{p}.attn_norm.weight"))?;
             let ffn_norm = vector(ct, r, &format!("{p}.ffn_norm.weight"))?;
             if attn_norm.len() != hidden || ffn_norm.len() != hidden {
                 candle_core::bail!("layer {i}: norm weights are not {hidden} long");
             }
             layers.push(Layer {
-                wq,
-                wk,
-                wv,
+                wqkv,
                 wo,
-                w1,
+                w13,
                 w2,
-                w3,
                 attn_norm,
                 ffn_norm,
             });
@@ -311,9 +301,10 @@ impl Llama {
         let mut att = vec![0f32; rows * nh * hd];
         for (li, l) in self.layers.iter().enumerate() {
             ggml_ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
-            let mut q = l.wq.forward_rows(&h, rows)?;
-            let mut k = l.wk.forward_rows(&h, rows)?;
-            let v = l.wv.forward_rows(&h, rows)?;
+            let mut qkv = l.wqkv.forward_rows(&h, rows)?.into_iter();
+            let (Some(mut q), Some(mut k), Some(v)) = (qkv.next(), qkv.next(), qkv.next()) else {
+                candle_core::bail!("q, k, v projections missing");
+            };
             for (i, rope) in ropes.iter().enumerate() {
                 for head in q[i * nh * hd..(i + 1) * nh * hd].chunks_exact_mut(hd) {
                     ggml_ops::rope_norm(head, rope);
@@ -351,8 +342,10 @@ impl Llama {
                 *xi += oi;
             }
             ggml_ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
-            let g = l.w1.forward_rows(&h, rows)?;
-            let u = l.w3.forward_rows(&h, rows)?;
+            let mut gu = l.w13.forward_rows(&h, rows)?.into_iter();
+            let (Some(g), Some(u)) = (gu.next(), gu.next()) else {
+                candle_core::bail!("gate and up projections missing");
+            };
             let mut a = vec![0f32; g.len()];
             // Row by row (as ggml applies it), rows on both cores.
             let ff = g.len() / rows;

@@ -145,28 +145,36 @@ impl QLinear {
     /// Take the weight (own kernels for Q4_0, Q4_1, Q8_0; candle's otherwise);
     /// `backend`: one llama.cpp may move to its AMX backend.
     fn build(t: QTensor, backend: bool) -> Result<Self> {
-        #[cfg(target_arch = "x86_64")]
-        if vnni_available() {
-            use super::packed::{eligible, Order, Packed};
-            if let Some(w) = OwnWeight::new(&t)? {
-                let order = if backend && amx_order() {
-                    Order::Blocks
-                } else {
-                    Order::Lanes
-                };
-                if eligible(w.n, w.k, order) {
-                    return Ok(QLinear::Packed(Packed::new(
-                        w.kind, w.n, w.k, &w.data, order,
-                    )));
-                }
-                return Ok(QLinear::Own(w));
-            }
-        }
-        let _ = backend;
         match OwnWeight::new(&t)? {
-            Some(w) => Ok(QLinear::Own(w)),
+            Some(w) => Ok(Self::from_own(w, backend)),
             None => Ok(QLinear::Candle(QMatMul::from_qtensor(t)?)),
         }
+    }
+
+    /// The packed order for `w`, where this CPU runs the packed kernels and the
+    /// shape allows.
+    #[cfg(target_arch = "x86_64")]
+    fn packed_order(w: &OwnWeight, backend: bool) -> Option<super::packed::Order> {
+        use super::packed::{eligible, Order};
+        if !vnni_available() {
+            return None;
+        }
+        let order = if backend && amx_order() {
+            Order::Blocks
+        } else {
+            Order::Lanes
+        };
+        eligible(w.n, w.k, order).then_some(order)
+    }
+
+    /// `w` packed where [`Self::packed_order`] allows, as it is otherwise.
+    fn from_own(w: OwnWeight, backend: bool) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(order) = Self::packed_order(&w, backend) {
+            return QLinear::Packed(super::packed::Packed::new(w.kind, w.n, w.k, &w.data, order));
+        }
+        let _ = backend;
+        QLinear::Own(w)
     }
 
     /// `m` rows of `x` (row-major, `k` wide) times the weight: `m × n` values.
@@ -193,6 +201,83 @@ impl QLinear {
                 let k = x.len().checked_div(m).unwrap_or(0);
                 let t = Tensor::from_slice(x, (m, k), &candle_core::Device::Cpu)?;
                 q.forward(&t)?.flatten_all()?.to_vec1::<f32>()
+            }
+        }
+    }
+}
+
+/// Several linear layers of the same input (q, k, v; gate and up): where their
+/// weights share a type and width, one weight of their rows stacked, so the input is
+/// quantized once and the threads meet once; each output is the same as alone.
+#[derive(Debug, Clone)]
+pub(crate) enum Stacked {
+    One { w: QLinear, widths: Vec<usize> },
+    Each(Vec<QLinear>),
+}
+
+impl Stacked {
+    /// The weights `ts` (each `n_i × k`), as llama.cpp's layer weights ([`QLinear::new_backend`]).
+    pub(crate) fn new(ts: Vec<QTensor>) -> Result<Self> {
+        let raw: Option<Vec<OwnWeight>> = ts
+            .iter()
+            .map(|t| OwnWeight::new(t).ok().flatten())
+            .collect();
+        if let Some(ws) = raw {
+            let same = ws
+                .windows(2)
+                .all(|p| p[0].kind == p[1].kind && p[0].k == p[1].k);
+            // Stacking must not change which arithmetic each part gets: only parts
+            // that would each be packed (the same order, as types and widths match).
+            #[cfg(target_arch = "x86_64")]
+            let alone = ws.iter().all(|w| QLinear::packed_order(w, true).is_some());
+            #[cfg(not(target_arch = "x86_64"))]
+            let alone = false;
+            if same && !ws.is_empty() && alone {
+                let widths: Vec<usize> = ws.iter().map(|w| w.n).collect();
+                let first = &ws[0];
+                let mut data = Vec::new();
+                for w in &ws {
+                    data.extend_from_slice(&w.data);
+                }
+                let n = widths.iter().sum();
+                let all = OwnWeight {
+                    kind: first.kind,
+                    n,
+                    k: first.k,
+                    data,
+                };
+                return Ok(Stacked::One {
+                    w: QLinear::from_own(all, true),
+                    widths,
+                });
+            }
+        }
+        Ok(Stacked::Each(
+            ts.into_iter()
+                .map(QLinear::new_backend)
+                .collect::<Result<_>>()?,
+        ))
+    }
+
+    /// Each layer's `m × n_i` output for the `m` rows of `x`.
+    pub(crate) fn forward_rows(&self, x: &[f32], m: usize) -> Result<Vec<Vec<f32>>> {
+        match self {
+            Stacked::Each(ws) => ws.iter().map(|w| w.forward_rows(x, m)).collect(),
+            Stacked::One { w, widths } => {
+                let all = w.forward_rows(x, m)?;
+                let n: usize = widths.iter().sum();
+                let mut outs: Vec<Vec<f32>> = widths
+                    .iter()
+                    .map(|&wd| Vec::with_capacity(m * wd))
+                    .collect();
+                for row in all.chunks_exact(n) {
+                    let mut at = 0;
+                    for (o, &wd) in outs.iter_mut().zip(widths) {
+                        o.extend_from_slice(&row[at..at + wd]);
+                        at += wd;
+                    }
+                }
+                Ok(outs)
             }
         }
     }
