@@ -20,7 +20,9 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::qmatmul::{f16_at, quantize_row_q8, Kind, Q8Block, QK};
+#[cfg(test)]
+use super::qmatmul::f16_at;
+use super::qmatmul::{quantize_row_q8, Kind, Q8Block, QK};
 
 /// Output columns per packed group (one 512-bit register of f32).
 pub(crate) const GROUP: usize = 16;
@@ -52,7 +54,7 @@ pub(crate) fn eligible(n: usize, k: usize, order: Order) -> bool {
 /// `(g·nb + b)·stride` bytes: the quantized values (Q4: 4×64 bytes, byte `e` of
 /// 64-byte row `r` = row `e/4` of the group, values `8r + e%4` in the low nibble and
 /// `8r + 4 + e%4` in the high one; Q8_0: 8×64 bytes of `q + 128`, 64-byte row `t` =
-/// values `4t..4t+4` of each row), then 16 f32 scales, then (Q4_1) 16 f32 minimums.
+/// values `4t..4t+4` of each row), then one register of 16 f16 scales and (Q4_1) 16 f16 minimums.
 #[derive(Debug, Clone)]
 pub(crate) struct Packed {
     kind: Kind,
@@ -96,7 +98,18 @@ fn q_regs(kind: Kind) -> usize {
 
 /// 64-byte registers per (group, block).
 fn stride(kind: Kind) -> usize {
-    q_regs(kind) + 1 + usize::from(kind == Kind::Q4_1)
+    q_regs(kind) + 1
+}
+
+/// The 16 scales (`hi = false`) or Q4_1 minimums (`hi = true`) of the scale register
+/// at `p`, widened (exact).
+#[inline(always)]
+unsafe fn scales(p: *const __m512i, hi: bool) -> __m512 {
+    // SAFETY: `p` points at a 64-byte scale register (callers).
+    unsafe {
+        let p = p.cast::<__m256i>().add(usize::from(hi));
+        _mm512_cvtph_ps(_mm256_load_si256(p))
+    }
 }
 
 fn offset(kind: Kind) -> i32 {
@@ -157,11 +170,11 @@ impl Packed {
                         }
                     }
                     let q = q_regs(kind);
-                    let d = f16_at(blk, 0).to_le_bytes();
-                    bytes[q * 64 + r * 4..q * 64 + r * 4 + 4].copy_from_slice(&d);
+                    // The f16 scale (and minimum) as stored.
+                    bytes[q * 64 + r * 2..q * 64 + r * 2 + 2].copy_from_slice(&blk[0..2]);
                     if kind == Kind::Q4_1 {
-                        let m = f16_at(blk, 2).to_le_bytes();
-                        bytes[(q + 1) * 64 + r * 4..(q + 1) * 64 + r * 4 + 4].copy_from_slice(&m);
+                        bytes[q * 64 + 32 + r * 2..q * 64 + 32 + r * 2 + 2]
+                            .copy_from_slice(&blk[2..4]);
                     }
                 }
                 for (i, c) in bytes.chunks_exact(64).enumerate() {
@@ -396,9 +409,9 @@ fn tile<const R: usize, const G: usize>(
                     }
                 }
                 let qn = q_regs(w.kind);
-                dw[h] = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn)));
+                dw[h] = scales(p.add(qn), false);
                 if w.kind == Kind::Q4_1 {
-                    mw[h] = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn + 1)));
+                    mw[h] = scales(p.add(qn), true);
                 }
             }
             for (r, cr) in c.iter_mut().enumerate() {
@@ -464,11 +477,11 @@ fn tile_lanes<const R: usize>(
                 }
             }
             let qn = q_regs(w.kind);
-            let dw = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn)));
+            let dw = scales(p.add(qn), false);
             for r in 0..R {
                 let y = &a[r * nb + b];
                 if w.kind == Kind::Q4_1 {
-                    let mw = _mm512_castsi512_ps(_mm512_load_si512(p.add(qn + 1)));
+                    let mw = scales(p.add(qn), true);
                     sm[r] = _mm512_add_ps(sm[r], _mm512_mul_ps(mw, _mm512_set1_ps(y.s)));
                 }
                 let dd = _mm512_mul_ps(dw, _mm512_set1_ps(y.d));
