@@ -205,9 +205,12 @@ impl Packed {
     pub(crate) fn matmul(&self, x: &[f32], m: usize, out: &mut [f32]) {
         assert_eq!(x.len(), m * self.k);
         assert_eq!(out.len(), m * self.n);
-        ACTS.with(|cell| {
-            let mut acts = cell.borrow_mut();
-            self.quantize(x, m, &mut acts);
+        // The thread's buffer is taken out for the call (not borrowed): while this
+        // thread waits on the parallel steps below it may run another matmul.
+        let mut buf = ACTS.with(|cell| cell.take());
+        {
+            let acts = &mut buf;
+            self.quantize(x, m, acts);
             let acts: &[Act] = &acts;
             let nb = self.k / QK;
             let n = self.n;
@@ -258,7 +261,8 @@ impl Packed {
                     }
                 }
             }
-        });
+        }
+        ACTS.with(|cell| cell.replace(buf));
     }
 
     /// The activation rows as [`Act`] blocks.

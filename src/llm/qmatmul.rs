@@ -194,7 +194,11 @@ impl QLinear {
                     candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), w.k);
                 }
                 let mut out = vec![0f32; m * w.n];
-                SCRATCH.with(|cell| w.matmul(x, m, &mut cell.borrow_mut(), &mut out));
+                // Taken out, not borrowed: this thread may run another matmul while
+                // it waits on this one's parallel tasks.
+                let mut q = SCRATCH.with(|cell| cell.take());
+                w.matmul(x, m, &mut q, &mut out);
+                SCRATCH.with(|cell| cell.replace(q));
                 Ok(out)
             }
             QLinear::Candle(q) => {
@@ -426,8 +430,8 @@ impl OwnWeight {
         let kern4 = kernel4(self.kind);
         #[cfg(target_arch = "x86_64")]
         if m >= 2 && vnni_available() {
-            let parts = PAIRS.with(|cell| {
-                let mut pairs = cell.borrow_mut();
+            let mut pairs = PAIRS.with(|cell| cell.take());
+            let parts = {
                 vnni::pairs(q, m, nb, &mut pairs);
                 let pairs: &[vnni::Pair] = &pairs;
                 self.tasks(m, |j0, j1, res| {
@@ -442,7 +446,8 @@ impl OwnWeight {
                         }
                     }
                 })
-            });
+            };
+            PAIRS.with(|cell| cell.replace(pairs));
             self.scatter(parts, m, out);
             return;
         }
