@@ -76,12 +76,49 @@ impl Default for Q8Block {
 /// does (which for `d` and `qs` is also `quantize_row_q8_0`).
 pub(crate) fn quantize_row_q8(x: &[f32], out: &mut [Q8Block]) {
     #[cfg(target_arch = "x86_64")]
+    if super::ggml_ops::has_avx512() {
+        // SAFETY: the CPU has AVX-512 F/BW/VL (checked).
+        unsafe { quantize_row_q8_512(x, out) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if super::ggml_ops::has_avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked).
         unsafe { quantize_row_q8_avx2(x, out) };
         return;
     }
     quantize_row_q8_body(x, out);
+}
+
+/// The same arithmetic on AVX-512 registers, a block (two registers) at a time:
+/// the maximum is order-free, each value is scaled and rounded to even alone, the
+/// integer sum is exact.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn quantize_row_q8_512(x: &[f32], out: &mut [Q8Block]) {
+    use std::arch::x86_64::*;
+    for (xb, y) in x.chunks_exact(QK).zip(out.iter_mut()) {
+        // SAFETY: 32 readable floats in `xb`, 32 writable bytes in `y.qs`.
+        unsafe {
+            let a = _mm512_loadu_ps(xb.as_ptr());
+            let b = _mm512_loadu_ps(xb.as_ptr().add(16));
+            let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+            let d = amax / 127.0;
+            let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+            let m = _mm512_set1_ps(id);
+            let round = |v: __m512| {
+                _mm512_cvtps_epi32(_mm512_roundscale_ps::<
+                    { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
+                >(_mm512_mul_ps(v, m)))
+            };
+            let (qa, qb) = (round(a), round(b));
+            let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+            _mm_storeu_si128(y.qs.as_mut_ptr().cast(), _mm512_cvtepi32_epi8(qa));
+            _mm_storeu_si128(y.qs.as_mut_ptr().add(16).cast(), _mm512_cvtepi32_epi8(qb));
+            y.d = f16::from_f32(d).to_f32();
+            y.s = f16::from_f32(d * sum as f32).to_f32();
+        }
+    }
 }
 
 /// The same code compiled with AVX2 (`round_ties_even` becomes one instruction
@@ -802,6 +839,29 @@ mod avx2 {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::needless_range_loop)]
 mod tests {
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx512_quantization_is_the_scalar_one() {
+        use super::{quantize_row_q8, quantize_row_q8_body, Q8Block};
+        let mut x: Vec<f32> = (0..32 * 40)
+            .map(|i| ((i * 7919) % 2003) as f32 / 37.0 - 27.0)
+            .collect();
+        x[32..64].fill(0.0); // an all-zero block
+        x[64..96].iter_mut().for_each(|v| *v *= 1e-30); // tiny values
+        for (i, v) in x[96..128].iter_mut().enumerate() {
+            *v = (i as f32 - 16.0) * 0.5 * 127.0 / 8.0; // exact halves: ties
+        }
+        let mut a = vec![Q8Block::default(); 40];
+        let mut b = vec![Q8Block::default(); 40];
+        quantize_row_q8(&x, &mut a);
+        quantize_row_q8_body(&x, &mut b);
+        for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(p.qs, q.qs, "block {i}");
+            assert_eq!(p.d.to_bits(), q.d.to_bits(), "block {i}");
+            assert_eq!(p.s.to_bits(), q.s.to_bits(), "block {i}");
+        }
+    }
+
     use super::*;
     use candle_core::Device;
 
