@@ -164,6 +164,32 @@ fn dot_vec_n<const N: usize>(rows: [&[f32]; N], b: &[f32]) -> [f32; N] {
     })
 }
 
+/// [`dot_vec_n`] (`one_token`) or [`dot_lanes_n`], on registers when `W`.
+#[inline(always)]
+fn pick_dot<const W: bool, const N: usize>(
+    one_token: bool,
+    rows: [&[f32]; N],
+    b: &[f32],
+) -> [f32; N] {
+    assert!(rows.iter().all(|r| r.len() >= b.len()));
+    #[cfg(target_arch = "x86_64")]
+    if W {
+        // SAFETY: `W` only from `attend_512` (AVX-512F); row lengths checked above.
+        return unsafe {
+            if one_token {
+                wide::dot_vec_n(rows, b)
+            } else {
+                wide::dot_lanes_n(rows, b)
+            }
+        };
+    }
+    if one_token {
+        dot_vec_n(rows, b)
+    } else {
+        dot_lanes_n(rows, b)
+    }
+}
+
 /// `ggml_vec_dot_f16` (AVX-512): four 16-lane accumulators over 64-wide steps,
 /// folded pairwise, the horizontal sum, then the tail in f64. llama.cpp takes this
 /// path instead of tinyBLAS when one token is processed.
@@ -367,7 +393,7 @@ pub fn attend(
             return;
         }
     }
-    attend_impl(one_token, q, kv, total, scale, s, out);
+    attend_impl::<false>(one_token, q, kv, total, scale, s, out);
 }
 
 /// The same code on 16-lane registers (the lanes are the same, so are the bits).
@@ -382,7 +408,7 @@ fn attend_512(
     s: &mut AttnScratch,
     out: &mut [f32],
 ) {
-    attend_impl(one_token, q, kv, total, scale, s, out);
+    attend_impl::<true>(one_token, q, kv, total, scale, s, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -396,11 +422,11 @@ fn attend_fma(
     s: &mut AttnScratch,
     out: &mut [f32],
 ) {
-    attend_impl(one_token, q, kv, total, scale, s, out);
+    attend_impl::<false>(one_token, q, kv, total, scale, s, out);
 }
 
 #[inline(always)]
-fn attend_impl(
+fn attend_impl<const W: bool>(
     one_token: bool,
     q: &[f32],
     kv: &HeadKv,
@@ -429,11 +455,7 @@ fn attend_impl(
         while j + 8 <= total {
             let rows: [&[f32]; 8] =
                 std::array::from_fn(|t| &kv.k[(j + t) * dim..(j + t + 1) * dim]);
-            let dots = if one_token {
-                dot_vec_n(rows, &s.q)
-            } else {
-                dot_lanes_n(rows, &s.q)
-            };
+            let dots = pick_dot::<W, 8>(one_token, rows, &s.q);
             for (t, dot) in dots.iter().enumerate() {
                 let v = dot * scale;
                 max = max.max(v);
@@ -456,6 +478,16 @@ fn attend_impl(
     let mut sum = 0f64;
     for (c, chunk) in s.scores.chunks_exact_mut(LANES).enumerate() {
         let valid = total.saturating_sub(c * LANES).min(LANES);
+        #[cfg(target_arch = "x86_64")]
+        if W {
+            // SAFETY: `W` is set only by `attend_512`, compiled for AVX-512 F/BW/VL.
+            unsafe { wide::exp_minus(chunk, valid, max) };
+        } else {
+            for x in chunk[..valid].iter_mut() {
+                *x = expf(*x - max);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
         for x in chunk[..valid].iter_mut() {
             *x = expf(*x - max);
         }
@@ -463,21 +495,36 @@ fn attend_impl(
         sum += f64::from(reduce16(lanes));
     }
     let inv = (1.0 / sum) as f32;
-    for x in s.scores[..total].iter_mut() {
-        *x = to_f16(*x * inv).to_f32();
+    #[cfg(target_arch = "x86_64")]
+    if W {
+        for (c, chunk) in s.scores.chunks_exact_mut(LANES).enumerate() {
+            let valid = total.saturating_sub(c * LANES).min(LANES);
+            // SAFETY: as above.
+            unsafe { wide::scale_to_f16(chunk, valid, inv) };
+        }
+    }
+    if !W || cfg!(not(target_arch = "x86_64")) {
+        for x in s.scores[..total].iter_mut() {
+            *x = to_f16(*x * inv).to_f32();
+        }
     }
     // Eight output dimensions at a time (each one's chain unchanged).
     let mut d = 0;
-    while d + 8 <= dim.min(out.len()) {
-        let rows: [&[f32]; 8] =
-            std::array::from_fn(|t| &kv.vt[(d + t) * kv.stride..(d + t) * kv.stride + padded]);
-        let dots = if one_token {
-            dot_vec_n(rows, &s.scores)
-        } else {
-            dot_lanes_n(rows, &s.scores)
-        };
-        out[d..d + 8].copy_from_slice(&dots);
-        d += 8;
+    let lim = dim.min(out.len());
+    let vrow = |d: usize| &kv.vt[d * kv.stride..d * kv.stride + padded];
+    if one_token {
+        // Four at a time: `dot_vec` keeps four accumulators per dimension.
+        while d + 4 <= lim {
+            let rows: [&[f32]; 4] = std::array::from_fn(|t| vrow(d + t));
+            out[d..d + 4].copy_from_slice(&pick_dot::<W, 4>(true, rows, &s.scores));
+            d += 4;
+        }
+    } else {
+        while d + 8 <= lim {
+            let rows: [&[f32]; 8] = std::array::from_fn(|t| vrow(d + t));
+            out[d..d + 8].copy_from_slice(&pick_dot::<W, 8>(false, rows, &s.scores));
+            d += 8;
+        }
     }
     for (d, o) in out.iter_mut().enumerate().take(dim).skip(d) {
         let vrow = &kv.vt[d * kv.stride..d * kv.stride + padded];
@@ -486,6 +533,119 @@ fn attend_impl(
         } else {
             dot_lanes(vrow, &s.scores)
         };
+    }
+}
+
+/// The element-wise steps of attention on 16-lane registers (only from `attend_512`).
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::*;
+
+    /// `ggml_v_expf` (AVX-512), the original of the scalar [`super::expf`].
+    #[inline(always)]
+    unsafe fn expf(x: __m512) -> __m512 {
+        // SAFETY: callers run with AVX-512F.
+        unsafe {
+            let c = |b: u32| _mm512_set1_ps(f32::from_bits(b));
+            let r = c(0x4b40_0000);
+            let z = _mm512_fmadd_ps(x, c(0x3fb8_aa3b), r);
+            let n = _mm512_sub_ps(z, r);
+            let b = _mm512_fnmadd_ps(n, c(0x35bf_be8e), _mm512_fnmadd_ps(n, c(0x3f31_7200), x));
+            let d = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(n), _mm512_set1_ps(192.0));
+            let u = _mm512_mul_ps(b, b);
+            let j = _mm512_fmadd_ps(
+                _mm512_fmadd_ps(
+                    _mm512_fmadd_ps(c(0x3c07_2010), b, c(0x3d2b_9f17)),
+                    u,
+                    _mm512_fmadd_ps(c(0x3e2a_af33), b, c(0x3eff_fedb)),
+                ),
+                u,
+                _mm512_fmadd_ps(c(0x3f7f_fff6), b, _mm512_set1_ps(1.0)),
+            );
+            let res = _mm512_scalef_ps(j, n);
+            if d == 0 {
+                return res;
+            }
+            let le = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(n, _mm512_setzero_ps());
+            let alt = _mm512_mask_blend_ps(le, _mm512_set1_ps(f32::INFINITY), _mm512_setzero_ps());
+            _mm512_mask_blend_ps(d, res, alt)
+        }
+    }
+
+    /// [`super::dot_lanes_n`] on registers (same chains, same final sum).
+    #[inline(always)]
+    pub(super) unsafe fn dot_lanes_n<const N: usize>(rows: [&[f32]; N], b: &[f32]) -> [f32; N] {
+        // SAFETY: every row is at least `b.len()` long (callers), reads stay within;
+        // AVX-512F (callers).
+        unsafe {
+            let mut acc = [_mm512_setzero_ps(); N];
+            let chunks = b.len() / 16;
+            for c in 0..chunks {
+                let y = _mm512_loadu_ps(b.as_ptr().add(c * 16));
+                for (a, row) in acc.iter_mut().zip(&rows) {
+                    debug_assert!(row.len() >= b.len());
+                    *a = _mm512_fmadd_ps(_mm512_loadu_ps(row.as_ptr().add(c * 16)), y, *a);
+                }
+            }
+            acc.map(|a| {
+                let mut l = [0f32; 16];
+                _mm512_storeu_ps(l.as_mut_ptr(), a);
+                super::reduce16(&l)
+            })
+        }
+    }
+
+    /// [`super::dot_vec_n`] on registers (lengths a multiple of 64).
+    #[inline(always)]
+    pub(super) unsafe fn dot_vec_n<const N: usize>(rows: [&[f32]; N], b: &[f32]) -> [f32; N] {
+        // SAFETY: as in `dot_lanes_n`.
+        unsafe {
+            let mut sums = [[_mm512_setzero_ps(); 4]; N];
+            let steps = b.len() / 64;
+            for c in 0..steps {
+                let y: [__m512; 4] =
+                    std::array::from_fn(|j| _mm512_loadu_ps(b.as_ptr().add(c * 64 + j * 16)));
+                for (s, row) in sums.iter_mut().zip(&rows) {
+                    debug_assert!(row.len() >= b.len());
+                    for j in 0..4 {
+                        let x = _mm512_loadu_ps(row.as_ptr().add(c * 64 + j * 16));
+                        s[j] = _mm512_fmadd_ps(x, y[j], s[j]);
+                    }
+                }
+            }
+            sums.map(|s| {
+                let x = _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]));
+                let mut l = [0f32; 16];
+                _mm512_storeu_ps(l.as_mut_ptr(), x);
+                f64::from(super::reduce16(&l)) as f32
+            })
+        }
+    }
+
+    /// `x[i] = expf(x[i] − max)` for the first `valid` of 16 values.
+    #[inline(always)]
+    pub(super) unsafe fn exp_minus(x: &mut [f32], valid: usize, max: f32) {
+        debug_assert!(x.len() >= 16 && valid <= 16);
+        // SAFETY: 16 values at `x` (chunks of 16); AVX-512F (callers).
+        unsafe {
+            let k: __mmask16 = ((1u32 << valid) - 1) as u16;
+            let v = _mm512_loadu_ps(x.as_ptr());
+            let e = expf(_mm512_sub_ps(v, _mm512_set1_ps(max)));
+            _mm512_mask_storeu_ps(x.as_mut_ptr(), k, e);
+        }
+    }
+
+    /// `x[i] = f16(x[i] · inv)` widened back, for the first `valid` of 16 values.
+    #[inline(always)]
+    pub(super) unsafe fn scale_to_f16(x: &mut [f32], valid: usize, inv: f32) {
+        debug_assert!(x.len() >= 16 && valid <= 16);
+        // SAFETY: as above; F16C conversions are part of AVX-512F.
+        unsafe {
+            let k: __mmask16 = ((1u32 << valid) - 1) as u16;
+            let v = _mm512_mul_ps(_mm512_loadu_ps(x.as_ptr()), _mm512_set1_ps(inv));
+            let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+            _mm512_mask_storeu_ps(x.as_mut_ptr(), k, _mm512_cvtph_ps(h));
+        }
     }
 }
 
@@ -538,6 +698,38 @@ mod tests {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn wide_exp_and_f16_rounding_are_the_scalar_ones() {
+        if !has_avx512() {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        let xs: Vec<f32> = (0..4000)
+            .map(|i| (i as f32 - 3000.0) * 0.0731)
+            .chain([-1e30, -300.0, -104.0, -87.5, 0.0, -0.0, 88.0, 89.0, 200.0])
+            .collect();
+        for chunk in xs.chunks(16) {
+            for valid in [chunk.len(), chunk.len() / 2] {
+                let mut v = [7.0f32; 16];
+                v[..chunk.len()].copy_from_slice(chunk);
+                let mut w = v;
+                // SAFETY: AVX-512 checked above.
+                unsafe { wide::exp_minus(&mut v, valid, 1.5) };
+                for i in 0..16 {
+                    let want = if i < valid { expf(w[i] - 1.5) } else { w[i] };
+                    assert_eq!(v[i].to_bits(), want.to_bits(), "exp({} - 1.5)", w[i]);
+                }
+                // SAFETY: as above.
+                unsafe { wide::scale_to_f16(&mut w, valid, 0.37) };
+                for i in 0..valid {
+                    let x = if i < chunk.len() { chunk[i] } else { 7.0 };
+                    assert_eq!(w[i].to_bits(), to_f16(x * 0.37).to_f32().to_bits());
+                }
+            }
+        }
+    }
+
     #[test]
     fn batched_dots_keep_each_rows_order() {
         let row = |r: usize| -> Vec<f32> {
@@ -555,6 +747,15 @@ mod tests {
         for t in 0..8 {
             assert_eq!(lanes[t].to_bits(), dot_lanes(&rows[t], &b).to_bits());
             assert_eq!(vec[t].to_bits(), dot_vec(&rows[t], &b).to_bits());
+        }
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            // SAFETY: AVX-512 checked; rows as long as `b`.
+            let (wl, wv) = unsafe { (wide::dot_lanes_n(refs, &b), wide::dot_vec_n(refs, &b)) };
+            for t in 0..8 {
+                assert_eq!(wl[t].to_bits(), lanes[t].to_bits());
+                assert_eq!(wv[t].to_bits(), vec[t].to_bits());
+            }
         }
         // The two orders differ somewhere (so the test can tell them apart).
         assert!((0..8).any(|t| lanes[t] != vec[t]));
@@ -629,7 +830,7 @@ mod tests {
         };
         let out = run(attend, false);
         let one = run(attend, true);
-        let portable = run(attend_impl, false);
+        let portable = run(attend_impl::<false>, false);
         assert_eq!(
             portable, out,
             "the FMA build and the portable one agree bit for bit"
