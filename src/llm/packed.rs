@@ -211,7 +211,7 @@ impl Packed {
         {
             let acts = &mut buf;
             self.quantize(x, m, acts);
-            let acts: &[Act] = &acts;
+            let acts: &[Act] = acts;
             let nb = self.k / QK;
             let n = self.n;
             if m >= 2 * ROWS_PER_TASK {
