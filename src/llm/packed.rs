@@ -368,6 +368,9 @@ impl Packed {
     }
 }
 
+/// Packed blocks ahead of the one being read that [`tile_lanes`] prefetches.
+const PREFETCH: usize = 6;
+
 /// Activation rows per parallel task for a batch.
 const ROWS_PER_TASK: usize = 16;
 
@@ -468,6 +471,13 @@ fn tile_lanes<const R: usize>(
         let mut sm = [_mm512_setzero_ps(); R];
         for b in 0..nb {
             let p = w.data.as_ptr().add((g * nb + b) * st);
+            // One row (generation): the weight streams from memory once per token;
+            // ask for it a few blocks ahead (a hint; past the end it is a no-op).
+            // Batches reuse each block from cache for all their rows.
+            for ahead in (0..st).filter(|_| R == 1) {
+                let q = p.wrapping_add(PREFETCH * st + ahead);
+                _mm_prefetch::<_MM_HINT_T0>(q.cast());
+            }
             let mut wq = [_mm512_setzero_si512(); 8];
             if w.kind == Kind::Q8_0 {
                 for (t, r) in wq.iter_mut().enumerate() {
