@@ -404,6 +404,10 @@ fn tile<const R: usize, const G: usize>(
             let mut mw = [_mm512_setzero_ps(); G];
             for (h, wqh) in wq.iter_mut().enumerate() {
                 let p = w.data.as_ptr().add(((g + h) * nb + b) * st);
+                // As in `tile_lanes`: one row streams the weight; prefetch ahead.
+                for ahead in (0..st).filter(|_| R == 1) {
+                    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH * st + ahead).cast());
+                }
                 if q4 {
                     for reg in 0..4 {
                         let v = _mm512_load_si512(p.add(reg));
