@@ -1,16 +1,16 @@
-//! Quantized matrix products in the arithmetic of ggml's AMX backend
-//! (`ggml-cpu/amx/mmq.cpp`), on AVX-512 VNNI.
-//!
-//! On a CPU with AMX, llama.cpp moves every Q4_0, Q4_1 and Q8_0 weight whose rows are
-//! a multiple of 32 (and which is not read by `get_rows`, i.e. not the token
-//! embeddings) into its AMX buffer, and multiplies it there: tiles for a batch, an
-//! AVX-512 VNNI kernel for one token. Both compute each output the same way, which
-//! differs from its AVX2 dot products: per 32-value block, in order,
-//! `c = fma(float(Σ qw·qx), dw·dx, c)`, then for Q4_1 `c = fma(mw, sx, c)`; no lanes,
-//! no horizontal sum. This module does exactly that, so Quire's greedy output is
-//! llama.cpp's on such a CPU, and it is also the faster layout: weights are packed at
-//! load 16 output columns at a time, so one `vpdpbusd` advances 16 outputs and the
-//! float part needs no reduction.
+//! Quantized matrix products on weights packed 16 output columns per AVX-512
+//! register (AVX-512 VNNI), in either of llama.cpp's two CPU arithmetics
+//! ([`Order`]):
+//! - `Lanes` (the default): its AVX2 `ggml_vec_dot_*`, per block 8 integer lanes each
+//!   accumulated in f32, summed pairwise at the end. With 16 outputs side by side,
+//!   each lane is one register and the final sum is vertical adds, so there is no
+//!   horizontal reduction per output. This is what the greedy references match.
+//! - `Blocks`: its AMX backend (`ggml-cpu/amx/mmq.cpp`), which llama.cpp uses on a
+//!   CPU with AMX for Q4_0/Q4_1/Q8_0 weights whose rows are a multiple of 32 (not the
+//!   token embeddings, read by `get_rows`): per 32-value block, in order,
+//!   `c = fma(float(Σ qw·qx), dw·dx, c)`, then for Q4_1 `c = fma(mw, sx, c)`.
+//!   Measured: SmolLM2 greedy then gives exactly what a llama.cpp AMX build gives
+//!   (7/32, 25/25, 32/32, 8/32 against the references, both).
 //!
 //! The integer sums are exact whatever their order: signed values go through the
 //! unsigned operand as `q + c` (Q4_0: `c = 8` on the stored nibble; Q8_0: `c = 128`),
