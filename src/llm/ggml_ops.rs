@@ -272,14 +272,14 @@ impl KvCache {
         let w = self.width;
         for (h, head) in self.heads.iter_mut().enumerate() {
             let dim = head.dim;
-            let rows = |x: &[f32]| -> Vec<Vec<f32>> {
-                x.chunks_exact(w)
-                    .map(|r| r[h * dim..(h + 1) * dim].to_vec())
-                    .collect()
-            };
-            let (kr, vr) = (rows(k), rows(v));
-            let kr: Vec<&[f32]> = kr.iter().map(Vec::as_slice).collect();
-            let vr: Vec<&[f32]> = vr.iter().map(Vec::as_slice).collect();
+            let kr: Vec<&[f32]> = k
+                .chunks_exact(w)
+                .map(|r| &r[h * dim..(h + 1) * dim])
+                .collect();
+            let vr: Vec<&[f32]> = v
+                .chunks_exact(w)
+                .map(|r| &r[h * dim..(h + 1) * dim])
+                .collect();
             head.store(pos, &kr, &vr);
         }
     }

@@ -378,6 +378,35 @@ thread_local! {
     static ACTS: std::cell::RefCell<Vec<Act>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// The 8 registers of 4-value lanes of the packed block at `p` (Q4 nibbles split).
+/// For one activation row (`R == 1`, generation) the weight streams from memory once
+/// per token, so the next blocks are prefetched (a hint; past the end a no-op);
+/// batches reuse each block from cache for all their rows.
+#[inline(always)]
+unsafe fn load_block<const R: usize>(kind: Kind, p: *const __m512i) -> [__m512i; 8] {
+    // SAFETY: `p` points at a packed block of `kind` (callers); AVX-512 (callers).
+    unsafe {
+        let st = stride(kind);
+        for ahead in (0..st).filter(|_| R == 1) {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH * st + ahead).cast());
+        }
+        let mut wq = [_mm512_setzero_si512(); 8];
+        if kind == Kind::Q8_0 {
+            for (t, r) in wq.iter_mut().enumerate() {
+                *r = _mm512_load_si512(p.add(t));
+            }
+        } else {
+            let low = _mm512_set1_epi8(0xF);
+            for reg in 0..4 {
+                let v = _mm512_load_si512(p.add(reg));
+                wq[2 * reg] = _mm512_and_si512(v, low);
+                wq[2 * reg + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
+            }
+        }
+        wq
+    }
+}
+
 /// `R` activation rows (from `a`, rows `nb` blocks apart) × `G` groups from `g`:
 /// each output's blocks accumulated in order as ggml's AMX backend does.
 /// Only called from [`Packed::rows`], compiled with the features it uses.
@@ -395,8 +424,6 @@ fn tile<const R: usize, const G: usize>(
     unsafe {
         let nb = w.k / QK;
         let st = stride(w.kind);
-        let q4 = w.kind != Kind::Q8_0;
-        let low = _mm512_set1_epi8(0xF);
         let mut c = [[_mm512_setzero_ps(); G]; R];
         for b in 0..nb {
             let mut wq = [[_mm512_setzero_si512(); 8]; G];
@@ -404,21 +431,7 @@ fn tile<const R: usize, const G: usize>(
             let mut mw = [_mm512_setzero_ps(); G];
             for (h, wqh) in wq.iter_mut().enumerate() {
                 let p = w.data.as_ptr().add(((g + h) * nb + b) * st);
-                // As in `tile_lanes`: one row streams the weight; prefetch ahead.
-                for ahead in (0..st).filter(|_| R == 1) {
-                    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH * st + ahead).cast());
-                }
-                if q4 {
-                    for reg in 0..4 {
-                        let v = _mm512_load_si512(p.add(reg));
-                        wqh[2 * reg] = _mm512_and_si512(v, low);
-                        wqh[2 * reg + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
-                    }
-                } else {
-                    for (t, r) in wqh.iter_mut().enumerate() {
-                        *r = _mm512_load_si512(p.add(t));
-                    }
-                }
+                *wqh = load_block::<R>(w.kind, p);
                 let qn = q_regs(w.kind);
                 dw[h] = scales(p.add(qn), false);
                 if w.kind == Kind::Q4_1 {
@@ -470,30 +483,11 @@ fn tile_lanes<const R: usize>(
     unsafe {
         let nb = w.k / QK;
         let st = stride(w.kind);
-        let low = _mm512_set1_epi8(0xF);
         let mut acc = [[_mm512_setzero_ps(); 8]; R];
         let mut sm = [_mm512_setzero_ps(); R];
         for b in 0..nb {
             let p = w.data.as_ptr().add((g * nb + b) * st);
-            // One row (generation): the weight streams from memory once per token;
-            // ask for it a few blocks ahead (a hint; past the end it is a no-op).
-            // Batches reuse each block from cache for all their rows.
-            for ahead in (0..st).filter(|_| R == 1) {
-                let q = p.wrapping_add(PREFETCH * st + ahead);
-                _mm_prefetch::<_MM_HINT_T0>(q.cast());
-            }
-            let mut wq = [_mm512_setzero_si512(); 8];
-            if w.kind == Kind::Q8_0 {
-                for (t, r) in wq.iter_mut().enumerate() {
-                    *r = _mm512_load_si512(p.add(t));
-                }
-            } else {
-                for reg in 0..4 {
-                    let v = _mm512_load_si512(p.add(reg));
-                    wq[2 * reg] = _mm512_and_si512(v, low);
-                    wq[2 * reg + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
-                }
-            }
+            let wq = load_block::<R>(w.kind, p);
             let qn = q_regs(w.kind);
             let dw = scales(p.add(qn), false);
             for r in 0..R {
