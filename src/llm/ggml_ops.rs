@@ -451,6 +451,14 @@ fn attend_impl<const W: bool>(
         dim.is_multiple_of(LANES)
     };
     let mut j = 0;
+    #[cfg(target_arch = "x86_64")]
+    if W && batched {
+        // SAFETY: `W` only from `attend_512` (AVX-512F); bounds checked inside.
+        let (done, m) =
+            unsafe { wide::scores_16(one_token, &kv.k, dim, total, &s.q, scale, &mut s.scores) };
+        j = done;
+        max = max.max(m);
+    }
     if batched {
         while j + 8 <= total {
             let rows: [&[f32]; 8] =
@@ -512,6 +520,11 @@ fn attend_impl<const W: bool>(
     let mut d = 0;
     let lim = dim.min(out.len());
     let vrow = |d: usize| &kv.vt[d * kv.stride..d * kv.stride + padded];
+    #[cfg(target_arch = "x86_64")]
+    if W {
+        // SAFETY: `W` only from `attend_512` (AVX-512F); bounds checked inside.
+        d = unsafe { wide::values_16(one_token, &kv.vt, kv.stride, &s.scores, padded, out, lim) };
+    }
     if one_token {
         // Four at a time: `dot_vec` keeps four accumulators per dimension.
         while d + 4 <= lim {
@@ -619,6 +632,156 @@ mod wide {
                 _mm512_storeu_ps(l.as_mut_ptr(), x);
                 f64::from(super::reduce16(&l)) as f32
             })
+        }
+    }
+
+    /// [`super::reduce16`] of 16 registers at once: lane `t` of the result is the
+    /// horizontal sum of `x[t]`, with the same pairs added in the same order
+    /// (halves, quarters, pairs, then the last two), done across registers.
+    #[inline(always)]
+    pub(super) unsafe fn reduce16x16(x: &[__m512; 16]) -> __m512 {
+        // SAFETY: AVX-512F (callers).
+        unsafe {
+            // a[i] + a[i + 8]: two keys per register, eight sums each.
+            let b: [__m512; 8] = core::array::from_fn(|p| {
+                let (a0, a1) = (x[2 * p], x[2 * p + 1]);
+                _mm512_add_ps(
+                    _mm512_shuffle_f32x4::<0x44>(a0, a1),
+                    _mm512_shuffle_f32x4::<0xEE>(a0, a1),
+                )
+            });
+            // b[i] + b[i + 4]: four keys per register, one per 128-bit chunk.
+            let c: [__m512; 4] = core::array::from_fn(|q| {
+                let (p0, p1) = (b[2 * q], b[2 * q + 1]);
+                _mm512_add_ps(
+                    _mm512_shuffle_f32x4::<0x88>(p0, p1),
+                    _mm512_shuffle_f32x4::<0xDD>(p0, p1),
+                )
+            });
+            // [c0 + c2, c1 + c3] per key.
+            let d: [__m512; 2] = core::array::from_fn(|r| {
+                let (r0, r1) = (c[2 * r], c[2 * r + 1]);
+                _mm512_add_ps(
+                    _mm512_shuffle_ps::<0x44>(r0, r1),
+                    _mm512_shuffle_ps::<0xEE>(r0, r1),
+                )
+            });
+            // d0 + d1; lane 4k + m now holds key 4m + k.
+            let e = _mm512_add_ps(
+                _mm512_shuffle_ps::<0x88>(d[0], d[1]),
+                _mm512_shuffle_ps::<0xDD>(d[0], d[1]),
+            );
+            let idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+            _mm512_permutexvar_ps(idx, e)
+        }
+    }
+
+    /// `ggml_vec_dot_f16`'s folded accumulators of one row with `b` (lengths a
+    /// multiple of 64): the register [`super::dot_vec`] sums horizontally.
+    #[inline(always)]
+    unsafe fn vec_folded(row: *const f32, b: *const f32, len: usize) -> __m512 {
+        // SAFETY: `len` values at `row` and `b` (callers); AVX-512F.
+        unsafe {
+            let mut s = [_mm512_setzero_ps(); 4];
+            for c in 0..len / 64 {
+                for (j, acc) in s.iter_mut().enumerate() {
+                    let o = c * 64 + j * 16;
+                    *acc = _mm512_fmadd_ps(
+                        _mm512_loadu_ps(row.add(o)),
+                        _mm512_loadu_ps(b.add(o)),
+                        *acc,
+                    );
+                }
+            }
+            _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]))
+        }
+    }
+
+    /// Scores of keys `0..total/16·16` (16 at a time): `dot(k_j, q) · scale` into
+    /// `scores[j]`, in [`super::dot_vec`]'s order when `one_token`, else
+    /// [`super::dot_lanes`]'. Returns the number of keys done and their maximum.
+    #[inline(always)]
+    pub(super) unsafe fn scores_16(
+        one_token: bool,
+        k: &[f32],
+        dim: usize,
+        total: usize,
+        q: &[f32],
+        scale: f32,
+        scores: &mut [f32],
+    ) -> (usize, f32) {
+        assert!(k.len() >= total * dim && q.len() >= dim && scores.len() >= total);
+        assert!(dim.is_multiple_of(if one_token { 64 } else { 16 }));
+        // SAFETY: reads within `k[..total·dim]` and `q[..dim]`, writes within
+        // `scores[..total]` (asserted); AVX-512F (callers).
+        unsafe {
+            let sc = _mm512_set1_ps(scale);
+            let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
+            let mut j = 0;
+            while j + 16 <= total {
+                let base = k.as_ptr().add(j * dim);
+                let mut x = [_mm512_setzero_ps(); 16];
+                if one_token {
+                    for (t, xt) in x.iter_mut().enumerate() {
+                        *xt = vec_folded(base.add(t * dim), q.as_ptr(), dim);
+                    }
+                } else {
+                    for c in 0..dim / 16 {
+                        let y = _mm512_loadu_ps(q.as_ptr().add(c * 16));
+                        for (t, xt) in x.iter_mut().enumerate() {
+                            let kv = _mm512_loadu_ps(base.add(t * dim + c * 16));
+                            *xt = _mm512_fmadd_ps(kv, y, *xt);
+                        }
+                    }
+                }
+                let v = _mm512_mul_ps(reduce16x16(&x), sc);
+                vmax = _mm512_max_ps(vmax, v);
+                _mm512_storeu_ps(scores.as_mut_ptr().add(j), v);
+                j += 16;
+            }
+            (j, _mm512_reduce_max_ps(vmax))
+        }
+    }
+
+    /// Output dimensions `0..lim/16·16` (16 at a time): `dot(vt_d, p)` over the first
+    /// `len` positions (a multiple of 64), in the same order as [`scores_16`].
+    /// Returns the number of dimensions done.
+    #[inline(always)]
+    pub(super) unsafe fn values_16(
+        one_token: bool,
+        vt: &[f32],
+        stride: usize,
+        p: &[f32],
+        len: usize,
+        out: &mut [f32],
+        lim: usize,
+    ) -> usize {
+        assert!(len.is_multiple_of(64) && len <= stride && p.len() >= len);
+        assert!(out.len() >= lim && vt.len() >= lim.saturating_sub(1) * stride + len);
+        // SAFETY: reads row `d` at `vt[d·stride..d·stride + len]` for `d < lim` and
+        // `p[..len]`, writes `out[..lim]` (asserted); AVX-512F (callers).
+        unsafe {
+            let mut d = 0;
+            while d + 16 <= lim {
+                let base = vt.as_ptr().add(d * stride);
+                let mut x = [_mm512_setzero_ps(); 16];
+                if one_token {
+                    for (t, xt) in x.iter_mut().enumerate() {
+                        *xt = vec_folded(base.add(t * stride), p.as_ptr(), len);
+                    }
+                } else {
+                    for c in 0..len / 16 {
+                        let y = _mm512_loadu_ps(p.as_ptr().add(c * 16));
+                        for (t, xt) in x.iter_mut().enumerate() {
+                            let v = _mm512_loadu_ps(base.add(t * stride + c * 16));
+                            *xt = _mm512_fmadd_ps(v, y, *xt);
+                        }
+                    }
+                }
+                _mm512_storeu_ps(out.as_mut_ptr().add(d), reduce16x16(&x));
+                d += 16;
+            }
+            d
         }
     }
 
@@ -759,6 +922,62 @@ mod tests {
         }
         // The two orders differ somewhere (so the test can tell them apart).
         assert!((0..8).any(|t| lanes[t] != vec[t]));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn wide_attention_is_the_portable_one_bit_for_bit() {
+        if !has_avx512() {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        // Sixteen sums at once pair the same lanes as one at a time.
+        let mut seed = 0x9e37_79b9_u32;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed % 20_011) as f32 / 1_000.0 - 10.0
+        };
+        let regs: Vec<[f32; 16]> = (0..16).map(|_| std::array::from_fn(|_| rnd())).collect();
+        let mut sums = [0f32; 16];
+        // SAFETY: AVX-512 checked above.
+        unsafe {
+            use std::arch::x86_64::*;
+            let x: [__m512; 16] = std::array::from_fn(|t| _mm512_loadu_ps(regs[t].as_ptr()));
+            _mm512_storeu_ps(sums.as_mut_ptr(), wide::reduce16x16(&x));
+        }
+        for t in 0..16 {
+            assert_eq!(
+                sums[t].to_bits(),
+                reduce16(&regs[t]).to_bits(),
+                "register {t}"
+            );
+        }
+        // Whole attention rows: every count of keys around the 16- and 64-wide steps.
+        let (heads, dim) = (1, 64);
+        let n = 300;
+        let mut c = KvCache::new(heads, dim);
+        let k: Vec<f32> = (0..n * dim).map(|_| rnd() * 0.3).collect();
+        let v: Vec<f32> = (0..n * dim).map(|_| rnd()).collect();
+        c.store(0, &k, &v);
+        let q: Vec<f32> = (0..dim).map(|_| rnd() * 0.3).collect();
+        for total in [1, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300] {
+            for one_token in [false, true] {
+                let mut want = vec![0f32; dim];
+                let mut got = vec![0f32; dim];
+                let mut s = AttnScratch::default();
+                attend_impl::<false>(one_token, &q, c.head(0), total, 0.125, &mut s, &mut want);
+                attend(one_token, &q, c.head(0), total, 0.125, &mut s, &mut got);
+                for d in 0..dim {
+                    assert_eq!(
+                        got[d].to_bits(),
+                        want[d].to_bits(),
+                        "total {total}, one_token {one_token}, dim {d}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
