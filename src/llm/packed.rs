@@ -66,7 +66,7 @@ pub(crate) struct Packed {
 
 /// One activation block as the kernels read it: the 32 values as 8 words of 4 bytes,
 /// the scale, the Q8_1 sum `s`, and the integer corrections `−c·Σq` for the block and
-/// for each 4-value lane.
+/// (plus [`MAGIC_BITS`]) for each 4-value lane.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Act {
@@ -289,6 +289,11 @@ impl Packed {
                             .sum::<i32>()
                     });
                     a.corr = a.lc.iter().sum();
+                    // The lane sums come out of the integer unit as the bits of the
+                    // float `1.5·2²³ + sum` (exact: |sum| < 2²²), see `tile_lanes`.
+                    for l in a.lc.iter_mut() {
+                        *l += MAGIC_BITS;
+                    }
                 }
             }
         };
@@ -367,6 +372,10 @@ impl Packed {
         }
     }
 }
+
+/// The bits of the float 1.5·2²³: adding an integer `|i| < 2²²` to them gives the
+/// bits of `1.5·2²³ + i`.
+const MAGIC_BITS: i32 = 0x4B40_0000;
 
 /// Packed blocks ahead of the one being read that [`tile_lanes`] prefetches.
 const PREFETCH: usize = 6;
@@ -485,6 +494,7 @@ fn tile_lanes<const R: usize>(
         let st = stride(w.kind);
         let mut acc = [[_mm512_setzero_ps(); 8]; R];
         let mut sm = [_mm512_setzero_ps(); R];
+        let magic = _mm512_set1_ps(f32::from_bits(MAGIC_BITS as u32));
         for b in 0..nb {
             let p = w.data.as_ptr().add((g * nb + b) * st);
             let wq = load_block::<R>(w.kind, p);
@@ -503,7 +513,10 @@ fn tile_lanes<const R: usize>(
                         wq[t],
                         _mm512_set1_epi32(y.q[t]),
                     );
-                    acc[r][t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[r][t]);
+                    // float(sum) = (1.5·2²³ + sum) − 1.5·2²³, exact; a subtraction
+                    // instead of a conversion (which only one port executes).
+                    let f = _mm512_sub_ps(_mm512_castsi512_ps(l), magic);
+                    acc[r][t] = _mm512_fmadd_ps(dd, f, acc[r][t]);
                 }
             }
         }
