@@ -70,13 +70,10 @@ pub fn silu(x: f32) -> f32 {
 #[inline(always)]
 pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
     let full = gate.len() / LANES * LANES;
-    for i in 0..gate.len() {
-        out[i] = if i < full {
-            silu(gate[i]) * up[i]
-        } else {
-            gate[i] / (1.0 + (-gate[i]).exp()) * up[i]
-        };
+    for i in 0..full {
+        out[i] = silu(gate[i]) * up[i];
     }
+    swiglu_tail(&gate[full..], &up[full..], &mut out[full..]);
 }
 
 /// `ggml_compute_forward_rms_norm_f32` fused with the weight: the sum of squares in
@@ -785,6 +782,24 @@ mod wide {
         }
     }
 
+    /// `ggml_vec_swiglu_f32`'s 16-lane chunks: `silu(g) · u` with
+    /// `silu(x) = x / (1 + expf(0 − x))`. Returns how many values it did.
+    #[inline(always)]
+    pub(super) unsafe fn swiglu16(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
+        let full = gate.len().min(up.len()).min(out.len()) / 16 * 16;
+        // SAFETY: 16 values at each `i < full` in all three slices; AVX-512F (callers).
+        unsafe {
+            for i in (0..full).step_by(16) {
+                let x = _mm512_loadu_ps(gate.as_ptr().add(i));
+                let e = expf(_mm512_sub_ps(_mm512_setzero_ps(), x));
+                let silu = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0), e));
+                let y = _mm512_mul_ps(silu, _mm512_loadu_ps(up.as_ptr().add(i)));
+                _mm512_storeu_ps(out.as_mut_ptr().add(i), y);
+            }
+        }
+        full
+    }
+
     /// `x[i] = expf(x[i] − max)` for the first `valid` of 16 values.
     #[inline(always)]
     pub(super) unsafe fn exp_minus(x: &mut [f32], valid: usize, max: f32) {
@@ -812,10 +827,16 @@ mod wide {
     }
 }
 
-/// `swiglu` with fused multiply-adds in hardware where the CPU has them.
+/// `swiglu` with fused multiply-adds in hardware where the CPU has them, 16 lanes
+/// at a time on AVX-512 (as ggml's `ggml_v_silu`; the same bits).
 pub fn swiglu_fast(gate: &[f32], up: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
+        if has_avx512() {
+            // SAFETY: the CPU has the features `swiglu_512` is compiled for.
+            unsafe { swiglu_512(gate, up, out) };
+            return;
+        }
         if has_avx2_fma() {
             // SAFETY: the CPU has the features `swiglu_fma` is compiled for.
             unsafe { swiglu_fma(gate, up, out) };
@@ -823,6 +844,21 @@ pub fn swiglu_fast(gate: &[f32], up: &[f32], out: &mut [f32]) {
         }
     }
     swiglu(gate, up, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+fn swiglu_512(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    // SAFETY: compiled for AVX-512F; bounds checked inside.
+    let full = unsafe { wide::swiglu16(gate, up, out) };
+    swiglu_tail(&gate[full..], &up[full..], &mut out[full..]);
+}
+
+/// The libm tail of [`swiglu`] (fewer than 16 values).
+fn swiglu_tail(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
+        *o = g / (1.0 + (-g).exp()) * u;
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -890,6 +926,28 @@ mod tests {
                     assert_eq!(w[i].to_bits(), to_f16(x * 0.37).to_f32().to_bits());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn swiglu_on_registers_is_the_scalar_one() {
+        let gate: Vec<f32> = (0..1000)
+            .map(|i| (i as f32 - 600.0) * 0.173)
+            .chain([-1e30, -200.0, -88.5, -0.0, 0.0, 88.5, 1e30])
+            .collect();
+        let up: Vec<f32> = (0..gate.len()).map(|i| (i % 7) as f32 - 2.5).collect();
+        let mut want = vec![0f32; gate.len()];
+        let mut got = vec![0f32; gate.len()];
+        swiglu(&gate, &up, &mut want);
+        swiglu_fast(&gate, &up, &mut got);
+        for i in 0..gate.len() {
+            assert_eq!(
+                got[i].to_bits(),
+                want[i].to_bits(),
+                "silu({}) · {}",
+                gate[i],
+                up[i]
+            );
         }
     }
 
