@@ -66,7 +66,7 @@ pub(crate) struct Packed {
 
 /// One activation block as the kernels read it: the 32 values as 8 words of 4 bytes,
 /// the scale, the Q8_1 sum `s`, and the integer corrections `−c·Σq` for the block and
-/// (plus [`MAGIC_BITS`]) for each 4-value lane.
+/// (as [`lane_magic`] has it) for each 4-value lane.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Act {
@@ -289,10 +289,11 @@ impl Packed {
                             .sum::<i32>()
                     });
                     a.corr = a.lc.iter().sum();
-                    // The lane sums come out of the integer unit as the bits of the
-                    // float `1.5·2²³ + sum` (exact: |sum| < 2²²), see `tile_lanes`.
-                    for l in a.lc.iter_mut() {
-                        *l += MAGIC_BITS;
+                    // The lane sums come out of the integer unit as the bits of a
+                    // float `magic + sum`, see `tile_lanes` and [`lane_magic`].
+                    for (t, l) in a.lc.iter_mut().enumerate() {
+                        let (bits, times) = lane_magic(self.kind, t);
+                        *l = bits + times * *l;
                     }
                 }
             }
@@ -373,9 +374,21 @@ impl Packed {
     }
 }
 
-/// The bits of the float 1.5·2²³: adding an integer `|i| < 2²²` to them gives the
-/// bits of `1.5·2²³ + i`.
-const MAGIC_BITS: i32 = 0x4B40_0000;
+/// How lane `t`'s integer sum leaves the integer unit in [`Order::Lanes`]: as the bits
+/// of a float `m + sum`, exact, so that a subtraction of `m` (which either port
+/// executes) replaces a conversion (which one executes). Returns the bits of `m` and
+/// the weight scaling of the lane: Q4 high-nibble lanes (odd `t`) are read as
+/// `byte & 0xF0` (one operation instead of a shift and a mask), i.e. 16 × the value,
+/// so their float has a sixteenth for unit: `m = 1.5·2¹⁹` (ulp 2⁻⁴), exact for
+/// `|sum| < 2¹⁸`. Other lanes: `m = 1.5·2²³` (ulp 1), exact for `|sum| < 2²²`.
+/// (Lane sums are at most 4·128·127 in magnitude.)
+fn lane_magic(kind: Kind, t: usize) -> (i32, i32) {
+    if kind != Kind::Q8_0 && t % 2 == 1 {
+        (0x4940_0000, 16)
+    } else {
+        (0x4B40_0000, 1)
+    }
+}
 
 /// Packed blocks ahead of the one being read that [`tile_lanes`] prefetches.
 const PREFETCH: usize = 6;
@@ -392,7 +405,10 @@ thread_local! {
 /// per token, so the next blocks are prefetched (a hint; past the end a no-op);
 /// batches reuse each block from cache for all their rows.
 #[inline(always)]
-unsafe fn load_block<const R: usize>(kind: Kind, p: *const __m512i) -> [__m512i; 8] {
+unsafe fn load_block<const R: usize, const HI16: bool>(
+    kind: Kind,
+    p: *const __m512i,
+) -> [__m512i; 8] {
     // SAFETY: `p` points at a packed block of `kind` (callers); AVX-512 (callers).
     unsafe {
         let st = stride(kind);
@@ -409,7 +425,11 @@ unsafe fn load_block<const R: usize>(kind: Kind, p: *const __m512i) -> [__m512i;
             for reg in 0..4 {
                 let v = _mm512_load_si512(p.add(reg));
                 wq[2 * reg] = _mm512_and_si512(v, low);
-                wq[2 * reg + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
+                wq[2 * reg + 1] = if HI16 {
+                    _mm512_and_si512(v, _mm512_set1_epi8(0xF0_u8 as i8))
+                } else {
+                    _mm512_and_si512(_mm512_srli_epi16::<4>(v), low)
+                };
             }
         }
         wq
@@ -440,7 +460,7 @@ fn tile<const R: usize, const G: usize>(
             let mut mw = [_mm512_setzero_ps(); G];
             for (h, wqh) in wq.iter_mut().enumerate() {
                 let p = w.data.as_ptr().add(((g + h) * nb + b) * st);
-                *wqh = load_block::<R>(w.kind, p);
+                *wqh = load_block::<R, false>(w.kind, p);
                 let qn = q_regs(w.kind);
                 dw[h] = scales(p.add(qn), false);
                 if w.kind == Kind::Q4_1 {
@@ -494,16 +514,21 @@ fn tile_lanes<const R: usize>(
         let st = stride(w.kind);
         let mut acc = [[_mm512_setzero_ps(); 8]; R];
         let mut sm = [_mm512_setzero_ps(); R];
-        let magic = _mm512_set1_ps(f32::from_bits(MAGIC_BITS as u32));
+        let magic: [__m512; 2] =
+            std::array::from_fn(|t| _mm512_set1_ps(f32::from_bits(lane_magic(w.kind, t).0 as u32)));
         for b in 0..nb {
             let p = w.data.as_ptr().add((g * nb + b) * st);
-            let wq = load_block::<R>(w.kind, p);
+            let wq = load_block::<R, true>(w.kind, p);
             let qn = q_regs(w.kind);
             let dw = scales(p.add(qn), false);
+            let mw = if w.kind == Kind::Q4_1 {
+                scales(p.add(qn), true)
+            } else {
+                _mm512_setzero_ps()
+            };
             for r in 0..R {
                 let y = &a[r * nb + b];
                 if w.kind == Kind::Q4_1 {
-                    let mw = scales(p.add(qn), true);
                     sm[r] = _mm512_add_ps(sm[r], _mm512_mul_ps(mw, _mm512_set1_ps(y.s)));
                 }
                 let dd = _mm512_mul_ps(dw, _mm512_set1_ps(y.d));
@@ -513,9 +538,8 @@ fn tile_lanes<const R: usize>(
                         wq[t],
                         _mm512_set1_epi32(y.q[t]),
                     );
-                    // float(sum) = (1.5·2²³ + sum) − 1.5·2²³, exact; a subtraction
-                    // instead of a conversion (which only one port executes).
-                    let f = _mm512_sub_ps(_mm512_castsi512_ps(l), magic);
+                    // float(sum) = (m + sum) − m, exact (see `lane_magic`).
+                    let f = _mm512_sub_ps(_mm512_castsi512_ps(l), magic[t % 2]);
                     acc[r][t] = _mm512_fmadd_ps(dd, f, acc[r][t]);
                 }
             }
