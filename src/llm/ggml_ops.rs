@@ -354,19 +354,23 @@ impl HeadKv {
     }
 }
 
-/// Scratch for one attention row.
+/// Scratch for one attention call.
 #[derive(Default)]
 pub struct AttnScratch {
     q: Vec<f32>,
     scores: Vec<f32>,
+    max: Vec<f32>,
 }
 
-/// Attention of one query row over positions `0..total` of `kv` (`total` at most
-/// the positions `kv` holds), as llama.cpp's non-flash path computes it: KQ with Q
+/// Attention of the query heads in `q` (each `kv.dim` values, all of one row, all
+/// sharing the KV head `kv`) over positions `0..total` of `kv` (`total` at most the
+/// positions `kv` holds), as llama.cpp's non-flash path computes it: KQ with Q
 /// rounded to f16 (tinyBLAS), `soft_max_ext` (scale, causal mask, vector `expf`,
 /// f64 sum of 16-lane sums), the probabilities rounded to f16, then KQV (tinyBLAS).
 /// With `one_token` (a single position processed) both products take
-/// `ggml_vec_dot_f16`'s order, as llama.cpp's do. `out` gets the head's dimensions.
+/// `ggml_vec_dot_f16`'s order, as llama.cpp's do. `out` (as long as `q`) gets each
+/// head's dimensions. The heads are computed together so that each key and value is
+/// read once for all of them (the same bits as one by one).
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
     one_token: bool,
@@ -433,55 +437,118 @@ fn attend_impl<const W: bool>(
     out: &mut [f32],
 ) {
     let dim = kv.dim;
+    assert!(dim > 0 && q.len().is_multiple_of(dim) && out.len() == q.len());
+    let heads = q.len() / dim;
     let total = total.min(kv.total);
     // Padded to 64 so both dot orders see whole steps; the zeros add nothing.
     let padded = total.div_ceil(64) * 64;
     s.q.clear();
     s.q.extend(q.iter().map(|&x| to_f16(x).to_f32()));
     s.scores.clear();
-    s.scores.resize(padded, 0.0);
-    let mut max = f32::NEG_INFINITY;
-    // Eight keys at a time where the width allows (each key's chain unchanged).
+    s.scores.resize(heads * padded, 0.0);
+    s.max.clear();
+    s.max.resize(heads, f32::NEG_INFINITY);
     let batched = if one_token {
         dim.is_multiple_of(64)
     } else {
         dim.is_multiple_of(LANES)
     };
-    let mut j = 0;
+    // The query heads sharing this KV head, four keys at a time, on registers.
+    let mut j0 = 0;
     #[cfg(target_arch = "x86_64")]
     if W && batched {
         // SAFETY: `W` only from `attend_512` (AVX-512F); bounds checked inside.
-        let (done, m) =
-            unsafe { wide::scores_16(one_token, &kv.k, dim, total, &s.q, scale, &mut s.scores) };
-        j = done;
-        max = max.max(m);
+        j0 = unsafe {
+            wide::scores_heads(
+                one_token,
+                &kv.k,
+                dim,
+                total,
+                &s.q,
+                scale,
+                &mut s.scores,
+                padded,
+                &mut s.max,
+            )
+        };
     }
-    if batched {
-        while j + 8 <= total {
-            let rows: [&[f32]; 8] =
-                std::array::from_fn(|t| &kv.k[(j + t) * dim..(j + t + 1) * dim]);
-            let dots = pick_dot::<W, 8>(one_token, rows, &s.q);
-            for (t, dot) in dots.iter().enumerate() {
-                let v = dot * scale;
-                max = max.max(v);
-                s.scores[j + t] = v;
+    for h in 0..heads {
+        let qh = &s.q[h * dim..(h + 1) * dim];
+        let scores = &mut s.scores[h * padded..(h + 1) * padded];
+        let mut max = s.max[h];
+        let mut j = j0;
+        // Eight keys at a time where the width allows (each key's chain unchanged).
+        if batched {
+            while j + 8 <= total {
+                let rows: [&[f32]; 8] =
+                    std::array::from_fn(|t| &kv.k[(j + t) * dim..(j + t + 1) * dim]);
+                let dots = pick_dot::<W, 8>(one_token, rows, qh);
+                for (t, dot) in dots.iter().enumerate() {
+                    let v = dot * scale;
+                    max = max.max(v);
+                    scores[j + t] = v;
+                }
+                j += 8;
             }
-            j += 8;
+        }
+        for (j, krow) in kv.k.chunks_exact(dim).enumerate().take(total).skip(j) {
+            let dot = if one_token || !dim.is_multiple_of(LANES) {
+                dot_vec(krow, qh)
+            } else {
+                dot_lanes(krow, qh)
+            };
+            let v = dot * scale;
+            max = max.max(v);
+            scores[j] = v;
+        }
+        softmax_f16::<W>(scores, total, max);
+    }
+    // Output dimensions: four at a time for all heads on registers, then per head.
+    let mut d0 = 0;
+    #[cfg(target_arch = "x86_64")]
+    if W {
+        // SAFETY: `W` only from `attend_512` (AVX-512F); bounds checked inside.
+        d0 = unsafe {
+            wide::values_heads(one_token, &kv.vt, kv.stride, &s.scores, padded, out, dim)
+        };
+    }
+    let vrow = |d: usize| &kv.vt[d * kv.stride..d * kv.stride + padded];
+    for h in 0..heads {
+        let p = &s.scores[h * padded..(h + 1) * padded];
+        let out = &mut out[h * dim..(h + 1) * dim];
+        let mut d = d0;
+        // Four or eight output dimensions at a time (each one's chain unchanged).
+        if one_token {
+            // Four at a time: `dot_vec` keeps four accumulators per dimension.
+            while d + 4 <= dim {
+                let rows: [&[f32]; 4] = std::array::from_fn(|t| vrow(d + t));
+                out[d..d + 4].copy_from_slice(&pick_dot::<W, 4>(true, rows, p));
+                d += 4;
+            }
+        } else {
+            while d + 8 <= dim {
+                let rows: [&[f32]; 8] = std::array::from_fn(|t| vrow(d + t));
+                out[d..d + 8].copy_from_slice(&pick_dot::<W, 8>(false, rows, p));
+                d += 8;
+            }
+        }
+        for (d, o) in out.iter_mut().enumerate().skip(d) {
+            *o = if one_token {
+                dot_vec(vrow(d), p)
+            } else {
+                dot_lanes(vrow(d), p)
+            };
         }
     }
-    for (j, krow) in kv.k.chunks_exact(dim).enumerate().take(total).skip(j) {
-        let dot = if one_token || !dim.is_multiple_of(LANES) {
-            dot_vec(krow, &s.q)
-        } else {
-            dot_lanes(krow, &s.q)
-        };
-        let v = dot * scale;
-        max = max.max(v);
-        s.scores[j] = v;
-    }
-    // Vector exp over the padded row: masked entries are exactly 0.
+}
+
+/// `soft_max_ext` of one row of scores (the first `total` of `x`, the rest zero) with
+/// its maximum: vector `expf`, the f64 sum of 16-lane sums, then the probabilities
+/// rounded to f16 (KQV's input type).
+#[inline(always)]
+fn softmax_f16<const W: bool>(x: &mut [f32], total: usize, max: f32) {
     let mut sum = 0f64;
-    for (c, chunk) in s.scores.chunks_exact_mut(LANES).enumerate() {
+    for (c, chunk) in x.chunks_exact_mut(LANES).enumerate() {
         let valid = total.saturating_sub(c * LANES).min(LANES);
         #[cfg(target_arch = "x86_64")]
         if W {
@@ -502,47 +569,16 @@ fn attend_impl<const W: bool>(
     let inv = (1.0 / sum) as f32;
     #[cfg(target_arch = "x86_64")]
     if W {
-        for (c, chunk) in s.scores.chunks_exact_mut(LANES).enumerate() {
+        for (c, chunk) in x.chunks_exact_mut(LANES).enumerate() {
             let valid = total.saturating_sub(c * LANES).min(LANES);
             // SAFETY: as above.
             unsafe { wide::scale_to_f16(chunk, valid, inv) };
         }
     }
     if !W || cfg!(not(target_arch = "x86_64")) {
-        for x in s.scores[..total].iter_mut() {
+        for x in x[..total].iter_mut() {
             *x = to_f16(*x * inv).to_f32();
         }
-    }
-    // Eight output dimensions at a time (each one's chain unchanged).
-    let mut d = 0;
-    let lim = dim.min(out.len());
-    let vrow = |d: usize| &kv.vt[d * kv.stride..d * kv.stride + padded];
-    #[cfg(target_arch = "x86_64")]
-    if W {
-        // SAFETY: `W` only from `attend_512` (AVX-512F); bounds checked inside.
-        d = unsafe { wide::values_16(one_token, &kv.vt, kv.stride, &s.scores, padded, out, lim) };
-    }
-    if one_token {
-        // Four at a time: `dot_vec` keeps four accumulators per dimension.
-        while d + 4 <= lim {
-            let rows: [&[f32]; 4] = std::array::from_fn(|t| vrow(d + t));
-            out[d..d + 4].copy_from_slice(&pick_dot::<W, 4>(true, rows, &s.scores));
-            d += 4;
-        }
-    } else {
-        while d + 8 <= lim {
-            let rows: [&[f32]; 8] = std::array::from_fn(|t| vrow(d + t));
-            out[d..d + 8].copy_from_slice(&pick_dot::<W, 8>(false, rows, &s.scores));
-            d += 8;
-        }
-    }
-    for (d, o) in out.iter_mut().enumerate().take(dim).skip(d) {
-        let vrow = &kv.vt[d * kv.stride..d * kv.stride + padded];
-        *o = if one_token {
-            dot_vec(vrow, &s.scores)
-        } else {
-            dot_lanes(vrow, &s.scores)
-        };
     }
 }
 
@@ -673,32 +709,80 @@ mod wide {
         }
     }
 
-    /// `ggml_vec_dot_f16`'s folded accumulators of one row with `b` (lengths a
-    /// multiple of 64): the register [`super::dot_vec`] sums horizontally.
+    /// Lanes `4n..4n + 4` of `r`.
     #[inline(always)]
-    unsafe fn vec_folded(row: *const f32, b: *const f32, len: usize) -> __m512 {
-        // SAFETY: `len` values at `row` and `b` (callers); AVX-512F.
+    unsafe fn quarter(r: __m512, n: usize) -> __m128 {
+        // SAFETY: AVX-512F (callers).
         unsafe {
-            let mut s = [_mm512_setzero_ps(); 4];
-            for c in 0..len / 64 {
-                for (j, acc) in s.iter_mut().enumerate() {
-                    let o = c * 64 + j * 16;
-                    *acc = _mm512_fmadd_ps(
-                        _mm512_loadu_ps(row.add(o)),
-                        _mm512_loadu_ps(b.add(o)),
-                        *acc,
-                    );
-                }
+            match n {
+                0 => _mm512_extractf32x4_ps::<0>(r),
+                1 => _mm512_extractf32x4_ps::<1>(r),
+                2 => _mm512_extractf32x4_ps::<2>(r),
+                _ => _mm512_extractf32x4_ps::<3>(r),
             }
-            _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]))
         }
     }
 
-    /// Scores of keys `0..total/16·16` (16 at a time): `dot(k_j, q) · scale` into
-    /// `scores[j]`, in [`super::dot_vec`]'s order when `one_token`, else
-    /// [`super::dot_lanes`]'. Returns the number of keys done and their maximum.
+    /// `N` (at most 4) rows of `dim` values at `a` (rows `sa` apart) dotted with 4 rows
+    /// at `b` (rows `sb` apart) over `len` values: lane `4n + t` of the result is
+    /// `dot(a_n, b_t)`, in [`super::dot_vec`]'s order when `vec` (`len` a multiple of
+    /// 64), else [`super::dot_lanes`]' (`len` a multiple of 16), each `b` chunk loaded
+    /// once for the `N` rows.
     #[inline(always)]
-    pub(super) unsafe fn scores_16(
+    unsafe fn dots_n_by_4<const N: usize>(
+        vec: bool,
+        a: *const f32,
+        sa: usize,
+        b: *const f32,
+        sb: usize,
+        len: usize,
+    ) -> __m512 {
+        // SAFETY: the rows are readable for `len` values (callers); AVX-512F.
+        unsafe {
+            let mut x = [_mm512_setzero_ps(); 16];
+            if vec {
+                for t in 0..4 {
+                    let bt = b.add(t * sb);
+                    let mut s = [[_mm512_setzero_ps(); 4]; N];
+                    for c in 0..len / 64 {
+                        for j in 0..4 {
+                            let o = c * 64 + j * 16;
+                            let y = _mm512_loadu_ps(bt.add(o));
+                            for (n, sn) in s.iter_mut().enumerate() {
+                                let xa = _mm512_loadu_ps(a.add(n * sa + o));
+                                sn[j] = _mm512_fmadd_ps(y, xa, sn[j]);
+                            }
+                        }
+                    }
+                    for (n, sn) in s.iter().enumerate() {
+                        x[4 * n + t] =
+                            _mm512_add_ps(_mm512_add_ps(sn[0], sn[2]), _mm512_add_ps(sn[1], sn[3]));
+                    }
+                }
+            } else {
+                for c in 0..len / 16 {
+                    let y: [__m512; 4] =
+                        core::array::from_fn(|t| _mm512_loadu_ps(b.add(t * sb + c * 16)));
+                    for n in 0..N {
+                        let xa = _mm512_loadu_ps(a.add(n * sa + c * 16));
+                        for t in 0..4 {
+                            x[4 * n + t] = _mm512_fmadd_ps(y[t], xa, x[4 * n + t]);
+                        }
+                    }
+                }
+            }
+            reduce16x16(&x)
+        }
+    }
+
+    /// Scores of the query heads in `q` (`dim` apart, already f16-rounded) against
+    /// keys `0..total/4·4`, four keys and up to four heads at a time: head `h`'s
+    /// `dot(k_j, q_h) · scale` into `scores[h·padded + j]`, its maximum into `max[h]`,
+    /// in [`super::dot_vec`]'s order when `one_token`, else [`super::dot_lanes`]'.
+    /// Returns the number of keys done.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) unsafe fn scores_heads(
         one_token: bool,
         k: &[f32],
         dim: usize,
@@ -706,79 +790,87 @@ mod wide {
         q: &[f32],
         scale: f32,
         scores: &mut [f32],
-    ) -> (usize, f32) {
-        assert!(k.len() >= total * dim && q.len() >= dim && scores.len() >= total);
+        padded: usize,
+        max: &mut [f32],
+    ) -> usize {
+        let heads = max.len();
+        assert!(k.len() >= total * dim && q.len() >= heads * dim);
+        assert!(padded >= total && scores.len() >= heads * padded);
         assert!(dim.is_multiple_of(if one_token { 64 } else { 16 }));
-        // SAFETY: reads within `k[..total·dim]` and `q[..dim]`, writes within
-        // `scores[..total]` (asserted); AVX-512F (callers).
+        let keys = total / 4 * 4;
+        // SAFETY: reads keys `< keys ≤ total` of `k` and heads `< heads` of `q`;
+        // writes `scores[h·padded + j]` for `j < keys ≤ padded` (asserted); AVX-512F.
         unsafe {
             let sc = _mm512_set1_ps(scale);
-            let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
-            let mut j = 0;
-            while j + 16 <= total {
-                let base = k.as_ptr().add(j * dim);
-                let mut x = [_mm512_setzero_ps(); 16];
-                if one_token {
-                    for (t, xt) in x.iter_mut().enumerate() {
-                        *xt = vec_folded(base.add(t * dim), q.as_ptr(), dim);
-                    }
-                } else {
-                    for c in 0..dim / 16 {
-                        let y = _mm512_loadu_ps(q.as_ptr().add(c * 16));
-                        for (t, xt) in x.iter_mut().enumerate() {
-                            let kv = _mm512_loadu_ps(base.add(t * dim + c * 16));
-                            *xt = _mm512_fmadd_ps(kv, y, *xt);
-                        }
+            for h0 in (0..heads).step_by(4) {
+                let n = (heads - h0).min(4);
+                let qa = q.as_ptr().add(h0 * dim);
+                let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
+                for j in (0..keys).step_by(4) {
+                    let kb = k.as_ptr().add(j * dim);
+                    let r = match n {
+                        1 => dots_n_by_4::<1>(one_token, qa, dim, kb, dim, dim),
+                        2 => dots_n_by_4::<2>(one_token, qa, dim, kb, dim, dim),
+                        3 => dots_n_by_4::<3>(one_token, qa, dim, kb, dim, dim),
+                        _ => dots_n_by_4::<4>(one_token, qa, dim, kb, dim, dim),
+                    };
+                    let v = _mm512_mul_ps(r, sc);
+                    vmax = _mm512_max_ps(vmax, v);
+                    for i in 0..n {
+                        let at = scores.as_mut_ptr().add((h0 + i) * padded + j);
+                        _mm_storeu_ps(at, quarter(v, i));
                     }
                 }
-                let v = _mm512_mul_ps(reduce16x16(&x), sc);
-                vmax = _mm512_max_ps(vmax, v);
-                _mm512_storeu_ps(scores.as_mut_ptr().add(j), v);
-                j += 16;
+                let mut m = [0f32; 16];
+                _mm512_storeu_ps(m.as_mut_ptr(), vmax);
+                for i in 0..n {
+                    max[h0 + i] = m[4 * i..4 * i + 4]
+                        .iter()
+                        .fold(max[h0 + i], |a, &b| a.max(b));
+                }
             }
-            (j, _mm512_reduce_max_ps(vmax))
+            keys
         }
     }
 
-    /// Output dimensions `0..lim/16·16` (16 at a time): `dot(vt_d, p)` over the first
-    /// `len` positions (a multiple of 64), in the same order as [`scores_16`].
+    /// Output dimensions `0..dim/4·4` of every head, four dimensions and up to four
+    /// heads at a time: `out[h·dim + d] = dot(vt_d, p_h)` over `len` positions (a
+    /// multiple of 64; `p_h` at `p[h·len..]`), in the same order as [`scores_heads`].
     /// Returns the number of dimensions done.
     #[inline(always)]
-    pub(super) unsafe fn values_16(
+    pub(super) unsafe fn values_heads(
         one_token: bool,
         vt: &[f32],
         stride: usize,
         p: &[f32],
         len: usize,
         out: &mut [f32],
-        lim: usize,
+        dim: usize,
     ) -> usize {
-        assert!(len.is_multiple_of(64) && len <= stride && p.len() >= len);
-        assert!(out.len() >= lim && vt.len() >= lim.saturating_sub(1) * stride + len);
-        // SAFETY: reads row `d` at `vt[d·stride..d·stride + len]` for `d < lim` and
-        // `p[..len]`, writes `out[..lim]` (asserted); AVX-512F (callers).
+        let heads = out.len() / dim;
+        let dims = dim / 4 * 4;
+        assert!(len.is_multiple_of(64) && len <= stride && p.len() >= heads * len);
+        assert!(dims == 0 || vt.len() >= (dims - 1) * stride + len);
+        // SAFETY: reads rows `d < dims` of `vt` for `len` values and `p[..heads·len]`,
+        // writes `out[h·dim + d]` for `d < dims` (asserted); AVX-512F (callers).
         unsafe {
-            let mut d = 0;
-            while d + 16 <= lim {
-                let base = vt.as_ptr().add(d * stride);
-                let mut x = [_mm512_setzero_ps(); 16];
-                if one_token {
-                    for (t, xt) in x.iter_mut().enumerate() {
-                        *xt = vec_folded(base.add(t * stride), p.as_ptr(), len);
-                    }
-                } else {
-                    for c in 0..len / 16 {
-                        let y = _mm512_loadu_ps(p.as_ptr().add(c * 16));
-                        for (t, xt) in x.iter_mut().enumerate() {
-                            let v = _mm512_loadu_ps(base.add(t * stride + c * 16));
-                            *xt = _mm512_fmadd_ps(v, y, *xt);
-                        }
+            for h0 in (0..heads).step_by(4) {
+                let n = (heads - h0).min(4);
+                let pa = p.as_ptr().add(h0 * len);
+                for d in (0..dims).step_by(4) {
+                    let vb = vt.as_ptr().add(d * stride);
+                    let r = match n {
+                        1 => dots_n_by_4::<1>(one_token, pa, len, vb, stride, len),
+                        2 => dots_n_by_4::<2>(one_token, pa, len, vb, stride, len),
+                        3 => dots_n_by_4::<3>(one_token, pa, len, vb, stride, len),
+                        _ => dots_n_by_4::<4>(one_token, pa, len, vb, stride, len),
+                    };
+                    for i in 0..n {
+                        _mm_storeu_ps(out.as_mut_ptr().add((h0 + i) * dim + d), quarter(r, i));
                     }
                 }
-                _mm512_storeu_ps(out.as_mut_ptr().add(d), reduce16x16(&x));
-                d += 16;
             }
-            d
+            dims
         }
     }
 
@@ -1012,27 +1104,45 @@ mod tests {
                 "register {t}"
             );
         }
-        // Whole attention rows: every count of keys around the 16- and 64-wide steps.
-        let (heads, dim) = (1, 64);
+        // Whole attention rows, 1 to 6 query heads on one KV head (head groups of 4
+        // and their remainders), against the portable code one head at a time: every
+        // count of keys around the 4-, 16- and 64-wide steps; a width the one-token
+        // key step does not take (80).
         let n = 300;
-        let mut c = KvCache::new(heads, dim);
-        let k: Vec<f32> = (0..n * dim).map(|_| rnd() * 0.3).collect();
-        let v: Vec<f32> = (0..n * dim).map(|_| rnd()).collect();
-        c.store(0, &k, &v);
-        let q: Vec<f32> = (0..dim).map(|_| rnd() * 0.3).collect();
-        for total in [1, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300] {
-            for one_token in [false, true] {
-                let mut want = vec![0f32; dim];
-                let mut got = vec![0f32; dim];
-                let mut s = AttnScratch::default();
-                attend_impl::<false>(one_token, &q, c.head(0), total, 0.125, &mut s, &mut want);
-                attend(one_token, &q, c.head(0), total, 0.125, &mut s, &mut got);
-                for d in 0..dim {
-                    assert_eq!(
-                        got[d].to_bits(),
-                        want[d].to_bits(),
-                        "total {total}, one_token {one_token}, dim {d}"
-                    );
+        for dim in [64, 80] {
+            let mut c = KvCache::new(1, dim);
+            let k: Vec<f32> = (0..n * dim).map(|_| rnd() * 0.3).collect();
+            let v: Vec<f32> = (0..n * dim).map(|_| rnd()).collect();
+            c.store(0, &k, &v);
+            for heads in 1..=6 {
+                let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * 0.3).collect();
+                for total in [1, 3, 4, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300] {
+                    for one_token in [false, true] {
+                        let mut s = AttnScratch::default();
+                        let mut got = vec![0f32; heads * dim];
+                        attend(one_token, &q, c.head(0), total, 0.125, &mut s, &mut got);
+                        for h in 0..heads {
+                            let mut want = vec![0f32; dim];
+                            let qh = &q[h * dim..(h + 1) * dim];
+                            attend_impl::<false>(
+                                one_token,
+                                qh,
+                                c.head(0),
+                                total,
+                                0.125,
+                                &mut s,
+                                &mut want,
+                            );
+                            for d in 0..dim {
+                                assert_eq!(
+                                    got[h * dim + d].to_bits(),
+                                    want[d].to_bits(),
+                                    "dim {dim}, heads {heads}, total {total}, \
+                                     one_token {one_token}, head {h}, dim {d}"
+                                );
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -338,14 +338,15 @@ impl Llama {
             }
             let heads: Vec<&KvCache> = seqs.iter().map(|s| &s.0.layers[li]).collect();
             let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
-            att.par_chunks_mut(hd).enumerate().for_each_init(
+            // Per row and KV head: its `rep` query heads (adjacent) at once.
+            att.par_chunks_mut(rep * hd).enumerate().for_each_init(
                 AttnScratch::default,
                 |s, (r, out)| {
-                    let (i, head) = (r / nh, r % nh);
+                    let (i, g) = (r / nkv, r % nkv);
                     let si = row_seq[i];
-                    let qrow = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
-                    let kv = heads[si].head(head / rep);
-                    ggml_ops::attend(lens[si] == 1, qrow, kv, row_pos[i] + 1, scale, s, out);
+                    let qs = &q[(i * nh + g * rep) * hd..(i * nh + (g + 1) * rep) * hd];
+                    let kv = heads[si].head(g);
+                    ggml_ops::attend(lens[si] == 1, qs, kv, row_pos[i] + 1, scale, s, out);
                 },
             );
             let o = l.wo.forward_rows(&att, rows)?;
