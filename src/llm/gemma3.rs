@@ -12,6 +12,8 @@
 use candle_core::quantized::gguf_file;
 use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, IndexOp, Result, Tensor};
+
+use super::qmatmul::QLinear;
 use candle_nn::{Embedding, Module};
 use candle_transformers::quantized_nn::RmsNorm;
 
@@ -21,19 +23,32 @@ pub const DEFAULT_ROPE_FREQUENCY: f32 = 1_000_000.;
 pub const DEFAULT_ROPE_FREQUENCY_SLIDING: f32 = 10_000.;
 pub const DEFAULT_ROPE_FREQUENCY_SCALE_FACTOR: f32 = 1.;
 
+/// A linear layer on Quire's kernels (`QLinear`: llama.cpp's arithmetic for
+/// Q4_0/Q4_1/Q5_0/Q8_0, candle's for the K-quants), on tensors of any leading shape.
 #[derive(Debug, Clone)]
 struct QMatMul {
-    inner: candle_core::quantized::QMatMul,
+    inner: QLinear,
+    n: usize,
 }
 
 impl QMatMul {
     fn from_qtensor(qtensor: QTensor) -> Result<Self> {
-        let inner = candle_core::quantized::QMatMul::from_qtensor(qtensor)?;
-        Ok(Self { inner })
+        let (n, _) = qtensor.shape().dims2()?;
+        let inner = QLinear::new_backend(qtensor)?;
+        Ok(Self { inner, n })
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        self.inner.forward(xs)
+        let dims = xs.dims().to_vec();
+        let k = *dims.last().unwrap_or(&0);
+        let m = xs.elem_count() / k.max(1);
+        let x = xs.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let y = self.inner.forward_rows(&x, m)?;
+        let mut shape = dims;
+        if let Some(last) = shape.last_mut() {
+            *last = self.n;
+        }
+        Tensor::from_vec(y, shape, xs.device())
     }
 }
 
@@ -55,8 +70,10 @@ impl Module for Mlp {
 
 #[derive(Debug, Clone)]
 struct RotaryEmbedding {
-    sin: Tensor,
-    cos: Tensor,
+    /// `1 / base^(2i/d)` per pair; the angles of the positions a call needs are
+    /// computed then (a table for the whole 128K window would hold 64 MB per
+    /// layer and take seconds to fill).
+    theta: Tensor,
 }
 
 impl RotaryEmbedding {
@@ -66,13 +83,7 @@ impl RotaryEmbedding {
             .map(|i| 1f32 / rope_frequency.powf(i as f32 / head_dim as f32))
             .collect();
         let theta = Tensor::new(theta.as_slice(), device)?;
-        let idx_theta = Tensor::arange(0, MAX_SEQ_LEN as u32, device)?
-            .to_dtype(DType::F32)?
-            .reshape((MAX_SEQ_LEN, 1))?
-            .matmul(&theta.reshape((1, theta.elem_count()))?)?;
-        let cos = idx_theta.cos()?;
-        let sin = idx_theta.sin()?;
-        Ok(Self { sin, cos })
+        Ok(Self { theta })
     }
 
     fn apply_rotary_emb_qkv(
@@ -82,8 +93,15 @@ impl RotaryEmbedding {
         index_pos: usize,
     ) -> Result<(Tensor, Tensor)> {
         let (_b_sz, _h, seq_len, _n_embd) = q.dims4()?;
-        let cos = self.cos.narrow(0, index_pos, seq_len)?;
-        let sin = self.sin.narrow(0, index_pos, seq_len)?;
+        if index_pos + seq_len > MAX_SEQ_LEN {
+            candle_core::bail!("position {} beyond {MAX_SEQ_LEN}", index_pos + seq_len);
+        }
+        let idx_theta = Tensor::arange(index_pos as u32, (index_pos + seq_len) as u32, q.device())?
+            .to_dtype(DType::F32)?
+            .reshape((seq_len, 1))?
+            .matmul(&self.theta.reshape((1, self.theta.elem_count()))?)?;
+        let cos = idx_theta.cos()?;
+        let sin = idx_theta.sin()?;
         let q_embed = candle_nn::rotary_emb::rope(&q.contiguous()?, &cos, &sin)?;
         let k_embed = candle_nn::rotary_emb::rope(&k.contiguous()?, &cos, &sin)?;
         Ok((q_embed, k_embed))

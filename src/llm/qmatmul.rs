@@ -52,6 +52,32 @@ impl Kind {
     }
 }
 
+/// Bytes of a Q5_0 block: the f16 scale, 32 high bits, 16 bytes of low nibbles.
+const Q5_0_BYTES: usize = 22;
+
+/// Q5_0 blocks rewritten as Q8_0 blocks of the same values (`q = (nibble | high
+/// bit << 4) − 16`, the same scale): lossless, and the same arithmetic, since
+/// llama.cpp's `ggml_vec_dot_q5_0_q8_0` expands each block to exactly these signed
+/// bytes and then runs `ggml_vec_dot_q8_0_q8_0`'s steps (per block `d = dx·dy`,
+/// 8 lanes of 4 products, `acc = fma(d, lanes, acc)`, `hsum_float_8`).
+fn q5_0_as_q8_0(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() / Q5_0_BYTES * 34);
+    for b in data.chunks_exact(Q5_0_BYTES) {
+        let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+        out.extend_from_slice(&b[0..2]);
+        for i in 0..QK {
+            let nib = if i < 16 {
+                b[6 + i] & 0xF
+            } else {
+                b[6 + i - 16] >> 4
+            };
+            let hi = ((qh >> i) & 1) as u8;
+            out.push(((nib | (hi << 4)) as i8 - 16) as u8);
+        }
+    }
+    out
+}
+
 /// An activation block quantized to 8 bits: scale `d`, for Q8_1 also `s = d·Σq`
 /// (both as f16 values widened to f32, as ggml stores them), and the 32 values.
 #[derive(Debug, Clone, Copy)]
@@ -429,11 +455,12 @@ const ROWS_PER_TASK: usize = 16;
 
 impl OwnWeight {
     /// The weight's blocks, if its type has an own kernel (on the CPU).
+    /// Q5_0 is taken as the Q8_0 blocks of the same values (see [`q5_0_as_q8_0`]).
     fn new(t: &QTensor) -> Result<Option<Self>> {
         let kind = match t.dtype() {
             GgmlDType::Q4_0 => Kind::Q4_0,
             GgmlDType::Q4_1 => Kind::Q4_1,
-            GgmlDType::Q8_0 => Kind::Q8_0,
+            GgmlDType::Q8_0 | GgmlDType::Q5_0 => Kind::Q8_0,
             _ => return Ok(None),
         };
         let Ok((n, k)) = t.shape().dims2() else {
@@ -442,7 +469,10 @@ impl OwnWeight {
         if k % QK != 0 || !t.device().is_cpu() {
             return Ok(None);
         }
-        let data = t.data()?.into_owned();
+        let mut data = t.data()?.into_owned();
+        if t.dtype() == GgmlDType::Q5_0 && data.len() == n * (k / QK) * Q5_0_BYTES {
+            data = q5_0_as_q8_0(&data);
+        }
         if data.len() != n * (k / QK) * kind.block_bytes() {
             candle_core::bail!(
                 "weight of {n}x{k} {:?} has {} bytes of data",
@@ -949,6 +979,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn q5_0_weights_are_the_q8_0_blocks_of_the_same_values() {
+        let dev = Device::Cpu;
+        let (n, k) = (16, 256);
+        let wt = Tensor::from_vec(rnd(n * k, 11), (n, k), &dev).unwrap();
+        let qt = QTensor::quantize(&wt, GgmlDType::Q5_0).unwrap();
+        let want = qt.dequantize(&dev).unwrap().to_vec2::<f32>().unwrap();
+        let rows = Rows::new(&qt).unwrap();
+        assert!(matches!(rows, Rows::Own(ref w) if w.kind == Kind::Q8_0));
+        for (j, want) in want.iter().enumerate() {
+            let mut got = Vec::new();
+            rows.row(j, &mut got).unwrap();
+            let same = got
+                .iter()
+                .zip(want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "row {j}: {:?} vs {:?}", &got[..4], &want[..4]);
+        }
+        // Products: ggml's Q8_0 lanes for the rewritten blocks, as for Q8_0 itself.
+        let x = rnd(3 * k, 12);
+        let out = QLinear::new(qt).unwrap().forward_rows(&x, 3).unwrap();
+        let w = match rows {
+            Rows::Own(w) => w,
+            Rows::Dense { .. } => unreachable!(),
+        };
+        let direct = QLinear::from_own(w, false).forward_rows(&x, 3).unwrap();
+        assert_eq!(out, direct);
     }
 
     #[test]
