@@ -13,8 +13,8 @@ use candle_core::quantized::gguf_file;
 use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, IndexOp, Result, Tensor};
 
-use super::qmatmul::QLinear;
-use candle_nn::{Embedding, Module};
+use super::qmatmul::{QLinear, Rows};
+use candle_nn::Module;
 use candle_transformers::quantized_nn::RmsNorm;
 
 pub const MAX_SEQ_LEN: usize = 131072; // Gemma 3 supports 128K context window
@@ -240,7 +240,7 @@ impl LayerWeights {
 
 #[derive(Debug, Clone)]
 pub struct ModelWeights {
-    tok_embeddings: Embedding,
+    tok_embeddings: Rows,
     embedding_length: usize,
     layers: Vec<LayerWeights>,
     norm: RmsNorm,
@@ -305,8 +305,8 @@ impl ModelWeights {
         let neg_inf = Tensor::new(f32::NEG_INFINITY, device)?;
 
         // Load token embeddings and output projection
-        let tok_embeddings = ct.tensor(reader, "token_embd.weight", device)?;
-        let tok_embeddings = tok_embeddings.dequantize(device)?;
+        // Rows as stored (Q8_0 here: 178 MB; widened to f32 they would be 671 MB).
+        let tok_embeddings = Rows::new(&ct.tensor(reader, "token_embd.weight", device)?)?;
         let norm = RmsNorm::from_qtensor(
             ct.tensor(reader, "output_norm.weight", device)?,
             rms_norm_eps,
@@ -407,7 +407,7 @@ impl ModelWeights {
         }
 
         Ok(Self {
-            tok_embeddings: Embedding::new(tok_embeddings, embedding_length),
+            tok_embeddings,
             embedding_length,
             layers,
             norm,
@@ -418,7 +418,12 @@ impl ModelWeights {
     pub fn forward(&mut self, x: &Tensor, index_pos: usize) -> Result<Tensor> {
         let (b_sz, seq_len) = x.dims2()?;
 
-        let mut layer_in = self.tok_embeddings.forward(x)?;
+        let mut rows = Vec::with_capacity(b_sz * seq_len * self.embedding_length);
+        for id in x.flatten_all()?.to_vec1::<u32>()? {
+            self.tok_embeddings.row(id as usize, &mut rows)?;
+        }
+        let mut layer_in =
+            Tensor::from_vec(rows, (b_sz, seq_len, self.embedding_length), x.device())?;
         layer_in = (layer_in * (self.embedding_length as f64).sqrt())?;
 
         for layer in self.layers.iter_mut() {

@@ -209,7 +209,11 @@ impl QLinear {
     /// `backend`: one llama.cpp may move to its AMX backend.
     fn build(t: QTensor, backend: bool) -> Result<Self> {
         match OwnWeight::new(&t)? {
-            Some(w) => Ok(Self::from_own(w, backend)),
+            Some(w) => {
+                // The tensor's own copy goes before packing (peak memory at load).
+                drop(t);
+                Ok(Self::from_own(w, backend))
+            }
             None => Ok(QLinear::Candle(QMatMul::from_qtensor(t)?)),
         }
     }
