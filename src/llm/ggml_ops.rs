@@ -775,6 +775,28 @@ mod wide {
         }
     }
 
+    /// [`dots_n_by_4`] for `n` (1 to 4) rows at `a`.
+    #[inline(always)]
+    unsafe fn dots_by_4(
+        n: usize,
+        vec: bool,
+        a: *const f32,
+        sa: usize,
+        b: *const f32,
+        sb: usize,
+        len: usize,
+    ) -> __m512 {
+        // SAFETY: as `dots_n_by_4` (callers).
+        unsafe {
+            match n {
+                1 => dots_n_by_4::<1>(vec, a, sa, b, sb, len),
+                2 => dots_n_by_4::<2>(vec, a, sa, b, sb, len),
+                3 => dots_n_by_4::<3>(vec, a, sa, b, sb, len),
+                _ => dots_n_by_4::<4>(vec, a, sa, b, sb, len),
+            }
+        }
+    }
+
     /// Scores of the query heads in `q` (`dim` apart, already f16-rounded) against
     /// keys `0..total/4·4`, four keys and up to four heads at a time: head `h`'s
     /// `dot(k_j, q_h) · scale` into `scores[h·padded + j]`, its maximum into `max[h]`,
@@ -808,12 +830,7 @@ mod wide {
                 let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
                 for j in (0..keys).step_by(4) {
                     let kb = k.as_ptr().add(j * dim);
-                    let r = match n {
-                        1 => dots_n_by_4::<1>(one_token, qa, dim, kb, dim, dim),
-                        2 => dots_n_by_4::<2>(one_token, qa, dim, kb, dim, dim),
-                        3 => dots_n_by_4::<3>(one_token, qa, dim, kb, dim, dim),
-                        _ => dots_n_by_4::<4>(one_token, qa, dim, kb, dim, dim),
-                    };
+                    let r = dots_by_4(n, one_token, qa, dim, kb, dim, dim);
                     let v = _mm512_mul_ps(r, sc);
                     vmax = _mm512_max_ps(vmax, v);
                     for i in 0..n {
@@ -859,12 +876,7 @@ mod wide {
                 let pa = p.as_ptr().add(h0 * len);
                 for d in (0..dims).step_by(4) {
                     let vb = vt.as_ptr().add(d * stride);
-                    let r = match n {
-                        1 => dots_n_by_4::<1>(one_token, pa, len, vb, stride, len),
-                        2 => dots_n_by_4::<2>(one_token, pa, len, vb, stride, len),
-                        3 => dots_n_by_4::<3>(one_token, pa, len, vb, stride, len),
-                        _ => dots_n_by_4::<4>(one_token, pa, len, vb, stride, len),
-                    };
+                    let r = dots_by_4(n, one_token, pa, len, vb, stride, len);
                     for i in 0..n {
                         _mm_storeu_ps(out.as_mut_ptr().add((h0 + i) * dim + d), quarter(r, i));
                     }
