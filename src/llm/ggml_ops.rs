@@ -161,25 +161,10 @@ fn dot_vec_n<const N: usize>(rows: [&[f32]; N], b: &[f32]) -> [f32; N] {
     })
 }
 
-/// [`dot_vec_n`] (`one_token`) or [`dot_lanes_n`], on registers when `W`.
+/// [`dot_vec_n`] (`one_token`) or [`dot_lanes_n`]. (On AVX-512 the head-group
+/// kernels of `wide` take every full group of keys and dimensions instead.)
 #[inline(always)]
-fn pick_dot<const W: bool, const N: usize>(
-    one_token: bool,
-    rows: [&[f32]; N],
-    b: &[f32],
-) -> [f32; N] {
-    assert!(rows.iter().all(|r| r.len() >= b.len()));
-    #[cfg(target_arch = "x86_64")]
-    if W {
-        // SAFETY: `W` only from `attend_512` (AVX-512F); row lengths checked above.
-        return unsafe {
-            if one_token {
-                wide::dot_vec_n(rows, b)
-            } else {
-                wide::dot_lanes_n(rows, b)
-            }
-        };
-    }
+fn dot_n<const N: usize>(one_token: bool, rows: [&[f32]; N], b: &[f32]) -> [f32; N] {
     if one_token {
         dot_vec_n(rows, b)
     } else {
@@ -482,7 +467,7 @@ fn attend_impl<const W: bool>(
             while j + 8 <= total {
                 let rows: [&[f32]; 8] =
                     std::array::from_fn(|t| &kv.k[(j + t) * dim..(j + t + 1) * dim]);
-                let dots = pick_dot::<W, 8>(one_token, rows, qh);
+                let dots = dot_n::<8>(one_token, rows, qh);
                 for (t, dot) in dots.iter().enumerate() {
                     let v = dot * scale;
                     max = max.max(v);
@@ -522,13 +507,13 @@ fn attend_impl<const W: bool>(
             // Four at a time: `dot_vec` keeps four accumulators per dimension.
             while d + 4 <= dim {
                 let rows: [&[f32]; 4] = std::array::from_fn(|t| vrow(d + t));
-                out[d..d + 4].copy_from_slice(&pick_dot::<W, 4>(true, rows, p));
+                out[d..d + 4].copy_from_slice(&dot_n::<4>(true, rows, p));
                 d += 4;
             }
         } else {
             while d + 8 <= dim {
                 let rows: [&[f32]; 8] = std::array::from_fn(|t| vrow(d + t));
-                out[d..d + 8].copy_from_slice(&pick_dot::<W, 8>(false, rows, p));
+                out[d..d + 8].copy_from_slice(&dot_n::<8>(false, rows, p));
                 d += 8;
             }
         }
@@ -615,56 +600,6 @@ mod wide {
             let le = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(n, _mm512_setzero_ps());
             let alt = _mm512_mask_blend_ps(le, _mm512_set1_ps(f32::INFINITY), _mm512_setzero_ps());
             _mm512_mask_blend_ps(d, res, alt)
-        }
-    }
-
-    /// [`super::dot_lanes_n`] on registers (same chains, same final sum).
-    #[inline(always)]
-    pub(super) unsafe fn dot_lanes_n<const N: usize>(rows: [&[f32]; N], b: &[f32]) -> [f32; N] {
-        // SAFETY: every row is at least `b.len()` long (callers), reads stay within;
-        // AVX-512F (callers).
-        unsafe {
-            let mut acc = [_mm512_setzero_ps(); N];
-            let chunks = b.len() / 16;
-            for c in 0..chunks {
-                let y = _mm512_loadu_ps(b.as_ptr().add(c * 16));
-                for (a, row) in acc.iter_mut().zip(&rows) {
-                    debug_assert!(row.len() >= b.len());
-                    *a = _mm512_fmadd_ps(_mm512_loadu_ps(row.as_ptr().add(c * 16)), y, *a);
-                }
-            }
-            acc.map(|a| {
-                let mut l = [0f32; 16];
-                _mm512_storeu_ps(l.as_mut_ptr(), a);
-                super::reduce16(&l)
-            })
-        }
-    }
-
-    /// [`super::dot_vec_n`] on registers (lengths a multiple of 64).
-    #[inline(always)]
-    pub(super) unsafe fn dot_vec_n<const N: usize>(rows: [&[f32]; N], b: &[f32]) -> [f32; N] {
-        // SAFETY: as in `dot_lanes_n`.
-        unsafe {
-            let mut sums = [[_mm512_setzero_ps(); 4]; N];
-            let steps = b.len() / 64;
-            for c in 0..steps {
-                let y: [__m512; 4] =
-                    std::array::from_fn(|j| _mm512_loadu_ps(b.as_ptr().add(c * 64 + j * 16)));
-                for (s, row) in sums.iter_mut().zip(&rows) {
-                    debug_assert!(row.len() >= b.len());
-                    for j in 0..4 {
-                        let x = _mm512_loadu_ps(row.as_ptr().add(c * 64 + j * 16));
-                        s[j] = _mm512_fmadd_ps(x, y[j], s[j]);
-                    }
-                }
-            }
-            sums.map(|s| {
-                let x = _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]));
-                let mut l = [0f32; 16];
-                _mm512_storeu_ps(l.as_mut_ptr(), x);
-                f64::from(super::reduce16(&l)) as f32
-            })
         }
     }
 
@@ -1072,15 +1007,6 @@ mod tests {
         for t in 0..8 {
             assert_eq!(lanes[t].to_bits(), dot_lanes(&rows[t], &b).to_bits());
             assert_eq!(vec[t].to_bits(), dot_vec(&rows[t], &b).to_bits());
-        }
-        #[cfg(target_arch = "x86_64")]
-        if has_avx512() {
-            // SAFETY: AVX-512 checked; rows as long as `b`.
-            let (wl, wv) = unsafe { (wide::dot_lanes_n(refs, &b), wide::dot_vec_n(refs, &b)) };
-            for t in 0..8 {
-                assert_eq!(wl[t].to_bits(), lanes[t].to_bits());
-                assert_eq!(wv[t].to_bits(), vec[t].to_bits());
-            }
         }
         // The two orders differ somewhere (so the test can tell them apart).
         assert!((0..8).any(|t| lanes[t] != vec[t]));

@@ -473,10 +473,12 @@ impl OwnWeight {
         if k % QK != 0 || !t.device().is_cpu() {
             return Ok(None);
         }
-        let mut data = t.data()?.into_owned();
-        if t.dtype() == GgmlDType::Q5_0 && data.len() == n * (k / QK) * Q5_0_BYTES {
-            data = q5_0_as_q8_0(&data);
-        }
+        let raw = t.data()?;
+        let data = if t.dtype() == GgmlDType::Q5_0 && raw.len() == n * (k / QK) * Q5_0_BYTES {
+            q5_0_as_q8_0(&raw)
+        } else {
+            raw.into_owned()
+        };
         if data.len() != n * (k / QK) * kind.block_bytes() {
             candle_core::bail!(
                 "weight of {n}x{k} {:?} has {} bytes of data",
