@@ -197,13 +197,62 @@ fn dot_vec(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Rotary embedding tables as `ggml_rope_cache_init` builds them for one position:
-/// θ starts at the position and is multiplied by `theta_scale` for each pair.
-pub fn rope_cache(pos: usize, pairs: usize, theta_scale: f32, out: &mut Vec<(f32, f32)>) {
+/// θ starts at the position and is multiplied by `theta_scale` for each pair; each
+/// angle is `freq_scale · θ` (`rope_yarn` without extrapolation).
+pub fn rope_cache(
+    pos: usize,
+    pairs: usize,
+    theta_scale: f32,
+    freq_scale: f32,
+    out: &mut Vec<(f32, f32)>,
+) {
     out.clear();
     let mut theta = pos as f32;
     for _ in 0..pairs {
-        out.push((theta.cos(), theta.sin()));
+        let t = freq_scale * theta;
+        out.push((t.cos(), t.sin()));
         theta *= theta_scale;
+    }
+}
+
+/// `rotate_pairs` for `GGML_ROPE_TYPE_NEOX`: pairs `(i, i + n/2)` of the first
+/// `n = 2·cache.len()` values of `x`.
+pub fn rope_neox(x: &mut [f32], cache: &[(f32, f32)]) {
+    let half = cache.len();
+    for (i, &(c, s)) in cache.iter().enumerate() {
+        let (x0, x1) = (x[i], x[i + half]);
+        x[i] = x0.mul_add(c, -(x1 * s));
+        x[i + half] = x0.mul_add(s, x1 * c);
+    }
+}
+
+/// `ggml_table_gelu_f16`: GELU (tanh approximation) of every f16 value, as f16.
+static GELU_F16: std::sync::LazyLock<Vec<f16>> = std::sync::LazyLock::new(|| {
+    const GELU_COEF_A: f32 = 0.044715;
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    (0..=u16::MAX)
+        .map(|b| {
+            let x = f16::from_bits(b).to_f32();
+            // GCC contracts `1 + a·x·x` into a fused multiply-add.
+            let inner = SQRT_2_OVER_PI * x * (GELU_COEF_A * x).mul_add(x, 1.0);
+            to_f16(0.5 * x * (1.0 + inner.tanh()))
+        })
+        .collect()
+});
+
+/// `ggml_vec_geglu_f32` (with `GGML_GELU_FP16`): `gelu(gate) · up`, GELU read from
+/// the f16 table at the gate rounded to f16; 0 at or below −10, the gate itself at
+/// or above 10.
+pub fn geglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    let table = &*GELU_F16;
+    for ((o, &x), &g) in out.iter_mut().zip(gate).zip(up) {
+        *o = if x <= -10.0 {
+            0.0
+        } else if x >= 10.0 {
+            x * g
+        } else {
+            table[usize::from(to_f16(x).to_bits())].to_f32() * g
+        };
     }
 }
 
@@ -355,12 +404,15 @@ pub struct AttnScratch {
 /// With `one_token` (a single position processed) both products take
 /// `ggml_vec_dot_f16`'s order, as llama.cpp's do. `out` (as long as `q`) gets each
 /// head's dimensions. The heads are computed together so that each key and value is
-/// read once for all of them (the same bits as one by one).
+/// read once for all of them (the same bits as one by one). Keys before `first` are
+/// masked out (a sliding window), as llama.cpp's `-inf` mask does: they take no
+/// part in the maximum and their probabilities are zero.
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
     one_token: bool,
     q: &[f32],
     kv: &HeadKv,
+    first: usize,
     total: usize,
     scale: f32,
     s: &mut AttnScratch,
@@ -370,52 +422,58 @@ pub fn attend(
     {
         if has_avx512() {
             // SAFETY: the CPU has the features `attend_512` is compiled for.
-            unsafe { attend_512(one_token, q, kv, total, scale, s, out) };
+            unsafe { attend_512(one_token, q, kv, first, total, scale, s, out) };
             return;
         }
         if has_avx2_fma() {
             // SAFETY: the CPU has the features `attend_fma` is compiled for.
-            unsafe { attend_fma(one_token, q, kv, total, scale, s, out) };
+            unsafe { attend_fma(one_token, q, kv, first, total, scale, s, out) };
             return;
         }
     }
-    attend_impl::<false>(one_token, q, kv, total, scale, s, out);
+    attend_impl::<false>(one_token, q, kv, first, total, scale, s, out);
 }
 
 /// The same code on 16-lane registers (the lanes are the same, so are the bits).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 fn attend_512(
     one_token: bool,
     q: &[f32],
     kv: &HeadKv,
+    first: usize,
     total: usize,
     scale: f32,
     s: &mut AttnScratch,
     out: &mut [f32],
 ) {
-    attend_impl::<true>(one_token, q, kv, total, scale, s, out);
+    attend_impl::<true>(one_token, q, kv, first, total, scale, s, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 fn attend_fma(
     one_token: bool,
     q: &[f32],
     kv: &HeadKv,
+    first: usize,
     total: usize,
     scale: f32,
     s: &mut AttnScratch,
     out: &mut [f32],
 ) {
-    attend_impl::<false>(one_token, q, kv, total, scale, s, out);
+    attend_impl::<false>(one_token, q, kv, first, total, scale, s, out);
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn attend_impl<const W: bool>(
     one_token: bool,
     q: &[f32],
     kv: &HeadKv,
+    first: usize,
     total: usize,
     scale: f32,
     s: &mut AttnScratch,
@@ -486,7 +544,13 @@ fn attend_impl<const W: bool>(
             max = max.max(v);
             scores[j] = v;
         }
-        softmax_f16::<W>(scores, total, max);
+        let first = first.min(total);
+        if first > 0 {
+            max = scores[first..total]
+                .iter()
+                .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        }
+        softmax_f16::<W>(scores, first, total, max);
     }
     // Output dimensions: four at a time for all heads on registers, then per head.
     let mut d0 = 0;
@@ -529,12 +593,14 @@ fn attend_impl<const W: bool>(
 
 /// `soft_max_ext` of one row of scores (the first `total` of `x`, the rest zero) with
 /// its maximum: vector `expf`, the f64 sum of 16-lane sums, then the probabilities
-/// rounded to f16 (KQV's input type).
+/// rounded to f16 (KQV's input type). Values before `first` are masked: zero
+/// after the exponential, as `expf(-inf)` makes them.
 #[inline(always)]
-fn softmax_f16<const W: bool>(x: &mut [f32], total: usize, max: f32) {
+fn softmax_f16<const W: bool>(x: &mut [f32], first: usize, total: usize, max: f32) {
     let mut sum = 0f64;
     for (c, chunk) in x.chunks_exact_mut(LANES).enumerate() {
         let valid = total.saturating_sub(c * LANES).min(LANES);
+        let masked = first.saturating_sub(c * LANES).min(LANES);
         #[cfg(target_arch = "x86_64")]
         if W {
             // SAFETY: `W` is set only by `attend_512`, compiled for AVX-512 F/BW/VL.
@@ -548,6 +614,7 @@ fn softmax_f16<const W: bool>(x: &mut [f32], total: usize, max: f32) {
         for x in chunk[..valid].iter_mut() {
             *x = expf(*x - max);
         }
+        chunk[..masked].fill(0.0);
         let lanes: &[f32; LANES] = (&*chunk).try_into().unwrap_or(&[0.0; LANES]);
         sum += f64::from(reduce16(lanes));
     }
@@ -1055,10 +1122,11 @@ mod tests {
             for heads in 1..=6 {
                 let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * 0.3).collect();
                 for total in [1, 3, 4, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300] {
-                    for one_token in [false, true] {
+                    // No window, and a window that hides the first third of the keys.
+                    for (one_token, first) in [(false, 0), (true, 0), (false, total / 3), (true, total / 3)] {
                         let mut s = AttnScratch::default();
                         let mut got = vec![0f32; heads * dim];
-                        attend(one_token, &q, c.head(0), total, 0.125, &mut s, &mut got);
+                        attend(one_token, &q, c.head(0), first, total, 0.125, &mut s, &mut got);
                         for h in 0..heads {
                             let mut want = vec![0f32; dim];
                             let qh = &q[h * dim..(h + 1) * dim];
@@ -1066,6 +1134,7 @@ mod tests {
                                 one_token,
                                 qh,
                                 c.head(0),
+                                first,
                                 total,
                                 0.125,
                                 &mut s,
@@ -1075,7 +1144,7 @@ mod tests {
                                 assert_eq!(
                                     got[h * dim + d].to_bits(),
                                     want[d].to_bits(),
-                                    "dim {dim}, heads {heads}, total {total}, \
+                                    "dim {dim}, heads {heads}, total {total}, first {first}, \
                                      one_token {one_token}, head {h}, dim {d}"
                                 );
                             }
@@ -1139,13 +1208,14 @@ mod tests {
         c.store(0, &k, &v);
         let q: Vec<f32> = (0..hd).map(|i| (i % 3) as f32 * 0.5).collect();
         let kv = c.head(0).clone();
-        type Attend = fn(bool, &[f32], &HeadKv, usize, f32, &mut AttnScratch, &mut [f32]);
-        let run = |f: Attend, one_token: bool| {
+        type Attend = fn(bool, &[f32], &HeadKv, usize, usize, f32, &mut AttnScratch, &mut [f32]);
+        let run_from = |f: Attend, one_token: bool, first: usize| {
             let mut out = vec![0f32; hd];
             f(
                 one_token,
                 &q,
                 &kv,
+                first,
                 n,
                 0.25,
                 &mut AttnScratch::default(),
@@ -1153,6 +1223,7 @@ mod tests {
             );
             out
         };
+        let run = |f: Attend, one_token: bool| run_from(f, one_token, 0);
         let out = run(attend, false);
         let one = run(attend, true);
         let portable = run(attend_impl::<false>, false);
@@ -1166,16 +1237,20 @@ mod tests {
         let sc: Vec<f32> = (0..n)
             .map(|j| (0..hd).map(|i| k[j * hd + i] * q[i]).sum::<f32>() * 0.25)
             .collect();
-        let m = sc.iter().cloned().fold(f32::MIN, f32::max);
-        let e: Vec<f32> = sc.iter().map(|s| (s - m).exp()).collect();
-        let z: f32 = e.iter().sum();
-        for d in 0..hd {
-            let want: f32 = (0..n).map(|j| e[j] / z * v[j * hd + d]).sum();
-            assert!(
-                (out[d] - want).abs() < 0.02,
-                "dim {d}: {} vs {want}",
-                out[d]
-            );
+        // With a window from key `first` on, the keys before it take no part.
+        for first in [0, 1, 2] {
+            let out = run_from(attend, false, first);
+            let m = sc[first..].iter().cloned().fold(f32::MIN, f32::max);
+            let e: Vec<f32> = sc.iter().map(|s| (s - m).exp()).collect();
+            let z: f32 = e[first..].iter().sum();
+            for d in 0..hd {
+                let want: f32 = (first..n).map(|j| e[j] / z * v[j * hd + d]).sum();
+                assert!(
+                    (out[d] - want).abs() < 0.02,
+                    "first {first}, dim {d}: {} vs {want}",
+                    out[d]
+                );
+            }
         }
     }
 }

@@ -1,13 +1,23 @@
-//! The llama architecture (SmolLM2, Llama 3.x, TinyLlama) as Quire's own model code.
+//! The dense decoders Quire runs with its own model code: the llama architecture
+//! (SmolLM2, Llama 3.x, TinyLlama) and Gemma 3, which is llama's graph with a few
+//! differences ([`Style`] and the optional per-layer weights).
 //!
 //! Loading follows candle-transformers 0.11.1 `models/quantized_llama.rs` (Apache-2.0/
 //! MIT, © the candle authors); the forward pass is Quire's own, on the CPU, over plain
-//! buffers, computing each operation as llama.cpp does (`ggml_ops`, `qmatmul`) so that
-//! greedy decoding gives llama.cpp's tokens:
+//! buffers, computing each operation as llama.cpp does (`ggml_ops`, `qmatmul`,
+//! `kquants`) so that greedy decoding gives llama.cpp's tokens:
 //! - a KV cache in f16 that can be truncated, so a new prompt that shares a prefix
 //!   with the previous one reuses its keys and values;
 //! - grouped-query attention reads the shared K/V head directly;
 //! - weights of Q4_1 / Q5_0 / Q5_1 can optionally be requantized to Q8_0 at load.
+//!
+//! Gemma 3 as llama.cpp's `llm_build_gemma3_iswa` builds it: embeddings scaled by
+//! √hidden; RMS norms of each query and key head; NeoX rotary pairs, with base
+//! `rope.local_freq_base` (10⁴) on the sliding-window layers (five of every six) and
+//! `rope.freq_base` on the others; queries scaled by `1/√head_dim` before attention
+//! (whose own scale is then 1); a key is visible on a sliding layer while
+//! `query_pos − key_pos < window`; norms after attention and after the feed-forward,
+//! which is GELU-gated (`LLM_FFN_GELU`, `LLM_FFN_PAR`); output tied to the embeddings.
 
 use std::io::{Read, Seek};
 
@@ -50,6 +60,37 @@ struct Layer {
     w2: QLinear,
     attn_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
+    /// Gemma: RMS norms of each query and key head.
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    /// Gemma: norms of the attention and feed-forward outputs.
+    post_attn_norm: Option<Vec<f32>>,
+    post_ffn_norm: Option<Vec<f32>>,
+    /// Keys visible while `query_pos − key_pos < window` (a sliding-window layer).
+    window: Option<usize>,
+    /// Index into [`Llama::ropes`].
+    rope: usize,
+}
+
+/// What sets an architecture apart from llama's graph.
+#[derive(Debug, Clone, Copy)]
+struct Style {
+    /// Rotary pairs `(i, i + n/2)` (`GGML_ROPE_TYPE_NEOX`) instead of adjacent ones.
+    neox: bool,
+    /// GELU-gated feed-forward instead of SwiGLU.
+    gelu: bool,
+    /// Token embeddings multiplied by this.
+    embed_scale: Option<f32>,
+    /// Queries multiplied by this before attention, whose own scale is then 1;
+    /// `None`: attention scales by `1/√head_dim`.
+    q_scale: Option<f32>,
+}
+
+/// A rotary embedding's parameters: `θ_i = pos · scale^i · freq_scale`.
+#[derive(Debug, Clone, Copy)]
+struct Rope {
+    theta_scale: f32,
+    freq_scale: f32,
 }
 
 /// The keys and values of one sequence, per layer: the model's own sequence, or one
@@ -86,7 +127,9 @@ pub struct Llama {
     n_kv_head: usize,
     head_dim: usize,
     rope_pairs: usize,
-    theta_scale: f32,
+    /// The rotary embeddings the layers use (Gemma: local and global).
+    ropes: Vec<Rope>,
+    style: Style,
     eps: f32,
     max_seq: usize,
     /// The model's own sequence (prefix reuse across calls).
@@ -94,15 +137,26 @@ pub struct Llama {
     device: Device,
 }
 
-fn vector(ct: &gguf_file::Content, r: &mut (impl Read + Seek), name: &str) -> Result<Vec<f32>> {
-    ct.tensor(r, name, &Device::Cpu)?
+/// The f32 values of the 1-D tensor `name`, which must hold `len` of them.
+fn vector(
+    ct: &gguf_file::Content,
+    r: &mut (impl Read + Seek),
+    name: &str,
+    len: usize,
+) -> Result<Vec<f32>> {
+    let v = ct
+        .tensor(r, name, &Device::Cpu)?
         .dequantize(&Device::Cpu)?
         .flatten_all()?
-        .to_vec1::<f32>()
+        .to_vec1::<f32>()?;
+    if v.len() != len {
+        candle_core::bail!("{name} holds {} values, not {len}", v.len());
+    }
+    Ok(v)
 }
 
 impl Llama {
-    /// Load from a GGUF file; `max_seq` bounds the positions.
+    /// Load a `llama` or `gemma3` GGUF file; `max_seq` bounds the positions.
     pub fn from_gguf<R: Read + Seek>(
         ct: &gguf_file::Content,
         r: &mut R,
@@ -110,43 +164,85 @@ impl Llama {
         max_seq: usize,
         requant: bool,
     ) -> Result<Self> {
-        let md = |s: &str| match ct.metadata.get(s) {
-            None => candle_core::bail!("cannot find {s} in metadata"),
+        let arch = match ct.metadata.get("general.architecture") {
+            Some(v) => v.to_string()?.clone(),
+            None => "llama".to_string(),
+        };
+        let gemma = match arch.as_str() {
+            "llama" => false,
+            "gemma3" => true,
+            other => candle_core::bail!("architecture {other:?} is not a llama or gemma3 model"),
+        };
+        let key = |s: &str| format!("{arch}.{s}");
+        let md = |s: &str| match ct.metadata.get(&key(s)) {
+            None => candle_core::bail!("cannot find {} in metadata", key(s)),
             Some(v) => Ok(v),
         };
-        if md("llama.expert_count")
-            .and_then(|v| v.to_u32())
-            .unwrap_or(0)
-            > 1
-        {
-            candle_core::bail!("mixture-of-experts llama models are not supported");
+        let md_u = |s: &str| md(s).and_then(|v| v.to_u32()).map(|v| v as usize);
+        if md_u("expert_count").unwrap_or(0) > 1 {
+            candle_core::bail!("mixture-of-experts models are not supported");
         }
-        let n_head = md("llama.attention.head_count")?.to_u32()? as usize;
-        let n_kv_head = md("llama.attention.head_count_kv")
-            .and_then(|v| v.to_u32())
-            .map(|v| v as usize)
-            .unwrap_or(n_head);
-        let blocks = md("llama.block_count")?.to_u32()? as usize;
-        let hidden = md("llama.embedding_length")?.to_u32()? as usize;
-        if n_head == 0
-            || n_kv_head == 0
-            || !n_head.is_multiple_of(n_kv_head)
-            || !hidden.is_multiple_of(n_head)
-        {
-            candle_core::bail!(
-                "inconsistent head counts ({n_head} heads, {n_kv_head} kv heads, {hidden} hidden)"
-            );
+        let n_head = md_u("attention.head_count")?;
+        let n_kv_head = md_u("attention.head_count_kv").unwrap_or(n_head);
+        let blocks = md_u("block_count")?;
+        let hidden = md_u("embedding_length")?;
+        if n_head == 0 || n_kv_head == 0 || !n_head.is_multiple_of(n_kv_head) {
+            candle_core::bail!("inconsistent head counts ({n_head} heads, {n_kv_head} kv heads)");
         }
-        let head_dim = hidden / n_head;
-        let rope_dim = md("llama.rope.dimension_count")
-            .and_then(|v| v.to_u32())
-            .map(|v| v as usize)
+        let head_dim = match md_u("attention.key_length") {
+            Ok(d) => d,
+            Err(_) if hidden.is_multiple_of(n_head) => hidden / n_head,
+            Err(_) => candle_core::bail!("{hidden} hidden values do not split into {n_head} heads"),
+        };
+        if md_u("attention.value_length").unwrap_or(head_dim) != head_dim || head_dim == 0 {
+            candle_core::bail!("keys and values of different widths are not supported");
+        }
+        let rope_dim = md_u("rope.dimension_count")
             .unwrap_or(head_dim)
             .min(head_dim);
-        let eps = md("llama.attention.layer_norm_rms_epsilon")?.to_f32()?;
-        let base = md("llama.rope.freq_base")
+        let eps = md("attention.layer_norm_rms_epsilon")?.to_f32()?;
+        let default_base = if gemma { 1_000_000f32 } else { 10_000f32 };
+        let base = md("rope.freq_base")
             .and_then(|m| m.to_f32())
-            .unwrap_or(10000f32);
+            .unwrap_or(default_base);
+        // llama.cpp's `rope_freq_scale_train`: 1 / `rope.scaling.factor`.
+        let factor = md("rope.scaling.factor")
+            .and_then(|m| m.to_f32())
+            .unwrap_or(0.0);
+        let freq_scale = if factor > 0.0 { 1.0 / factor } else { 1.0 };
+        let theta = |b: f32| b.powf(-2.0 / rope_dim as f32);
+        let mut ropes = vec![Rope {
+            theta_scale: theta(base),
+            freq_scale,
+        }];
+        let style = if gemma {
+            ropes.push(Rope {
+                theta_scale: theta(
+                    md("rope.local_freq_base")
+                        .and_then(|m| m.to_f32())
+                        .unwrap_or(10_000.0),
+                ),
+                freq_scale: 1.0,
+            });
+            // `f_attention_scale`: Gemma 3 27B (62 layers) scales by the hidden size
+            // per head, the others by the head width.
+            let per = if blocks == 62 { hidden / n_head } else { head_dim };
+            Style {
+                neox: true,
+                gelu: true,
+                embed_scale: Some((hidden as f32).sqrt()),
+                q_scale: Some(1.0 / (per as f32).sqrt()),
+            }
+        } else {
+            Style {
+                neox: false,
+                gelu: false,
+                embed_scale: None,
+                q_scale: None,
+            }
+        };
+        let window = md_u("attention.sliding_window").ok().filter(|&w| w > 0);
+        let pattern = md_u("attention.sliding_window_type").unwrap_or(6).max(1);
         let cpu = Device::Cpu;
         let tok_q = ct.tensor(r, "token_embd.weight", &cpu)?;
         let embeddings = Rows::new(&tok_q)?;
@@ -156,7 +252,7 @@ impl Llama {
                 embeddings.width()
             );
         }
-        let norm = vector(ct, r, "output_norm.weight")?;
+        let norm = vector(ct, r, "output_norm.weight", hidden)?;
         // llama.cpp reads tied output weights from the token embeddings' buffer
         // (plain CPU); an own output tensor goes where layer weights go.
         let output = if ct.tensor_infos.contains_key("output.weight") {
@@ -172,11 +268,20 @@ impl Llama {
             let wo = QLinear::new_backend(t("attn_output")?)?;
             let w13 = Stacked::new(vec![t("ffn_gate")?, t("ffn_up")?])?;
             let w2 = QLinear::new_backend(t("ffn_down")?)?;
-            let attn_norm = vector(ct, r, &format!("{p}.attn_norm.weight"))?;
-            let ffn_norm = vector(ct, r, &format!("{p}.ffn_norm.weight"))?;
-            if attn_norm.len() != hidden || ffn_norm.len() != hidden {
-                candle_core::bail!("layer {i}: norm weights are not {hidden} long");
-            }
+            let mut v = |n: &str, len: usize| vector(ct, r, &format!("{p}.{n}.weight"), len);
+            let attn_norm = v("attn_norm", hidden)?;
+            let ffn_norm = v("ffn_norm", hidden)?;
+            let (q_norm, k_norm, post_attn_norm, post_ffn_norm) = if gemma {
+                (
+                    Some(v("attn_q_norm", head_dim)?),
+                    Some(v("attn_k_norm", head_dim)?),
+                    Some(v("post_attention_norm", hidden)?),
+                    Some(v("post_ffw_norm", hidden)?),
+                )
+            } else {
+                (None, None, None, None)
+            };
+            let sliding = gemma && !(i + 1).is_multiple_of(pattern);
             layers.push(Layer {
                 wqkv,
                 wo,
@@ -184,6 +289,12 @@ impl Llama {
                 w2,
                 attn_norm,
                 ffn_norm,
+                q_norm,
+                k_norm,
+                post_attn_norm,
+                post_ffn_norm,
+                window: if sliding { window } else { None },
+                rope: usize::from(sliding),
             });
         }
         Ok(Self {
@@ -196,7 +307,8 @@ impl Llama {
             n_kv_head,
             head_dim,
             rope_pairs: rope_dim / 2,
-            theta_scale: base.powf(-2.0 / rope_dim as f32),
+            ropes,
+            style,
             eps,
             max_seq,
             cache: SeqCache {
@@ -293,21 +405,51 @@ impl Llama {
         let rows = row_seq.len();
         let (hidden, nh, nkv, hd) = (self.hidden, self.n_head, self.n_kv_head, self.head_dim);
         let rep = nh / nkv;
-        let scale = 1.0f32 / (hd as f32).sqrt();
+        let style = self.style;
+        let scale = match style.q_scale {
+            Some(_) => 1.0,
+            None => 1.0f32 / (hd as f32).sqrt(),
+        };
         let mut x = Vec::with_capacity(rows * hidden);
         for (_, tokens, _) in seqs.iter() {
             for &t in tokens.iter() {
                 self.embeddings.row(t as usize, &mut x)?;
             }
         }
-        let ropes: Vec<Vec<(f32, f32)>> = row_pos
+        if let Some(s) = style.embed_scale {
+            x.iter_mut().for_each(|v| *v *= s);
+        }
+        // Per rotary embedding, per row: the (cos, sin) pairs.
+        let ropes: Vec<Vec<Vec<(f32, f32)>>> = self
+            .ropes
             .iter()
-            .map(|&p| {
-                let mut c = Vec::new();
-                ggml_ops::rope_cache(p, self.rope_pairs, self.theta_scale, &mut c);
-                c
+            .map(|rope| {
+                row_pos
+                    .iter()
+                    .map(|&p| {
+                        let mut c = Vec::new();
+                        ggml_ops::rope_cache(
+                            p,
+                            self.rope_pairs,
+                            rope.theta_scale,
+                            rope.freq_scale,
+                            &mut c,
+                        );
+                        c
+                    })
+                    .collect()
             })
             .collect();
+        let rotate = if style.neox {
+            ggml_ops::rope_neox
+        } else {
+            ggml_ops::rope_norm
+        };
+        // The norm of `v` by `w` (rows of `w.len()`), in place.
+        let norm_in_place = |v: &mut Vec<f32>, w: &[f32]| {
+            let src = v.clone();
+            ggml_ops::rms_norm(&src, w, self.eps, v);
+        };
         let mut h = vec![0f32; rows * hidden];
         let mut att = vec![0f32; rows * nh * hd];
         for (li, l) in self.layers.iter().enumerate() {
@@ -316,13 +458,22 @@ impl Llama {
             let (Some(mut q), Some(mut k), Some(v)) = (qkv.next(), qkv.next(), qkv.next()) else {
                 candle_core::bail!("q, k, v projections missing");
             };
-            for (i, rope) in ropes.iter().enumerate() {
+            if let Some(w) = &l.q_norm {
+                norm_in_place(&mut q, w);
+            }
+            if let Some(w) = &l.k_norm {
+                norm_in_place(&mut k, w);
+            }
+            for (i, rope) in ropes[l.rope].iter().enumerate() {
                 for head in q[i * nh * hd..(i + 1) * nh * hd].chunks_exact_mut(hd) {
-                    ggml_ops::rope_norm(head, rope);
+                    rotate(head, rope);
                 }
                 for head in k[i * nkv * hd..(i + 1) * nkv * hd].chunks_exact_mut(hd) {
-                    ggml_ops::rope_norm(head, rope);
+                    rotate(head, rope);
                 }
+            }
+            if let Some(s) = style.q_scale {
+                q.iter_mut().for_each(|v| *v *= s);
             }
             // Each sequence stores its rows in its own cache.
             let mut first = 0;
@@ -346,10 +497,15 @@ impl Llama {
                     let si = row_seq[i];
                     let qs = &q[(i * nh + g * rep) * hd..(i * nh + (g + 1) * rep) * hd];
                     let kv = heads[si].head(g);
-                    ggml_ops::attend(lens[si] == 1, qs, kv, row_pos[i] + 1, scale, s, out);
+                    let (pos, window) = (row_pos[i], l.window);
+                    let first = window.map_or(0, |w| (pos + 1).saturating_sub(w));
+                    ggml_ops::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
                 },
             );
-            let o = l.wo.forward_rows(&att, rows)?;
+            let mut o = l.wo.forward_rows(&att, rows)?;
+            if let Some(w) = &l.post_attn_norm {
+                norm_in_place(&mut o, w);
+            }
             for (xi, oi) in x.iter_mut().zip(&o) {
                 *xi += oi;
             }
@@ -361,11 +517,19 @@ impl Llama {
             let mut a = vec![0f32; g.len()];
             // Row by row (as ggml applies it), rows on both cores.
             let ff = g.len() / rows;
+            let act = if style.gelu {
+                ggml_ops::geglu
+            } else {
+                ggml_ops::swiglu_fast
+            };
             a.par_chunks_mut(ff)
                 .zip(g.par_chunks(ff))
                 .zip(u.par_chunks(ff))
-                .for_each(|((a, g), u)| ggml_ops::swiglu_fast(g, u, a));
-            let y = l.w2.forward_rows(&a, rows)?;
+                .for_each(|((a, g), u)| act(g, u, a));
+            let mut y = l.w2.forward_rows(&a, rows)?;
+            if let Some(w) = &l.post_ffn_norm {
+                norm_in_place(&mut y, w);
+            }
             for (xi, yi) in x.iter_mut().zip(&y) {
                 *xi += yi;
             }

@@ -4,9 +4,9 @@
 pub mod bench;
 pub mod chat;
 pub mod constrain;
-pub mod gemma3;
 pub(crate) mod ggml_ops;
 pub mod gguf;
+pub(crate) mod kquants;
 pub mod llama;
 pub mod model;
 #[cfg(target_arch = "x86_64")]

@@ -104,7 +104,6 @@ enum Net {
     Llama(Llama),
     Qwen2(quantized_qwen2::ModelWeights),
     Qwen3(quantized_qwen3::ModelWeights),
-    Gemma3(super::gemma3::ModelWeights),
     Phi3(quantized_phi3::ModelWeights),
 }
 
@@ -124,7 +123,6 @@ impl Net {
                 }
                 m.forward(&x, pos)?
             }
-            Net::Gemma3(m) => m.forward(&x, pos)?,
             Net::Phi3(m) => m.forward(&x, pos)?,
         };
         Ok(out.to_dtype(candle_core::DType::F32)?.flatten_all()?)
@@ -213,7 +211,7 @@ impl GgufLlm {
         let mut r = BufReader::new(file);
         let GgufFile { content, .. } = g;
         let net = match arch.as_str() {
-            "llama" => Net::Llama(
+            "llama" | "gemma3" => Net::Llama(
                 Llama::from_gguf(&content, &mut r, &device, window, opts.requantize)
                     .map_err(bad)?,
             ),
@@ -222,9 +220,6 @@ impl GgufLlm {
             ),
             "qwen3" => Net::Qwen3(
                 quantized_qwen3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
-            ),
-            "gemma3" => Net::Gemma3(
-                super::gemma3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
             ),
             "phi3" => Net::Phi3(
                 quantized_phi3::ModelWeights::from_gguf(false, content, &mut r, &device)

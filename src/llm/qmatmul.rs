@@ -179,6 +179,8 @@ pub(crate) enum QLinear {
     Own(OwnWeight),
     #[cfg(target_arch = "x86_64")]
     Packed(super::packed::Packed),
+    /// Q4_K, Q6_K.
+    KQuant(super::kquants::KWeight),
     Candle(QMatMul),
 }
 
@@ -214,7 +216,10 @@ impl QLinear {
                 drop(t);
                 Ok(Self::from_own(w, backend))
             }
-            None => Ok(QLinear::Candle(QMatMul::from_qtensor(t)?)),
+            None => match super::kquants::KWeight::new(&t)? {
+                Some(w) => Ok(QLinear::KQuant(w)),
+                None => Ok(QLinear::Candle(QMatMul::from_qtensor(t)?)),
+            },
         }
     }
 
@@ -266,6 +271,14 @@ impl QLinear {
                 let mut q = SCRATCH.with(|cell| cell.take());
                 w.matmul(x, m, &mut q, &mut out);
                 SCRATCH.with(|cell| cell.replace(q));
+                Ok(out)
+            }
+            QLinear::KQuant(w) => {
+                if x.len() != m * w.k() {
+                    candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), w.k());
+                }
+                let mut out = vec![0f32; m * w.n()];
+                w.matmul(x, m, &mut out);
                 Ok(out)
             }
             QLinear::Candle(q) => {
@@ -1017,10 +1030,14 @@ mod tests {
     }
 
     #[test]
-    fn other_types_fall_back_to_candle() {
+    fn k_quants_get_own_kernels_other_types_candles() {
         let dev = Device::Cpu;
         let wt = Tensor::from_vec(rnd(8 * 256, 3), (8, 256), &dev).unwrap();
-        let qt = QTensor::quantize(&wt, GgmlDType::Q4K).unwrap();
+        for dt in [GgmlDType::Q4K, GgmlDType::Q6K] {
+            let qt = QTensor::quantize(&wt, dt).unwrap();
+            assert!(matches!(QLinear::new(qt).unwrap(), QLinear::KQuant(_)));
+        }
+        let qt = QTensor::quantize(&wt, GgmlDType::Q5K).unwrap();
         assert!(matches!(QLinear::new(qt).unwrap(), QLinear::Candle(_)));
     }
 }

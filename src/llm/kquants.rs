@@ -1,0 +1,548 @@
+//! Q4_K and Q6_K weights (super-blocks of 256 values) times activations quantized
+//! to Q8_K, computed the way llama.cpp's CPU backend computes them
+//! (`quantize_row_q8_K_ref`, then the AVX2 `ggml_vec_dot_q4_K_q8_K` /
+//! `ggml_vec_dot_q6_K_q8_K`, which its AVX-512 builds also run).
+//!
+//! Those kernels reduce each super-block to 8 integer lanes — lane `l` holds the
+//! scaled products of the values at `4l..4l+4` of every 32-value run — convert them to
+//! f32 and accumulate `d_w·d_x · lanes` into 8 float lanes by FMA (Q4_K also keeps 4
+//! lanes of `−dmin·d_x · Σ min·bsum`); the horizontal sums come last. The integer
+//! lanes are exact, so any way of computing them gives the same bits: the AVX-512
+//! kernel here forms them with `vpmaddubsw` and `vpdpwssd` (the scale multiply and the
+//! add in one instruction), 64 values per register, and folds the two halves.
+//!
+//! [`portable`] is the reference (the lanes written out); [`avx512`] runs where the
+//! CPU has AVX-512 VNNI and gives the same bits (tested).
+
+use rayon::prelude::*;
+
+use super::qmatmul::f16_at;
+
+/// Values per super-block.
+pub(crate) const QK_K: usize = 256;
+
+/// Which K-quant a weight is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KKind {
+    /// `d`, `dmin` (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles.
+    Q4K,
+    /// 128 bytes of low nibbles, 64 of high bit pairs, 16 signed scales, `d` (f16).
+    Q6K,
+}
+
+impl KKind {
+    pub(crate) fn block_bytes(self) -> usize {
+        match self {
+            KKind::Q4K => 144,
+            KKind::Q6K => 210,
+        }
+    }
+}
+
+/// An activation super-block quantized as ggml's `block_q8_K`: 256 values, the f32
+/// scale, and the sums of each 16 values.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Q8K {
+    pub(crate) qs: [i8; QK_K],
+    pub(crate) d: f32,
+    pub(crate) bsums: [i16; 16],
+}
+
+impl Default for Q8K {
+    fn default() -> Self {
+        Self {
+            qs: [0; QK_K],
+            d: 0.0,
+            bsums: [0; 16],
+        }
+    }
+}
+
+/// ggml's `nearest_int`: round to nearest, ties to even, through the float's bits.
+#[inline(always)]
+fn nearest_int(f: f32) -> i32 {
+    let val = f + 12_582_912.0;
+    (val.to_bits() as i32 & 0x007f_ffff) - 0x0040_0000
+}
+
+/// `quantize_row_q8_K_ref`: the scale from the value of largest magnitude (the first
+/// one if several), `−127/max`, values rounded by [`nearest_int`] and capped at 127.
+pub(crate) fn quantize_row_q8k(x: &[f32], out: &mut [Q8K]) {
+    for (xb, y) in x.chunks_exact(QK_K).zip(out.iter_mut()) {
+        let (mut max, mut amax) = (0f32, 0f32);
+        for &v in xb {
+            if v.abs() > amax {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        if amax == 0.0 {
+            *y = Q8K::default();
+            continue;
+        }
+        let iscale = -127.0 / max;
+        for (q, &v) in y.qs.iter_mut().zip(xb) {
+            *q = nearest_int(iscale * v).min(127) as i8;
+        }
+        for (s, q) in y.bsums.iter_mut().zip(y.qs.chunks_exact(16)) {
+            *s = q.iter().map(|&v| i16::from(v)).sum();
+        }
+        y.d = 1.0 / iscale;
+    }
+}
+
+/// Q4_K's eight 6-bit scales and eight 6-bit mins (`get_scale_min_k4`).
+#[inline(always)]
+fn q4k_scales(q: &[u8]) -> ([u8; 8], [u8; 8]) {
+    let mut sc = [0u8; 8];
+    let mut mn = [0u8; 8];
+    for j in 0..8 {
+        if j < 4 {
+            sc[j] = q[j] & 63;
+            mn[j] = q[j + 4] & 63;
+        } else {
+            sc[j] = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+            mn[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        }
+    }
+    (sc, mn)
+}
+
+/// Q6_K's 256 unsigned 6-bit values of block `b`, in value order.
+#[inline(always)]
+fn q6k_values(b: &[u8], out: &mut [u8; QK_K]) {
+    let (ql, qh) = (&b[..128], &b[128..192]);
+    for half in 0..2 {
+        let (ql, qh) = (&ql[64 * half..], &qh[32 * half..]);
+        let o = &mut out[128 * half..128 * (half + 1)];
+        for t in 0..32 {
+            let h = qh[t];
+            o[t] = (ql[t] & 0xF) | ((h & 3) << 4);
+            o[32 + t] = (ql[32 + t] & 0xF) | (((h >> 2) & 3) << 4);
+            o[64 + t] = (ql[t] >> 4) | (((h >> 4) & 3) << 4);
+            o[96 + t] = (ql[32 + t] >> 4) | (((h >> 6) & 3) << 4);
+        }
+    }
+}
+
+/// `hsum_float_8`.
+#[inline(always)]
+fn hsum8(acc: &[f32; 8]) -> f32 {
+    let a: [f32; 4] = std::array::from_fn(|i| acc[i] + acc[i + 4]);
+    (a[0] + a[2]) + (a[1] + a[3])
+}
+
+/// The 4 lanes of Q4_K's min terms, summed as ggml does (movehl, then movehdup).
+#[inline(always)]
+fn hsum4(m: &[f32; 4]) -> f32 {
+    (m[0] + m[2]) + (m[1] + m[3])
+}
+
+/// Q4_K's min lanes for one super-block: `prod[i] = min[2i]·S[2i] + min[2i+1]·S[2i+1]`
+/// with `S` the 32-value sums of the activation (`_mm_hadd_epi16` of the bsums).
+#[inline(always)]
+fn q4k_min_lanes(mn: &[u8; 8], y: &Q8K, dmin: f32, acc_m: &mut [f32; 4]) {
+    let s = |i: usize| i32::from(y.bsums[2 * i]) + i32::from(y.bsums[2 * i + 1]);
+    for (i, a) in acc_m.iter_mut().enumerate() {
+        let prod = i32::from(mn[2 * i]) * s(2 * i) + i32::from(mn[2 * i + 1]) * s(2 * i + 1);
+        *a = dmin.mul_add(prod as f32, *a);
+    }
+}
+
+/// The reference: ggml's lanes written out.
+pub(crate) mod portable {
+    use super::*;
+
+    pub(crate) fn dot_q4k(w: &[u8], ys: &[Q8K]) -> f32 {
+        let mut acc = [0f32; 8];
+        let mut acc_m = [0f32; 4];
+        for (b, y) in w.chunks_exact(144).zip(ys) {
+            let d = y.d * f16_at(b, 0);
+            let dmin = -y.d * f16_at(b, 2);
+            let (sc, mn) = q4k_scales(&b[4..16]);
+            q4k_min_lanes(&mn, y, dmin, &mut acc_m);
+            let mut sumi = [0i32; 8];
+            for j in 0..4 {
+                let q = &b[16 + 32 * j..16 + 32 * (j + 1)];
+                let (sl, sh) = (i32::from(sc[2 * j]), i32::from(sc[2 * j + 1]));
+                for v in 0..32 {
+                    let lo = i32::from(q[v] & 0xF) * i32::from(y.qs[64 * j + v]);
+                    let hi = i32::from(q[v] >> 4) * i32::from(y.qs[64 * j + 32 + v]);
+                    sumi[v / 4] += sl * lo + sh * hi;
+                }
+            }
+            for (a, s) in acc.iter_mut().zip(sumi) {
+                *a = d.mul_add(s as f32, *a);
+            }
+        }
+        hsum8(&acc) + hsum4(&acc_m)
+    }
+
+    pub(crate) fn dot_q6k(w: &[u8], ys: &[Q8K]) -> f32 {
+        let mut acc = [0f32; 8];
+        let mut q = [0u8; QK_K];
+        for (b, y) in w.chunks_exact(210).zip(ys) {
+            let d = y.d * f16_at(b, 208);
+            q6k_values(b, &mut q);
+            let mut sumi = [0i32; 8];
+            for v in 0..QK_K {
+                let sc = i32::from(b[192 + v / 16] as i8);
+                sumi[(v % 32) / 4] += sc * (i32::from(q[v]) - 32) * i32::from(y.qs[v]);
+            }
+            for (a, s) in acc.iter_mut().zip(sumi) {
+                *a = d.mul_add(s as f32, *a);
+            }
+        }
+        hsum8(&acc)
+    }
+}
+
+/// The same lanes on AVX-512 registers, a weight row against up to four activation
+/// rows at once (the weight's super-block unpacked once for them).
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// Activation rows a weight super-block is unpacked for.
+    pub(super) const ROWS: usize = 4;
+
+    /// 16 i32 lanes (two runs of 32 values side by side) → ggml's 8 lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2")]
+    fn fold(acc: __m512i) -> __m256i {
+        _mm256_add_epi32(
+            _mm512_castsi512_si256(acc),
+            _mm512_extracti64x4_epi64::<1>(acc),
+        )
+    }
+
+    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one Q4_K row.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma")]
+    pub(super) fn q4k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+        let rows = ys.len();
+        let mut acc = [_mm256_setzero_ps(); ROWS];
+        let mut acc_m = [[0f32; 4]; ROWS];
+        let m4 = _mm512_set1_epi8(0xF);
+        for (bi, b) in w.chunks_exact(144).enumerate() {
+            let (sc, mn) = q4k_scales(&b[4..16]);
+            let (dw, mw) = (f16_at(b, 0), f16_at(b, 2));
+            // Per 64 values (two runs of 32): the unsigned values, and each run's
+            // scale in its 16 i16 lanes.
+            let mut wq = [_mm512_setzero_si512(); 4];
+            let mut ws = [_mm512_setzero_si512(); 4];
+            for j in 0..4 {
+                // SAFETY: a Q4_K block holds 128 bytes of nibbles after 16 bytes.
+                let bytes = unsafe { _mm256_loadu_si256(b.as_ptr().add(16 + 32 * j).cast()) };
+                let both = _mm512_inserti64x4::<1>(
+                    _mm512_castsi256_si512(bytes),
+                    _mm256_srli_epi16::<4>(bytes),
+                );
+                wq[j] = _mm512_and_si512(both, m4);
+                ws[j] = _mm512_inserti64x4::<1>(
+                    _mm512_castsi256_si512(_mm256_set1_epi16(i16::from(sc[2 * j]))),
+                    _mm256_set1_epi16(i16::from(sc[2 * j + 1])),
+                );
+            }
+            for r in 0..rows {
+                let y = &ys[r][bi];
+                let mut sumi = _mm512_setzero_si512();
+                for j in 0..4 {
+                    // SAFETY: 256 activation bytes per block.
+                    let a = unsafe { _mm512_loadu_si512(y.qs.as_ptr().add(64 * j).cast()) };
+                    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(wq[j], a), ws[j]);
+                }
+                let d = _mm256_set1_ps(y.d * dw);
+                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
+                q4k_min_lanes(&mn, y, -y.d * mw, &mut acc_m[r]);
+            }
+        }
+        for r in 0..rows {
+            let mut lanes = [0f32; 8];
+            // SAFETY: 8 writable floats.
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]) };
+            out[r] = hsum8(&lanes) + hsum4(&acc_m[r]);
+        }
+    }
+
+    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one Q6_K row.
+    /// ggml's `maddubs(q, y) − maddubs(32, y)` then the scale, per 64 values.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma")]
+    pub(super) fn q6k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+        let rows = ys.len();
+        let mut acc = [_mm256_setzero_ps(); ROWS];
+        let mut q = [0u8; QK_K];
+        let m32 = _mm512_set1_epi8(32);
+        for (bi, b) in w.chunks_exact(210).enumerate() {
+            q6k_values(b, &mut q);
+            let dw = f16_at(b, 208);
+            let mut wq = [_mm512_setzero_si512(); 4];
+            let mut ws = [_mm512_setzero_si512(); 4];
+            for c in 0..4 {
+                // SAFETY: 256 values in `q`; 16 scale bytes at 192.
+                wq[c] = unsafe { _mm512_loadu_si512(q.as_ptr().add(64 * c).cast()) };
+                let s = |t: usize| i16::from(b[192 + 4 * c + t] as i8);
+                ws[c] = _mm512_inserti64x4::<1>(
+                    _mm512_castsi256_si512(_mm256_setr_m128i(
+                        _mm_set1_epi16(s(0)),
+                        _mm_set1_epi16(s(1)),
+                    )),
+                    _mm256_setr_m128i(_mm_set1_epi16(s(2)), _mm_set1_epi16(s(3))),
+                );
+            }
+            for r in 0..rows {
+                let y = &ys[r][bi];
+                let mut sumi = _mm512_setzero_si512();
+                for c in 0..4 {
+                    // SAFETY: 256 activation bytes per block.
+                    let a = unsafe { _mm512_loadu_si512(y.qs.as_ptr().add(64 * c).cast()) };
+                    let p = _mm512_sub_epi16(
+                        _mm512_maddubs_epi16(wq[c], a),
+                        _mm512_maddubs_epi16(m32, a),
+                    );
+                    sumi = _mm512_dpwssd_epi32(sumi, p, ws[c]);
+                }
+                let d = _mm256_set1_ps(y.d * dw);
+                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
+            }
+        }
+        for r in 0..rows {
+            let mut lanes = [0f32; 8];
+            // SAFETY: 8 writable floats.
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]) };
+            out[r] = hsum8(&lanes);
+        }
+    }
+}
+
+/// Whether the AVX-512 kernels run here (checked once; `QUIRE_NO_VNNI` turns them off).
+fn wide() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *OK.get_or_init(|| {
+            std::env::var_os("QUIRE_NO_VNNI").is_none() && super::vnni::available()
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Weight rows per parallel task.
+const ROWS_PER_TASK: usize = 16;
+
+/// A Q4_K or Q6_K weight of `n` rows of `k` values, as stored in the GGUF file.
+#[derive(Debug, Clone)]
+pub(crate) struct KWeight {
+    kind: KKind,
+    n: usize,
+    k: usize,
+    data: Vec<u8>,
+}
+
+impl KWeight {
+    /// The weight, if it is a 2-D Q4_K / Q6_K tensor on the CPU.
+    pub(crate) fn new(t: &candle_core::quantized::QTensor) -> candle_core::Result<Option<Self>> {
+        use candle_core::quantized::GgmlDType;
+        let kind = match t.dtype() {
+            GgmlDType::Q4K => KKind::Q4K,
+            GgmlDType::Q6K => KKind::Q6K,
+            _ => return Ok(None),
+        };
+        let Ok((n, k)) = t.shape().dims2() else {
+            return Ok(None);
+        };
+        if k % QK_K != 0 || !t.device().is_cpu() {
+            return Ok(None);
+        }
+        let data = t.data()?.into_owned();
+        if data.len() != n * (k / QK_K) * kind.block_bytes() {
+            candle_core::bail!(
+                "weight of {n}x{k} {:?} has {} bytes of data",
+                t.dtype(),
+                data.len()
+            );
+        }
+        Ok(Some(Self { kind, n, k, data }))
+    }
+
+    pub(crate) fn n(&self) -> usize {
+        self.n
+    }
+
+    pub(crate) fn k(&self) -> usize {
+        self.k
+    }
+
+    /// `out[i·n + j] = x[i] · w[j]` for the `m` rows of `x`.
+    pub(crate) fn matmul(&self, x: &[f32], m: usize, out: &mut [f32]) {
+        let nb = self.k / QK_K;
+        let mut q = vec![Q8K::default(); m * nb];
+        for (row, qrow) in x.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
+            quantize_row_q8k(row, qrow);
+        }
+        let rows: Vec<&[Q8K]> = q.chunks_exact(nb).collect();
+        let row_bytes = nb * self.kind.block_bytes();
+        let wide = wide();
+        let parts: Vec<(usize, Vec<f32>)> = (0..self.n.div_ceil(ROWS_PER_TASK))
+            .into_par_iter()
+            .map(|t| {
+                let j0 = t * ROWS_PER_TASK;
+                let j1 = (j0 + ROWS_PER_TASK).min(self.n);
+                let width = j1 - j0;
+                let mut res = vec![0f32; width * m];
+                let mut four = [0f32; 4];
+                for (jj, j) in (j0..j1).enumerate() {
+                    let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                    for (g, ys) in rows.chunks(4).enumerate() {
+                        self.dot(wide, w, ys, &mut four[..ys.len()]);
+                        for (r, v) in four[..ys.len()].iter().enumerate() {
+                            res[(4 * g + r) * width + jj] = *v;
+                        }
+                    }
+                }
+                (j0, res)
+            })
+            .collect();
+        for (j0, res) in parts {
+            let width = res.len() / m.max(1);
+            for i in 0..m {
+                out[i * self.n + j0..i * self.n + j0 + width]
+                    .copy_from_slice(&res[i * width..(i + 1) * width]);
+            }
+        }
+    }
+
+    /// One weight row `w` against up to four activation rows.
+    #[inline]
+    fn dot(&self, wide: bool, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` only when the CPU has AVX-512 F/BW/VL/VNNI and FMA.
+            unsafe {
+                match self.kind {
+                    KKind::Q4K => avx512::q4k(w, ys, out),
+                    KKind::Q6K => avx512::q6k(w, ys, out),
+                }
+            }
+            return;
+        }
+        let _ = wide;
+        for (o, y) in out.iter_mut().zip(ys) {
+            *o = match self.kind {
+                KKind::Q4K => portable::dot_q4k(w, y),
+                KKind::Q6K => portable::dot_q6k(w, y),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+
+    fn rnd(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s % 20001) as f32 / 10000.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn q8k_quantization_is_ggmls() {
+        let mut x = vec![0.5f32; QK_K];
+        x[3] = -1.984375; // largest magnitude, negative: iscale = -127/max = 64
+        x[4] = 1.984375; // same magnitude later: the first one sets the sign
+        x[5] = 0.5 / 64.0; // 0.5 after scaling: ties to even
+        x[6] = 1.5 / 64.0;
+        x[7] = 2.5 / 64.0;
+        x[8] = -0.5 / 64.0;
+        let mut q = [Q8K::default()];
+        quantize_row_q8k(&x, &mut q);
+        assert_eq!(q[0].d, 1.0 / 64.0);
+        assert_eq!(&q[0].qs[..10], &[32, 32, 32, -127, 127, 0, 2, 2, 0, 32]);
+        let s: i16 = q[0].qs[..16].iter().map(|&v| i16::from(v)).sum();
+        assert_eq!(q[0].bsums[0], s);
+        let mut z = [Q8K::default()];
+        quantize_row_q8k(&[0f32; QK_K], &mut z);
+        assert_eq!((z[0].d, z[0].qs, z[0].bsums), (0.0, [0; QK_K], [0; 16]));
+    }
+
+    /// The kernels against the float product of candle's dequantized weights, and
+    /// the dispatched (AVX-512 where present) kernel bit for bit against the reference.
+    #[test]
+    fn kernels_match_the_reference_and_the_float_product() {
+        let dev = Device::Cpu;
+        let (n, k) = (37, 512);
+        let wt = Tensor::from_vec(rnd(n * k, 5), (n, k), &dev).unwrap();
+        for dt in [GgmlDType::Q4K, GgmlDType::Q6K] {
+            let qt = QTensor::quantize(&wt, dt).unwrap();
+            let deq = qt.dequantize(&dev).unwrap();
+            let deq_rows = deq.to_vec2::<f32>().unwrap();
+            let w = KWeight::new(&qt).unwrap().unwrap();
+            for m in [1, 2, 3, 4, 5, 9] {
+                let x = rnd(m * k, 17 + m as u64);
+                let xt = Tensor::from_vec(x.clone(), (m, k), &dev).unwrap();
+                let exact = xt.matmul(&deq.t().unwrap()).unwrap();
+                let exact = exact.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                let mut got = vec![0f32; m * n];
+                w.matmul(&x, m, &mut got);
+                let nb = k / QK_K;
+                let mut q = vec![Q8K::default(); nb];
+                let row_bytes = nb * w.kind.block_bytes();
+                for i in 0..m {
+                    quantize_row_q8k(&x[i * k..(i + 1) * k], &mut q);
+                    for j in 0..n {
+                        let wr = &w.data[j * row_bytes..(j + 1) * row_bytes];
+                        let p = match w.kind {
+                            KKind::Q4K => portable::dot_q4k(wr, &q),
+                            KKind::Q6K => portable::dot_q6k(wr, &q),
+                        };
+                        let g = got[i * n + j];
+                        assert_eq!(p.to_bits(), g.to_bits(), "{dt:?} m={m} [{i}][{j}]");
+                        // Against the product with the quantized activation itself.
+                        let dq: f64 = (0..k)
+                            .map(|c| {
+                                let y = &q[c / QK_K];
+                                f64::from(deq_rows[j][c])
+                                    * f64::from(y.qs[c % QK_K])
+                                    * f64::from(y.d)
+                            })
+                            .sum();
+                        assert!((f64::from(g) - dq).abs() < 1e-3, "{dt:?} [{i}][{j}]: {g} vs {dq}");
+                        let e = exact[i * n + j];
+                        assert!((g - e).abs() < 0.15, "{dt:?} [{i}][{j}]: {g} vs {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn q6k_values_follow_candles_dequantization() {
+        let dev = Device::Cpu;
+        let wt = Tensor::from_vec(rnd(2 * QK_K, 9), (2, QK_K), &dev).unwrap();
+        let qt = QTensor::quantize(&wt, GgmlDType::Q6K).unwrap();
+        let deq = qt.dequantize(&dev).unwrap().to_vec2::<f32>().unwrap();
+        let data = qt.data().unwrap();
+        let mut q = [0u8; QK_K];
+        for (r, b) in data.chunks_exact(210).enumerate() {
+            q6k_values(b, &mut q);
+            let d = f16_at(b, 208);
+            for v in 0..QK_K {
+                let sc = f32::from(b[192 + v / 16] as i8);
+                let want = d * sc * (f32::from(q[v]) - 32.0);
+                assert_eq!(want.to_bits(), deq[r][v].to_bits(), "row {r} value {v}");
+            }
+        }
+    }
+}
