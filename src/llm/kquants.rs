@@ -31,10 +31,19 @@ pub(crate) enum KKind {
 }
 
 impl KKind {
+    /// Bytes of a ggml block.
     pub(crate) fn block_bytes(self) -> usize {
         match self {
             KKind::Q4K => 144,
             KKind::Q6K => 210,
+        }
+    }
+
+    /// Bytes of a repacked block.
+    fn packed_bytes(self) -> usize {
+        match self {
+            KKind::Q4K => Q4K_PACKED,
+            KKind::Q6K => Q6K_PACKED,
         }
     }
 }
@@ -93,7 +102,6 @@ pub(crate) fn quantize_row_q8k(x: &[f32], out: &mut [Q8K]) {
 }
 
 /// Q4_K's eight 6-bit scales and eight 6-bit mins (`get_scale_min_k4`).
-#[inline(always)]
 fn q4k_scales(q: &[u8]) -> ([u8; 8], [u8; 8]) {
     let mut sc = [0u8; 8];
     let mut mn = [0u8; 8];
@@ -110,8 +118,7 @@ fn q4k_scales(q: &[u8]) -> ([u8; 8], [u8; 8]) {
 }
 
 /// Q6_K's 256 unsigned 6-bit values of block `b`, in value order.
-#[inline(always)]
-fn q6k_values(b: &[u8], out: &mut [u8; QK_K]) {
+fn q6k_values(b: &[u8], out: &mut [u8]) {
     let (ql, qh) = (&b[..128], &b[128..192]);
     for half in 0..2 {
         let (ql, qh) = (&ql[64 * half..], &qh[32 * half..]);
@@ -124,6 +131,42 @@ fn q6k_values(b: &[u8], out: &mut [u8; QK_K]) {
             o[96 + t] = (ql[32 + t] >> 4) | (((h >> 6) & 3) << 4);
         }
     }
+}
+
+// Super-blocks are repacked at load so that the kernels read them without bit
+// fiddling (the same values; the f16 scales widened exactly):
+// Q4_K: d, dmin (f32), the 8 scales, the 8 mins, the 128 bytes of nibbles as stored;
+// Q6_K: d (f32), the 16 signed scales, the 256 values (0..63) in value order.
+const Q4K_PACKED: usize = 152;
+const Q6K_PACKED: usize = 276;
+
+fn f32_at(b: &[u8], at: usize) -> f32 {
+    f32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// ggml's blocks of `kind` in the layout above.
+fn repack(kind: KKind, raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() / kind.block_bytes() * kind.packed_bytes());
+    for b in raw.chunks_exact(kind.block_bytes()) {
+        match kind {
+            KKind::Q4K => {
+                let (sc, mn) = q4k_scales(&b[4..16]);
+                out.extend(f16_at(b, 0).to_le_bytes());
+                out.extend(f16_at(b, 2).to_le_bytes());
+                out.extend(sc);
+                out.extend(mn);
+                out.extend(&b[16..144]);
+            }
+            KKind::Q6K => {
+                out.extend(f16_at(b, 208).to_le_bytes());
+                out.extend(&b[192..208]);
+                let at = out.len();
+                out.resize(at + QK_K, 0);
+                q6k_values(b, &mut out[at..]);
+            }
+        }
+    }
+    out
 }
 
 /// `hsum_float_8`.
@@ -139,32 +182,28 @@ fn hsum4(m: &[f32; 4]) -> f32 {
     (m[0] + m[2]) + (m[1] + m[3])
 }
 
-/// Q4_K's min lanes for one super-block: `prod[i] = min[2i]·S[2i] + min[2i+1]·S[2i+1]`
-/// with `S` the 32-value sums of the activation (`_mm_hadd_epi16` of the bsums).
-#[inline(always)]
-fn q4k_min_lanes(mn: &[u8; 8], y: &Q8K, dmin: f32, acc_m: &mut [f32; 4]) {
-    let s = |i: usize| i32::from(y.bsums[2 * i]) + i32::from(y.bsums[2 * i + 1]);
-    for (i, a) in acc_m.iter_mut().enumerate() {
-        let prod = i32::from(mn[2 * i]) * s(2 * i) + i32::from(mn[2 * i + 1]) * s(2 * i + 1);
-        *a = dmin.mul_add(prod as f32, *a);
-    }
-}
-
-/// The reference: ggml's lanes written out.
+/// The reference: ggml's lanes written out, on repacked blocks.
 pub(crate) mod portable {
     use super::*;
 
     pub(crate) fn dot_q4k(w: &[u8], ys: &[Q8K]) -> f32 {
         let mut acc = [0f32; 8];
         let mut acc_m = [0f32; 4];
-        for (b, y) in w.chunks_exact(144).zip(ys) {
-            let d = y.d * f16_at(b, 0);
-            let dmin = -y.d * f16_at(b, 2);
-            let (sc, mn) = q4k_scales(&b[4..16]);
-            q4k_min_lanes(&mn, y, dmin, &mut acc_m);
+        for (b, y) in w.chunks_exact(Q4K_PACKED).zip(ys) {
+            let d = y.d * f32_at(b, 0);
+            let dmin = -y.d * f32_at(b, 4);
+            let (sc, mn) = (&b[8..16], &b[16..24]);
+            // `_mm_hadd_epi16` of the bsums: the sums of each 32 values; then
+            // `prod[i] = min[2i]·S[2i] + min[2i+1]·S[2i+1]`.
+            let s = |i: usize| i32::from(y.bsums[2 * i]) + i32::from(y.bsums[2 * i + 1]);
+            for (i, a) in acc_m.iter_mut().enumerate() {
+                let prod =
+                    i32::from(mn[2 * i]) * s(2 * i) + i32::from(mn[2 * i + 1]) * s(2 * i + 1);
+                *a = dmin.mul_add(prod as f32, *a);
+            }
             let mut sumi = [0i32; 8];
             for j in 0..4 {
-                let q = &b[16 + 32 * j..16 + 32 * (j + 1)];
+                let q = &b[24 + 32 * j..24 + 32 * (j + 1)];
                 let (sl, sh) = (i32::from(sc[2 * j]), i32::from(sc[2 * j + 1]));
                 for v in 0..32 {
                     let lo = i32::from(q[v] & 0xF) * i32::from(y.qs[64 * j + v]);
@@ -181,13 +220,12 @@ pub(crate) mod portable {
 
     pub(crate) fn dot_q6k(w: &[u8], ys: &[Q8K]) -> f32 {
         let mut acc = [0f32; 8];
-        let mut q = [0u8; QK_K];
-        for (b, y) in w.chunks_exact(210).zip(ys) {
-            let d = y.d * f16_at(b, 208);
-            q6k_values(b, &mut q);
+        for (b, y) in w.chunks_exact(Q6K_PACKED).zip(ys) {
+            let d = y.d * f32_at(b, 0);
+            let q = &b[20..20 + QK_K];
             let mut sumi = [0i32; 8];
             for v in 0..QK_K {
-                let sc = i32::from(b[192 + v / 16] as i8);
+                let sc = i32::from(b[4 + v / 16] as i8);
                 sumi[(v % 32) / 4] += sc * (i32::from(q[v]) - 32) * i32::from(y.qs[v]);
             }
             for (a, s) in acc.iter_mut().zip(sumi) {
@@ -198,15 +236,14 @@ pub(crate) mod portable {
     }
 }
 
-/// The same lanes on AVX-512 registers, a weight row against up to four activation
-/// rows at once (the weight's super-block unpacked once for them).
+/// The same lanes on AVX-512 registers: a weight row against up to [`ROWS`]
+/// activation rows at once, each super-block unpacked once for them.
+const ROWS: usize = 8;
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::*;
     use std::arch::x86_64::*;
-
-    /// Activation rows a weight super-block is unpacked for.
-    pub(super) const ROWS: usize = 4;
 
     /// 16 i32 lanes (two runs of 32 values side by side) → ggml's 8 lanes.
     #[inline]
@@ -218,32 +255,38 @@ mod avx512 {
         )
     }
 
-    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one Q4_K row.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma")]
+    /// Two i16 values, each over half of a register.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2")]
+    fn halves(a: i16, b: i16) -> __m512i {
+        _mm512_inserti64x4::<1>(
+            _mm512_castsi256_si512(_mm256_set1_epi16(a)),
+            _mm256_set1_epi16(b),
+        )
+    }
+
+    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
     pub(super) fn q4k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
-        let rows = ys.len();
+        let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
-        let mut acc_m = [[0f32; 4]; ROWS];
+        let mut acc_m = [_mm_setzero_ps(); ROWS];
         let m4 = _mm512_set1_epi8(0xF);
-        for (bi, b) in w.chunks_exact(144).enumerate() {
-            let (sc, mn) = q4k_scales(&b[4..16]);
-            let (dw, mw) = (f16_at(b, 0), f16_at(b, 2));
-            // Per 64 values (two runs of 32): the unsigned values, and each run's
-            // scale in its 16 i16 lanes.
+        for (bi, b) in w.chunks_exact(Q4K_PACKED).enumerate() {
+            let (dw, mw) = (f32_at(b, 0), f32_at(b, 4));
+            // SAFETY: 8 bytes of mins at 16, 128 bytes of nibbles at 24.
+            let mins = _mm_cvtepu8_epi16(unsafe { _mm_loadl_epi64(b.as_ptr().add(16).cast()) });
             let mut wq = [_mm512_setzero_si512(); 4];
             let mut ws = [_mm512_setzero_si512(); 4];
             for j in 0..4 {
-                // SAFETY: a Q4_K block holds 128 bytes of nibbles after 16 bytes.
-                let bytes = unsafe { _mm256_loadu_si256(b.as_ptr().add(16 + 32 * j).cast()) };
+                // SAFETY: as above.
+                let bytes = unsafe { _mm256_loadu_si256(b.as_ptr().add(24 + 32 * j).cast()) };
                 let both = _mm512_inserti64x4::<1>(
                     _mm512_castsi256_si512(bytes),
                     _mm256_srli_epi16::<4>(bytes),
                 );
                 wq[j] = _mm512_and_si512(both, m4);
-                ws[j] = _mm512_inserti64x4::<1>(
-                    _mm512_castsi256_si512(_mm256_set1_epi16(i16::from(sc[2 * j]))),
-                    _mm256_set1_epi16(i16::from(sc[2 * j + 1])),
-                );
+                ws[j] = halves(i16::from(b[8 + 2 * j]), i16::from(b[9 + 2 * j]));
             }
             for r in 0..rows {
                 let y = &ys[r][bi];
@@ -255,34 +298,41 @@ mod avx512 {
                 }
                 let d = _mm256_set1_ps(y.d * dw);
                 acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
-                q4k_min_lanes(&mn, y, -y.d * mw, &mut acc_m[r]);
+                // SAFETY: 16 bsums.
+                let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
+                let q8s =
+                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256::<1>(bs));
+                let prod = _mm_cvtepi32_ps(_mm_madd_epi16(mins, q8s));
+                acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(-y.d * mw), prod, acc_m[r]);
             }
         }
         for r in 0..rows {
             let mut lanes = [0f32; 8];
-            // SAFETY: 8 writable floats.
-            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]) };
-            out[r] = hsum8(&lanes) + hsum4(&acc_m[r]);
+            let mut m = [0f32; 4];
+            // SAFETY: 8 and 4 writable floats.
+            unsafe {
+                _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]);
+                _mm_storeu_ps(m.as_mut_ptr(), acc_m[r]);
+            }
+            out[r] = hsum8(&lanes) + hsum4(&m);
         }
     }
 
-    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one Q6_K row.
+    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q6_K row.
     /// ggml's `maddubs(q, y) − maddubs(32, y)` then the scale, per 64 values.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
     pub(super) fn q6k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
-        let rows = ys.len();
+        let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
-        let mut q = [0u8; QK_K];
         let m32 = _mm512_set1_epi8(32);
-        for (bi, b) in w.chunks_exact(210).enumerate() {
-            q6k_values(b, &mut q);
-            let dw = f16_at(b, 208);
+        for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
+            let dw = f32_at(b, 0);
             let mut wq = [_mm512_setzero_si512(); 4];
             let mut ws = [_mm512_setzero_si512(); 4];
             for c in 0..4 {
-                // SAFETY: 256 values in `q`; 16 scale bytes at 192.
-                wq[c] = unsafe { _mm512_loadu_si512(q.as_ptr().add(64 * c).cast()) };
-                let s = |t: usize| i16::from(b[192 + 4 * c + t] as i8);
+                // SAFETY: 256 values at 20; 16 scale bytes at 4.
+                wq[c] = unsafe { _mm512_loadu_si512(b.as_ptr().add(20 + 64 * c).cast()) };
+                let s = |t: usize| i16::from(b[4 + 4 * c + t] as i8);
                 ws[c] = _mm512_inserti64x4::<1>(
                     _mm512_castsi256_si512(_mm256_setr_m128i(
                         _mm_set1_epi16(s(0)),
@@ -332,7 +382,7 @@ fn wide() -> bool {
 /// Weight rows per parallel task.
 const ROWS_PER_TASK: usize = 16;
 
-/// A Q4_K or Q6_K weight of `n` rows of `k` values, as stored in the GGUF file.
+/// A Q4_K or Q6_K weight of `n` rows of `k` values, repacked (see [`repack`]).
 #[derive(Debug, Clone)]
 pub(crate) struct KWeight {
     kind: KKind,
@@ -356,14 +406,15 @@ impl KWeight {
         if k % QK_K != 0 || !t.device().is_cpu() {
             return Ok(None);
         }
-        let data = t.data()?.into_owned();
-        if data.len() != n * (k / QK_K) * kind.block_bytes() {
+        let raw = t.data()?;
+        if raw.len() != n * (k / QK_K) * kind.block_bytes() {
             candle_core::bail!(
                 "weight of {n}x{k} {:?} has {} bytes of data",
                 t.dtype(),
-                data.len()
+                raw.len()
             );
         }
+        let data = repack(kind, &raw);
         Ok(Some(Self { kind, n, k, data }))
     }
 
@@ -383,7 +434,7 @@ impl KWeight {
             quantize_row_q8k(row, qrow);
         }
         let rows: Vec<&[Q8K]> = q.chunks_exact(nb).collect();
-        let row_bytes = nb * self.kind.block_bytes();
+        let row_bytes = nb * self.kind.packed_bytes();
         let wide = wide();
         let parts: Vec<(usize, Vec<f32>)> = (0..self.n.div_ceil(ROWS_PER_TASK))
             .into_par_iter()
@@ -392,13 +443,15 @@ impl KWeight {
                 let j1 = (j0 + ROWS_PER_TASK).min(self.n);
                 let width = j1 - j0;
                 let mut res = vec![0f32; width * m];
-                let mut four = [0f32; 4];
-                for (jj, j) in (j0..j1).enumerate() {
-                    let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                    for (g, ys) in rows.chunks(4).enumerate() {
-                        self.dot(wide, w, ys, &mut four[..ys.len()]);
-                        for (r, v) in four[..ys.len()].iter().enumerate() {
-                            res[(4 * g + r) * width + jj] = *v;
+                let mut some = [0f32; ROWS];
+                // A group of activation rows against the task's weight rows: both
+                // stay in the first-level cache.
+                for (g, ys) in rows.chunks(ROWS).enumerate() {
+                    for (jj, j) in (j0..j1).enumerate() {
+                        let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                        self.dot(wide, w, ys, &mut some[..ys.len()]);
+                        for (r, v) in some[..ys.len()].iter().enumerate() {
+                            res[(ROWS * g + r) * width + jj] = *v;
                         }
                     }
                 }
@@ -414,7 +467,7 @@ impl KWeight {
         }
     }
 
-    /// One weight row `w` against up to four activation rows.
+    /// One weight row `w` against up to [`ROWS`] activation rows.
     #[inline]
     fn dot(&self, wide: bool, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
@@ -489,7 +542,7 @@ mod tests {
             let deq = qt.dequantize(&dev).unwrap();
             let deq_rows = deq.to_vec2::<f32>().unwrap();
             let w = KWeight::new(&qt).unwrap().unwrap();
-            for m in [1, 2, 3, 4, 5, 9] {
+            for m in [1, 2, 3, 4, 5, 9, 17] {
                 let x = rnd(m * k, 17 + m as u64);
                 let xt = Tensor::from_vec(x.clone(), (m, k), &dev).unwrap();
                 let exact = xt.matmul(&deq.t().unwrap()).unwrap();
@@ -498,7 +551,7 @@ mod tests {
                 w.matmul(&x, m, &mut got);
                 let nb = k / QK_K;
                 let mut q = vec![Q8K::default(); nb];
-                let row_bytes = nb * w.kind.block_bytes();
+                let row_bytes = nb * w.kind.packed_bytes();
                 for i in 0..m {
                     quantize_row_q8k(&x[i * k..(i + 1) * k], &mut q);
                     for j in 0..n {
@@ -527,21 +580,35 @@ mod tests {
         }
     }
 
+    /// The repacked blocks hold the values candle's dequantization gives
+    /// (ggml's `dequantize_row_q4_K` / `_q6_K` formulas, bit for bit).
     #[test]
-    fn q6k_values_follow_candles_dequantization() {
+    fn repacked_blocks_dequantize_as_candle_does() {
         let dev = Device::Cpu;
-        let wt = Tensor::from_vec(rnd(2 * QK_K, 9), (2, QK_K), &dev).unwrap();
-        let qt = QTensor::quantize(&wt, GgmlDType::Q6K).unwrap();
-        let deq = qt.dequantize(&dev).unwrap().to_vec2::<f32>().unwrap();
-        let data = qt.data().unwrap();
-        let mut q = [0u8; QK_K];
-        for (r, b) in data.chunks_exact(210).enumerate() {
-            q6k_values(b, &mut q);
-            let d = f16_at(b, 208);
-            for v in 0..QK_K {
-                let sc = f32::from(b[192 + v / 16] as i8);
-                let want = d * sc * (f32::from(q[v]) - 32.0);
-                assert_eq!(want.to_bits(), deq[r][v].to_bits(), "row {r} value {v}");
+        let wt = Tensor::from_vec(rnd(3 * QK_K, 9), (3, QK_K), &dev).unwrap();
+        for dt in [GgmlDType::Q4K, GgmlDType::Q6K] {
+            let qt = QTensor::quantize(&wt, dt).unwrap();
+            let deq = qt.dequantize(&dev).unwrap().to_vec2::<f32>().unwrap();
+            let w = KWeight::new(&qt).unwrap().unwrap();
+            for (r, b) in w.data.chunks_exact(w.kind.packed_bytes()).enumerate() {
+                for v in 0..QK_K {
+                    let got = match w.kind {
+                        KKind::Q4K => {
+                            let (j, t) = (v / 64, v % 64);
+                            let byte = b[24 + 32 * j + t % 32];
+                            let q = if t < 32 { byte & 0xF } else { byte >> 4 };
+                            let sub = v / 32;
+                            let d1 = f32_at(b, 0) * f32::from(b[8 + sub]);
+                            let m1 = f32_at(b, 4) * f32::from(b[16 + sub]);
+                            d1 * f32::from(q) - m1
+                        }
+                        KKind::Q6K => {
+                            let sc = f32::from(b[4 + v / 16] as i8);
+                            f32_at(b, 0) * sc * (f32::from(b[20 + v]) - 32.0)
+                        }
+                    };
+                    assert_eq!(got.to_bits(), deq[r][v].to_bits(), "{dt:?} row {r} value {v}");
+                }
             }
         }
     }
