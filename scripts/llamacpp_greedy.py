@@ -1,0 +1,48 @@
+"""llama.cpp's greedy tokens for the prompts of a shared greedy.jsonl, run here.
+
+    python scripts/llamacpp_greedy.py MODEL.gguf REFERENCE_greedy.jsonl OUT.jsonl
+
+Each output line has the prompt, its ids (taken from the reference, not re-tokenized)
+and the first 32 greedy ids llama.cpp gives on this machine with its plain CPU kernels
+(extra buffer types off, flash attention off, 2 threads, one sequence, prompt in one
+batch). Needs llama-cpp-python.
+"""
+import json, sys
+
+import llama_cpp.llama_cpp as C
+from llama_cpp import Llama
+
+_orig = C.llama_model_default_params
+
+
+def _params():
+    p = _orig()
+    p.use_extra_bufts = False
+    return p
+
+
+C.llama_model_default_params = _params
+
+model, ref, out = sys.argv[1], sys.argv[2], sys.argv[3]
+llm = Llama(model_path=model, n_ctx=2048, n_threads=2, n_threads_batch=2, n_batch=512,
+            flash_attn=False, verbose=False)
+lines = []
+for line in open(ref):
+    r = json.loads(line)
+    ids = r["prompt_ids"]
+    llm.reset()
+    got = []
+    for tok in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0, reset=True):
+        got.append(tok)
+        if tok == llm.token_eos() or len(got) >= 32:
+            break
+    lines.append({"prompt": r["prompt"], "prompt_ids": ids, "greedy_ids": got})
+    same = 0
+    for a, b in zip(got, r["greedy_ids"]):
+        if a != b:
+            break
+        same += 1
+    print(f"{same}/{len(r['greedy_ids'])} of the reference for {r['prompt'][:50]!r}")
+with open(out, "w") as f:
+    for l in lines:
+        f.write(json.dumps(l) + "\n")
