@@ -1123,10 +1123,21 @@ mod tests {
                 let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * 0.3).collect();
                 for total in [1, 3, 4, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300] {
                     // No window, and a window that hides the first third of the keys.
-                    for (one_token, first) in [(false, 0), (true, 0), (false, total / 3), (true, total / 3)] {
+                    for (one_token, first) in
+                        [(false, 0), (true, 0), (false, total / 3), (true, total / 3)]
+                    {
                         let mut s = AttnScratch::default();
                         let mut got = vec![0f32; heads * dim];
-                        attend(one_token, &q, c.head(0), first, total, 0.125, &mut s, &mut got);
+                        attend(
+                            one_token,
+                            &q,
+                            c.head(0),
+                            first,
+                            total,
+                            0.125,
+                            &mut s,
+                            &mut got,
+                        );
                         for h in 0..heads {
                             let mut want = vec![0f32; dim];
                             let qh = &q[h * dim..(h + 1) * dim];

@@ -6,13 +6,20 @@
 //! Those kernels reduce each super-block to 8 integer lanes — lane `l` holds the
 //! scaled products of the values at `4l..4l+4` of every 32-value run — convert them to
 //! f32 and accumulate `d_w·d_x · lanes` into 8 float lanes by FMA (Q4_K also keeps 4
-//! lanes of `−dmin·d_x · Σ min·bsum`); the horizontal sums come last. The integer
+//! lanes of `−dmin·d_x · Σ min·bsum`; Q6_K takes its offset of 32 off each lane as
+//! `32·Σ bsum·scale` of two 16-value runs); the horizontal sums come last. The integer
 //! lanes are exact, so any way of computing them gives the same bits: the AVX-512
 //! kernel here forms them with `vpmaddubsw` and `vpdpwssd` (the scale multiply and the
 //! add in one instruction), 64 values per register, and folds the two halves.
 //!
-//! [`portable`] is the reference (the lanes written out); [`avx512`] runs where the
-//! CPU has AVX-512 VNNI and gives the same bits (tested).
+//! A batch of 8 or more rows of one sequence (a prompt) takes llama.cpp's other
+//! arithmetic for these types, its tiled matmul (`ggml-cpu/tiled`, on by default, for
+//! batches of at least 8): per super-block the exact integer sums `s1 = Σ scale·raw`
+//! (Q6_K: `raw − 32·bsum`) and `s2 = Σ min·bsum`, then `r = fma(−dmin, s2, s1·d)` and
+//! `out = fma(r, d_x, out)`, super-block after super-block ([`Arith::Tiled`]).
+//!
+//! [`portable`] is the reference (both arithmetics written out); [`avx512`] runs where
+//! the CPU has AVX-512 VNNI and gives the same bits (tested).
 
 use rayon::prelude::*;
 
@@ -182,20 +189,65 @@ fn hsum4(m: &[f32; 4]) -> f32 {
     (m[0] + m[2]) + (m[1] + m[3])
 }
 
-/// The reference: ggml's lanes written out, on repacked blocks.
+/// Which of llama.cpp's two arithmetics for K-quant products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arith {
+    /// `ggml_vec_dot_*_q8_K`: 8 float lanes (batches under 8 rows, generation).
+    Lanes,
+    /// The tiled matmul: a float epilogue per super-block (batches of 8 rows or more).
+    Tiled,
+}
+
+/// Rows of one batch from which llama.cpp takes its tiled matmul (`ggml_tiled_min_batch`).
+pub(crate) const TILED_MIN_ROWS: usize = 8;
+
+/// The tiled epilogue of one super-block: `out = fma(fma(−dmin, s2, s1·d), d_x, out)`
+/// (the kernel's `add(out, mul(r, d_x))` is contracted into one FMA by GCC).
+#[inline(always)]
+fn tiled_step(out: f32, s1: i32, s2: i32, d: f32, dmin: f32, dx: f32) -> f32 {
+    (-dmin).mul_add(s2 as f32, s1 as f32 * d).mul_add(dx, out)
+}
+
+/// The reference: ggml's lanes (and the tiled sums) written out, on repacked blocks.
 pub(crate) mod portable {
     use super::*;
 
-    pub(crate) fn dot_q4k(w: &[u8], ys: &[Q8K]) -> f32 {
+    /// The 32-value sums of the activation (`_mm_hadd_epi16` of the bsums).
+    fn sums32(y: &Q8K, i: usize) -> i32 {
+        i32::from(y.bsums[2 * i]) + i32::from(y.bsums[2 * i + 1])
+    }
+
+    pub(crate) fn dot_q4k(arith: Arith, w: &[u8], ys: &[Q8K]) -> f32 {
+        if arith == Arith::Tiled {
+            let mut out = 0f32;
+            for (b, y) in w.chunks_exact(Q4K_PACKED).zip(ys) {
+                let (sc, mn) = (&b[8..16], &b[16..24]);
+                let mut s1 = 0i32;
+                let mut s2 = 0i32;
+                for (s, (&scale, &min)) in sc.iter().zip(mn).enumerate() {
+                    let (j, hi) = (s / 2, s % 2 == 1);
+                    let q = &b[24 + 32 * j..24 + 32 * (j + 1)];
+                    let raw: i32 = (0..32)
+                        .map(|v| {
+                            let w = if hi { q[v] >> 4 } else { q[v] & 0xF };
+                            i32::from(w) * i32::from(y.qs[32 * s + v])
+                        })
+                        .sum();
+                    s1 += i32::from(scale) * raw;
+                    s2 += i32::from(min) * sums32(y, s);
+                }
+                out = tiled_step(out, s1, s2, f32_at(b, 0), f32_at(b, 4), y.d);
+            }
+            return out;
+        }
         let mut acc = [0f32; 8];
         let mut acc_m = [0f32; 4];
         for (b, y) in w.chunks_exact(Q4K_PACKED).zip(ys) {
             let d = y.d * f32_at(b, 0);
             let dmin = -y.d * f32_at(b, 4);
             let (sc, mn) = (&b[8..16], &b[16..24]);
-            // `_mm_hadd_epi16` of the bsums: the sums of each 32 values; then
             // `prod[i] = min[2i]·S[2i] + min[2i+1]·S[2i+1]`.
-            let s = |i: usize| i32::from(y.bsums[2 * i]) + i32::from(y.bsums[2 * i + 1]);
+            let s = |i: usize| sums32(y, i);
             for (i, a) in acc_m.iter_mut().enumerate() {
                 let prod =
                     i32::from(mn[2 * i]) * s(2 * i) + i32::from(mn[2 * i + 1]) * s(2 * i + 1);
@@ -218,15 +270,36 @@ pub(crate) mod portable {
         hsum8(&acc) + hsum4(&acc_m)
     }
 
-    pub(crate) fn dot_q6k(w: &[u8], ys: &[Q8K]) -> f32 {
+    pub(crate) fn dot_q6k(arith: Arith, w: &[u8], ys: &[Q8K]) -> f32 {
+        if arith == Arith::Tiled {
+            let mut out = 0f32;
+            for (b, y) in w.chunks_exact(Q6K_PACKED).zip(ys) {
+                let q = &b[20..20 + QK_K];
+                let mut s1 = 0i32;
+                for s in 0..16 {
+                    let raw: i32 = (16 * s..16 * (s + 1))
+                        .map(|v| i32::from(q[v]) * i32::from(y.qs[v]))
+                        .sum();
+                    s1 += i32::from(b[4 + s] as i8) * (raw - 32 * i32::from(y.bsums[s]));
+                }
+                out = tiled_step(out, s1, 0, f32_at(b, 0), 0.0, y.d);
+            }
+            return out;
+        }
         let mut acc = [0f32; 8];
         for (b, y) in w.chunks_exact(Q6K_PACKED).zip(ys) {
             let d = y.d * f32_at(b, 0);
             let q = &b[20..20 + QK_K];
+            let sc = |i: usize| i32::from(b[4 + i] as i8);
             let mut sumi = [0i32; 8];
             for v in 0..QK_K {
-                let sc = i32::from(b[4 + v / 16] as i8);
-                sumi[(v % 32) / 4] += sc * (i32::from(q[v]) - 32) * i32::from(y.qs[v]);
+                sumi[(v % 32) / 4] += sc(v / 16) * i32::from(q[v]) * i32::from(y.qs[v]);
+            }
+            // The offset of 32, from the bsums: lane `l` takes that of the 16-value
+            // runs `2l` and `2l + 1`.
+            for (l, s) in sumi.iter_mut().enumerate() {
+                let bs = |i: usize| i32::from(y.bsums[i]) * sc(i);
+                *s -= (bs(2 * l) + bs(2 * l + 1)) << 5;
             }
             for (a, s) in acc.iter_mut().zip(sumi) {
                 *a = d.mul_add(s as f32, *a);
@@ -265,12 +338,22 @@ mod avx512 {
         )
     }
 
-    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row.
+    /// The sum of the four i32 lanes of `v` (exact).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn sum4(v: __m128i) -> i32 {
+        let h = _mm_hadd_epi32(v, v);
+        _mm_cvtsi128_si32(_mm_hadd_epi32(h, h))
+    }
+
+    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row;
+    /// `TILED`: [`Arith::Tiled`], else [`Arith::Lanes`].
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
-    pub(super) fn q4k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    pub(super) fn q4k<const TILED: bool>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
         let mut acc_m = [_mm_setzero_ps(); ROWS];
+        let mut tot = [0f32; ROWS];
         let m4 = _mm512_set1_epi8(0xF);
         for (bi, b) in w.chunks_exact(Q4K_PACKED).enumerate() {
             let (dw, mw) = (f32_at(b, 0), f32_at(b, 4));
@@ -296,15 +379,26 @@ mod avx512 {
                     let a = unsafe { _mm512_loadu_si512(y.qs.as_ptr().add(64 * j).cast()) };
                     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(wq[j], a), ws[j]);
                 }
-                let d = _mm256_set1_ps(y.d * dw);
-                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
                 // SAFETY: 16 bsums.
                 let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
-                let q8s =
-                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256::<1>(bs));
-                let prod = _mm_cvtepi32_ps(_mm_madd_epi16(mins, q8s));
-                acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(-y.d * mw), prod, acc_m[r]);
+                let q8s = _mm_hadd_epi16(
+                    _mm256_castsi256_si128(bs),
+                    _mm256_extracti128_si256::<1>(bs),
+                );
+                let prod = _mm_madd_epi16(mins, q8s);
+                if TILED {
+                    let s1 = _mm512_reduce_add_epi32(sumi);
+                    tot[r] = tiled_step(tot[r], s1, sum4(prod), dw, mw, y.d);
+                    continue;
+                }
+                let d = _mm256_set1_ps(y.d * dw);
+                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
+                acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(-y.d * mw), _mm_cvtepi32_ps(prod), acc_m[r]);
             }
+        }
+        if TILED {
+            out[..rows].copy_from_slice(&tot[..rows]);
+            return;
         }
         for r in 0..rows {
             let mut lanes = [0f32; 8];
@@ -319,14 +413,18 @@ mod avx512 {
     }
 
     /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q6_K row.
-    /// ggml's `maddubs(q, y) − maddubs(32, y)` then the scale, per 64 values.
+    /// The unsigned values times the scales, less `32·Σ bsum·scale` per lane pair of
+    /// runs, as ggml takes the offset off.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
-    pub(super) fn q6k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    pub(super) fn q6k<const TILED: bool>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
-        let m32 = _mm512_set1_epi8(32);
+        let mut tot = [0f32; ROWS];
         for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
             let dw = f32_at(b, 0);
+            // SAFETY: 16 scale bytes at 4.
+            let scales16 =
+                _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(b.as_ptr().add(4).cast()) });
             let mut wq = [_mm512_setzero_si512(); 4];
             let mut ws = [_mm512_setzero_si512(); 4];
             for c in 0..4 {
@@ -347,15 +445,24 @@ mod avx512 {
                 for c in 0..4 {
                     // SAFETY: 256 activation bytes per block.
                     let a = unsafe { _mm512_loadu_si512(y.qs.as_ptr().add(64 * c).cast()) };
-                    let p = _mm512_sub_epi16(
-                        _mm512_maddubs_epi16(wq[c], a),
-                        _mm512_maddubs_epi16(m32, a),
-                    );
-                    sumi = _mm512_dpwssd_epi32(sumi, p, ws[c]);
+                    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(wq[c], a), ws[c]);
                 }
+                // SAFETY: 16 bsums.
+                let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
+                let sub = _mm256_slli_epi32::<5>(_mm256_madd_epi16(bs, scales16));
+                if TILED {
+                    let s1 = _mm512_reduce_add_epi32(sumi) - _mm256_reduce_add_epi32_(sub);
+                    tot[r] = tiled_step(tot[r], s1, 0, dw, 0.0, y.d);
+                    continue;
+                }
+                let sumi = _mm256_sub_epi32(fold(sumi), sub);
                 let d = _mm256_set1_ps(y.d * dw);
-                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
+                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
             }
+        }
+        if TILED {
+            out[..rows].copy_from_slice(&tot[..rows]);
+            return;
         }
         for r in 0..rows {
             let mut lanes = [0f32; 8];
@@ -364,6 +471,16 @@ mod avx512 {
             out[r] = hsum8(&lanes);
         }
     }
+
+    /// The sum of the eight i32 lanes of `v` (exact).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn _mm256_reduce_add_epi32_(v: __m256i) -> i32 {
+        sum4(_mm_add_epi32(
+            _mm256_castsi256_si128(v),
+            _mm256_extracti128_si256::<1>(v),
+        ))
+    }
 }
 
 /// Whether the AVX-512 kernels run here (checked once; `QUIRE_NO_VNNI` turns them off).
@@ -371,9 +488,7 @@ fn wide() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *OK.get_or_init(|| {
-            std::env::var_os("QUIRE_NO_VNNI").is_none() && super::vnni::available()
-        })
+        *OK.get_or_init(|| std::env::var_os("QUIRE_NO_VNNI").is_none() && super::vnni::available())
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
@@ -426,8 +541,15 @@ impl KWeight {
         self.k
     }
 
-    /// `out[i·n + j] = x[i] · w[j]` for the `m` rows of `x`.
-    pub(crate) fn matmul(&self, x: &[f32], m: usize, out: &mut [f32]) {
+    /// `out[i·n + j] = x[i] · w[j]` for the `m` rows of `x`; `batch`: the rows are
+    /// one sequence's batch (a prompt), which llama.cpp computes with its tiled
+    /// arithmetic from [`TILED_MIN_ROWS`] rows on.
+    pub(crate) fn matmul(&self, x: &[f32], m: usize, batch: bool, out: &mut [f32]) {
+        let arith = if batch && m >= TILED_MIN_ROWS {
+            Arith::Tiled
+        } else {
+            Arith::Lanes
+        };
         let nb = self.k / QK_K;
         let mut q = vec![Q8K::default(); m * nb];
         for (row, qrow) in x.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
@@ -449,7 +571,7 @@ impl KWeight {
                 for (g, ys) in rows.chunks(ROWS).enumerate() {
                     for (jj, j) in (j0..j1).enumerate() {
                         let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                        self.dot(wide, w, ys, &mut some[..ys.len()]);
+                        self.dot(wide, arith, w, ys, &mut some[..ys.len()]);
                         for (r, v) in some[..ys.len()].iter().enumerate() {
                             res[(ROWS * g + r) * width + jj] = *v;
                         }
@@ -469,14 +591,16 @@ impl KWeight {
 
     /// One weight row `w` against up to [`ROWS`] activation rows.
     #[inline]
-    fn dot(&self, wide: bool, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    fn dot(&self, wide: bool, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: `wide` only when the CPU has AVX-512 F/BW/VL/VNNI and FMA.
             unsafe {
-                match self.kind {
-                    KKind::Q4K => avx512::q4k(w, ys, out),
-                    KKind::Q6K => avx512::q6k(w, ys, out),
+                match (self.kind, arith) {
+                    (KKind::Q4K, Arith::Lanes) => avx512::q4k::<false>(w, ys, out),
+                    (KKind::Q4K, Arith::Tiled) => avx512::q4k::<true>(w, ys, out),
+                    (KKind::Q6K, Arith::Lanes) => avx512::q6k::<false>(w, ys, out),
+                    (KKind::Q6K, Arith::Tiled) => avx512::q6k::<true>(w, ys, out),
                 }
             }
             return;
@@ -484,8 +608,8 @@ impl KWeight {
         let _ = wide;
         for (o, y) in out.iter_mut().zip(ys) {
             *o = match self.kind {
-                KKind::Q4K => portable::dot_q4k(w, y),
-                KKind::Q6K => portable::dot_q6k(w, y),
+                KKind::Q4K => portable::dot_q4k(arith, w, y),
+                KKind::Q6K => portable::dot_q6k(arith, w, y),
             };
         }
     }
@@ -547,35 +671,53 @@ mod tests {
                 let xt = Tensor::from_vec(x.clone(), (m, k), &dev).unwrap();
                 let exact = xt.matmul(&deq.t().unwrap()).unwrap();
                 let exact = exact.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-                let mut got = vec![0f32; m * n];
-                w.matmul(&x, m, &mut got);
-                let nb = k / QK_K;
-                let mut q = vec![Q8K::default(); nb];
-                let row_bytes = nb * w.kind.packed_bytes();
-                for i in 0..m {
-                    quantize_row_q8k(&x[i * k..(i + 1) * k], &mut q);
-                    for j in 0..n {
-                        let wr = &w.data[j * row_bytes..(j + 1) * row_bytes];
-                        let p = match w.kind {
-                            KKind::Q4K => portable::dot_q4k(wr, &q),
-                            KKind::Q6K => portable::dot_q6k(wr, &q),
-                        };
-                        let g = got[i * n + j];
-                        assert_eq!(p.to_bits(), g.to_bits(), "{dt:?} m={m} [{i}][{j}]");
-                        // Against the product with the quantized activation itself.
-                        let dq: f64 = (0..k)
-                            .map(|c| {
-                                let y = &q[c / QK_K];
-                                f64::from(deq_rows[j][c])
-                                    * f64::from(y.qs[c % QK_K])
-                                    * f64::from(y.d)
-                            })
-                            .sum();
-                        assert!((f64::from(g) - dq).abs() < 1e-3, "{dt:?} [{i}][{j}]: {g} vs {dq}");
-                        let e = exact[i * n + j];
-                        assert!((g - e).abs() < 0.15, "{dt:?} [{i}][{j}]: {g} vs {e}");
+                let mut outs = Vec::new();
+                for batch in [false, true] {
+                    let arith = if batch && m >= TILED_MIN_ROWS {
+                        Arith::Tiled
+                    } else {
+                        Arith::Lanes
+                    };
+                    let mut got = vec![0f32; m * n];
+                    w.matmul(&x, m, batch, &mut got);
+                    let nb = k / QK_K;
+                    let mut q = vec![Q8K::default(); nb];
+                    let row_bytes = nb * w.kind.packed_bytes();
+                    for i in 0..m {
+                        quantize_row_q8k(&x[i * k..(i + 1) * k], &mut q);
+                        for j in 0..n {
+                            let wr = &w.data[j * row_bytes..(j + 1) * row_bytes];
+                            let p = match w.kind {
+                                KKind::Q4K => portable::dot_q4k(arith, wr, &q),
+                                KKind::Q6K => portable::dot_q6k(arith, wr, &q),
+                            };
+                            let g = got[i * n + j];
+                            assert_eq!(p.to_bits(), g.to_bits(), "{dt:?} m={m} [{i}][{j}]");
+                            // Against the product with the quantized activation itself.
+                            let dq: f64 = (0..k)
+                                .map(|c| {
+                                    let y = &q[c / QK_K];
+                                    f64::from(deq_rows[j][c])
+                                        * f64::from(y.qs[c % QK_K])
+                                        * f64::from(y.d)
+                                })
+                                .sum();
+                            assert!(
+                                (f64::from(g) - dq).abs() < 1e-3,
+                                "{dt:?} [{i}][{j}]: {g} vs {dq}"
+                            );
+                            let e = exact[i * n + j];
+                            assert!((g - e).abs() < 0.15, "{dt:?} [{i}][{j}]: {g} vs {e}");
+                        }
                     }
+                    outs.push(got);
                 }
+                // From 8 rows of one batch on, the tiled arithmetic: other roundings.
+                let differ = outs[0]
+                    .iter()
+                    .zip(&outs[1])
+                    .any(|(a, b)| a.to_bits() != b.to_bits());
+                assert_eq!(differ, m >= TILED_MIN_ROWS, "{dt:?} m={m}");
             }
         }
     }
@@ -607,7 +749,11 @@ mod tests {
                             f32_at(b, 0) * sc * (f32::from(b[20 + v]) - 32.0)
                         }
                     };
-                    assert_eq!(got.to_bits(), deq[r][v].to_bits(), "{dt:?} row {r} value {v}");
+                    assert_eq!(
+                        got.to_bits(),
+                        deq[r][v].to_bits(),
+                        "{dt:?} row {r} value {v}"
+                    );
                 }
             }
         }

@@ -226,7 +226,11 @@ impl Llama {
             });
             // `f_attention_scale`: Gemma 3 27B (62 layers) scales by the hidden size
             // per head, the others by the head width.
-            let per = if blocks == 62 { hidden / n_head } else { head_dim };
+            let per = if blocks == 62 {
+                hidden / n_head
+            } else {
+                head_dim
+            };
             Style {
                 neox: true,
                 gelu: true,
@@ -406,6 +410,10 @@ impl Llama {
         let (hidden, nh, nkv, hd) = (self.hidden, self.n_head, self.n_kv_head, self.head_dim);
         let rep = nh / nkv;
         let style = self.style;
+        // One sequence's rows form one batch, as llama.cpp would run them (its kernel
+        // choice depends on the batch size); rows of several sequences are each
+        // computed as alone.
+        let batch = seqs.len() == 1;
         let scale = match style.q_scale {
             Some(_) => 1.0,
             None => 1.0f32 / (hd as f32).sqrt(),
@@ -454,7 +462,7 @@ impl Llama {
         let mut att = vec![0f32; rows * nh * hd];
         for (li, l) in self.layers.iter().enumerate() {
             ggml_ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
-            let mut qkv = l.wqkv.forward_rows(&h, rows)?.into_iter();
+            let mut qkv = l.wqkv.forward_batch(&h, rows, batch)?.into_iter();
             let (Some(mut q), Some(mut k), Some(v)) = (qkv.next(), qkv.next(), qkv.next()) else {
                 candle_core::bail!("q, k, v projections missing");
             };
@@ -502,7 +510,7 @@ impl Llama {
                     ggml_ops::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
                 },
             );
-            let mut o = l.wo.forward_rows(&att, rows)?;
+            let mut o = l.wo.forward_batch(&att, rows, batch)?;
             if let Some(w) = &l.post_attn_norm {
                 norm_in_place(&mut o, w);
             }
@@ -510,7 +518,7 @@ impl Llama {
                 *xi += oi;
             }
             ggml_ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
-            let mut gu = l.w13.forward_rows(&h, rows)?.into_iter();
+            let mut gu = l.w13.forward_batch(&h, rows, batch)?.into_iter();
             let (Some(g), Some(u)) = (gu.next(), gu.next()) else {
                 candle_core::bail!("gate and up projections missing");
             };
@@ -526,7 +534,7 @@ impl Llama {
                 .zip(g.par_chunks(ff))
                 .zip(u.par_chunks(ff))
                 .for_each(|((a, g), u)| act(g, u, a));
-            let mut y = l.w2.forward_rows(&a, rows)?;
+            let mut y = l.w2.forward_batch(&a, rows, batch)?;
             if let Some(w) = &l.post_ffn_norm {
                 norm_in_place(&mut y, w);
             }

@@ -20,7 +20,8 @@
 //!   computes them differently (block by block, no lanes), those weights go through
 //!   [`packed`](super::packed), which has that arithmetic.
 //!
-//! Other weight types fall back to candle's `QMatMul`.
+//! Q4_K and Q6_K go to [`kquants`](super::kquants); other weight types fall back to
+//! candle's `QMatMul`.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Module, Result, Tensor};
@@ -249,8 +250,16 @@ impl QLinear {
         QLinear::Own(w)
     }
 
-    /// `m` rows of `x` (row-major, `k` wide) times the weight: `m × n` values.
+    /// `m` rows of `x` (row-major, `k` wide) times the weight: `m × n` values, each row
+    /// computed as llama.cpp computes it alone (generation).
     pub(crate) fn forward_rows(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
+        self.forward_batch(x, m, false)
+    }
+
+    /// [`Self::forward_rows`]; `batch`: the rows are one sequence's batch (a prompt),
+    /// computed as llama.cpp computes such a batch (which differs for K-quants, see
+    /// [`kquants`](super::kquants)).
+    pub(crate) fn forward_batch(&self, x: &[f32], m: usize, batch: bool) -> Result<Vec<f32>> {
         match self {
             #[cfg(target_arch = "x86_64")]
             QLinear::Packed(p) => {
@@ -278,7 +287,7 @@ impl QLinear {
                     candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), w.k());
                 }
                 let mut out = vec![0f32; m * w.n()];
-                w.matmul(x, m, &mut out);
+                w.matmul(x, m, batch, &mut out);
                 Ok(out)
             }
             QLinear::Candle(q) => {
@@ -343,12 +352,13 @@ impl Stacked {
         ))
     }
 
-    /// Each layer's `m × n_i` output for the `m` rows of `x`.
-    pub(crate) fn forward_rows(&self, x: &[f32], m: usize) -> Result<Vec<Vec<f32>>> {
+    /// Each layer's `m × n_i` output for the `m` rows of `x` (`batch` as in
+    /// [`QLinear::forward_batch`]).
+    pub(crate) fn forward_batch(&self, x: &[f32], m: usize, batch: bool) -> Result<Vec<Vec<f32>>> {
         match self {
-            Stacked::Each(ws) => ws.iter().map(|w| w.forward_rows(x, m)).collect(),
+            Stacked::Each(ws) => ws.iter().map(|w| w.forward_batch(x, m, batch)).collect(),
             Stacked::One { w, widths } => {
-                let all = w.forward_rows(x, m)?;
+                let all = w.forward_batch(x, m, batch)?;
                 let n: usize = widths.iter().sum();
                 let mut outs: Vec<Vec<f32>> = widths
                     .iter()
