@@ -417,3 +417,60 @@ fn a_batch_of_prompts_gives_what_each_gives_alone() {
         }
     }
 }
+
+/// Quire's logits against llama.cpp's as run here (plain CPU kernels; fingerprints
+/// written by `scripts/llamacpp_logits.py`): after the prompt and after each of the
+/// first 8 greedy tokens fed one at a time, every logit the same f32 bits.
+fn check_logits(path: &Path, data: &str) {
+    use sha2::{Digest, Sha256};
+    let llm = GgufLlm::load_with(path, &LoadOptions::default()).expect("load");
+    let lines = jsonl(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(data),
+    );
+    assert_eq!(lines.len(), 4);
+    let mut bad = Vec::new();
+    for line in &lines {
+        let forced = ids(&line["forced_ids"]);
+        let got = llm
+            .forced_logits(&ids(&line["prompt_ids"]), &forced)
+            .expect("logits");
+        let want = line["logits"].as_array().expect("logits");
+        assert_eq!(got.len(), want.len());
+        for (step, (g, w)) in got.iter().zip(want).enumerate() {
+            let bytes: Vec<u8> = g.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let sha: String = Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            if sha != w["sha256"].as_str().expect("sha256") {
+                let argmax = g
+                    .iter()
+                    .enumerate()
+                    .fold((0, f32::MIN), |m, (i, &v)| if v > m.1 { (i, v) } else { m })
+                    .0;
+                bad.push(format!(
+                    "{:?} step {step}: logits differ (argmax {argmax}, llama.cpp {})",
+                    &line["prompt"].as_str().unwrap_or("")[..20],
+                    w["argmax"]
+                ));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn logits_are_llamacpps_bit_for_bit_smollm2() {
+    check_logits(&util::default_llm(), "smollm2_logits_llamacpp_here.jsonl");
+}
+
+#[test]
+fn logits_are_llamacpps_bit_for_bit_gemma3() {
+    let Some(p) = gemma() else {
+        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
+        return;
+    };
+    check_logits(&p, "gemma3_logits_llamacpp_here.jsonl");
+}
