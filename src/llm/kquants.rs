@@ -18,8 +18,11 @@
 //! (Q6_K: `raw − 32·bsum`) and `s2 = Σ min·bsum`, then `r = fma(−dmin, s2, s1·d)` and
 //! `out = fma(r, d_x, out)`, super-block after super-block ([`Arith::Tiled`]).
 //!
-//! [`portable`] is the reference (both arithmetics written out); [`avx512`] runs where
-//! the CPU has AVX-512 VNNI and gives the same bits (tested).
+//! [`portable`] is the reference (both arithmetics written out). Where the CPU has
+//! AVX-512 VNNI, [`avx512`] runs the lanes (a weight row against up to 8 activation
+//! rows) and [`banded`] the tiled sums with 16 activation rows in the lanes of a
+//! register, laid out as llama.cpp's tiled kernel lays them out ([`Bands`]); both give
+//! the reference's bits (tested).
 
 use rayon::prelude::*;
 
@@ -338,22 +341,12 @@ mod avx512 {
         )
     }
 
-    /// The sum of the four i32 lanes of `v` (exact).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn sum4(v: __m128i) -> i32 {
-        let h = _mm_hadd_epi32(v, v);
-        _mm_cvtsi128_si32(_mm_hadd_epi32(h, h))
-    }
-
-    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row;
-    /// `TILED`: [`Arith::Tiled`], else [`Arith::Lanes`].
+    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
-    pub(super) fn q4k<const TILED: bool>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    pub(super) fn q4k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
         let mut acc_m = [_mm_setzero_ps(); ROWS];
-        let mut tot = [0f32; ROWS];
         let m4 = _mm512_set1_epi8(0xF);
         for (bi, b) in w.chunks_exact(Q4K_PACKED).enumerate() {
             let (dw, mw) = (f32_at(b, 0), f32_at(b, 4));
@@ -386,19 +379,10 @@ mod avx512 {
                     _mm256_extracti128_si256::<1>(bs),
                 );
                 let prod = _mm_madd_epi16(mins, q8s);
-                if TILED {
-                    let s1 = _mm512_reduce_add_epi32(sumi);
-                    tot[r] = tiled_step(tot[r], s1, sum4(prod), dw, mw, y.d);
-                    continue;
-                }
                 let d = _mm256_set1_ps(y.d * dw);
                 acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
                 acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(-y.d * mw), _mm_cvtepi32_ps(prod), acc_m[r]);
             }
-        }
-        if TILED {
-            out[..rows].copy_from_slice(&tot[..rows]);
-            return;
         }
         for r in 0..rows {
             let mut lanes = [0f32; 8];
@@ -416,10 +400,9 @@ mod avx512 {
     /// The unsigned values times the scales, less `32·Σ bsum·scale` per lane pair of
     /// runs, as ggml takes the offset off.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
-    pub(super) fn q6k<const TILED: bool>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    pub(super) fn q6k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
-        let mut tot = [0f32; ROWS];
         for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
             let dw = f32_at(b, 0);
             // SAFETY: 16 scale bytes at 4.
@@ -450,19 +433,10 @@ mod avx512 {
                 // SAFETY: 16 bsums.
                 let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
                 let sub = _mm256_slli_epi32::<5>(_mm256_madd_epi16(bs, scales16));
-                if TILED {
-                    let s1 = _mm512_reduce_add_epi32(sumi) - _mm256_reduce_add_epi32_(sub);
-                    tot[r] = tiled_step(tot[r], s1, 0, dw, 0.0, y.d);
-                    continue;
-                }
                 let sumi = _mm256_sub_epi32(fold(sumi), sub);
                 let d = _mm256_set1_ps(y.d * dw);
                 acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
             }
-        }
-        if TILED {
-            out[..rows].copy_from_slice(&tot[..rows]);
-            return;
         }
         for r in 0..rows {
             let mut lanes = [0f32; 8];
@@ -471,15 +445,150 @@ mod avx512 {
             out[r] = hsum8(&lanes);
         }
     }
+}
 
-    /// The sum of the eight i32 lanes of `v` (exact).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn _mm256_reduce_add_epi32_(v: __m256i) -> i32 {
-        sum4(_mm_add_epi32(
-            _mm256_castsi256_si128(v),
-            _mm256_extracti128_si256::<1>(v),
-        ))
+/// Activation rows laid out for the tiled arithmetic on AVX-512, as llama.cpp's
+/// tiled kernel lays them out: bands of 16 rows; per band and super-block, the 256
+/// codes as 64 groups of 4 bytes with the 16 rows side by side (one register per
+/// group), the rows' scales, and per 16-value run the rows' bsums. Rows past `m` in
+/// the last band are zero.
+#[cfg(target_arch = "x86_64")]
+struct Bands {
+    nb: usize,
+    codes: Vec<i32>,
+    d: Vec<f32>,
+    bsums: Vec<i32>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Bands {
+    const ROWS: usize = 16;
+
+    fn new(q: &[Q8K], m: usize, nb: usize) -> Self {
+        let bands = m.div_ceil(Self::ROWS);
+        let mut codes = vec![0i32; bands * nb * 64 * Self::ROWS];
+        let mut d = vec![0f32; bands * nb * Self::ROWS];
+        let mut bsums = vec![0i32; bands * nb * 16 * Self::ROWS];
+        let per = nb * 64 * Self::ROWS;
+        codes
+            .par_chunks_mut(per)
+            .zip(d.par_chunks_mut(nb * Self::ROWS))
+            .zip(bsums.par_chunks_mut(nb * 16 * Self::ROWS))
+            .enumerate()
+            .for_each(|(band, ((codes, d), bsums))| {
+                for r in 0..Self::ROWS.min(m - band * Self::ROWS) {
+                    let row = band * Self::ROWS + r;
+                    for bi in 0..nb {
+                        let y = &q[row * nb + bi];
+                        for (g, c) in y.qs.chunks_exact(4).enumerate() {
+                            codes[(bi * 64 + g) * Self::ROWS + r] = i32::from_le_bytes([
+                                c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8,
+                            ]);
+                        }
+                        d[bi * Self::ROWS + r] = y.d;
+                        for (t, &b) in y.bsums.iter().enumerate() {
+                            bsums[(bi * 16 + t) * Self::ROWS + r] = i32::from(b);
+                        }
+                    }
+                }
+            });
+        Self {
+            nb,
+            codes,
+            d,
+            bsums,
+        }
+    }
+}
+
+/// The tiled arithmetic with the 16 rows of a band in the lanes of a register: one
+/// weight row times one band, both K-quants.
+#[cfg(target_arch = "x86_64")]
+mod banded {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// The weight row's super-block `b` (repacked) as 256 unsigned values in order.
+    #[inline(always)]
+    fn values(kind: KKind, b: &[u8], out: &mut [u8; QK_K]) {
+        match kind {
+            KKind::Q4K => {
+                for j in 0..4 {
+                    let q = &b[24 + 32 * j..24 + 32 * (j + 1)];
+                    for t in 0..32 {
+                        out[64 * j + t] = q[t] & 0xF;
+                        out[64 * j + 32 + t] = q[t] >> 4;
+                    }
+                }
+            }
+            KKind::Q6K => out.copy_from_slice(&b[20..20 + QK_K]),
+        }
+    }
+
+    /// `w · rows` for the 16 rows of band `band`, in the lanes of the result.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
+    pub(super) fn row(kind: KKind, w: &[u8], bands: &Bands, band: usize) -> __m512 {
+        const R: usize = Bands::ROWS;
+        let nb = bands.nb;
+        let mut out = _mm512_setzero_ps();
+        let mut q = [0u8; QK_K];
+        for (bi, b) in w.chunks_exact(kind.packed_bytes()).enumerate() {
+            values(kind, b, &mut q);
+            let at = band * nb + bi;
+            let codes = &bands.codes[at * 64 * R..(at + 1) * 64 * R];
+            let bsums = &bands.bsums[at * 16 * R..(at + 1) * 16 * R];
+            // SAFETY (loads below): `codes` holds 64 groups × 16 lanes, `bsums` 16 runs ×
+            // 16 lanes, `q` 256 bytes; every offset stays inside.
+            let group = |g: usize| unsafe { _mm512_loadu_si512(codes.as_ptr().add(g * R).cast()) };
+            let run = |t: usize| unsafe { _mm512_loadu_si512(bsums.as_ptr().add(t * R).cast()) };
+            let weight4 = |g: usize| {
+                _mm512_set1_epi32(i32::from_le_bytes([
+                    q[4 * g],
+                    q[4 * g + 1],
+                    q[4 * g + 2],
+                    q[4 * g + 3],
+                ]))
+            };
+            let mut s1 = _mm512_setzero_si512();
+            let r = match kind {
+                KKind::Q4K => {
+                    let mut s2 = _mm512_setzero_si512();
+                    for s in 0..8 {
+                        let mut raw = _mm512_setzero_si512();
+                        for g in 8 * s..8 * (s + 1) {
+                            raw = _mm512_dpbusd_epi32(raw, weight4(g), group(g));
+                        }
+                        s1 = _mm512_add_epi32(
+                            s1,
+                            _mm512_mullo_epi32(raw, _mm512_set1_epi32(i32::from(b[8 + s]))),
+                        );
+                        let bs = _mm512_add_epi32(run(2 * s), run(2 * s + 1));
+                        s2 = _mm512_add_epi32(
+                            s2,
+                            _mm512_mullo_epi32(bs, _mm512_set1_epi32(i32::from(b[16 + s]))),
+                        );
+                    }
+                    let f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(f32_at(b, 0)));
+                    _mm512_fnmadd_ps(_mm512_set1_ps(f32_at(b, 4)), _mm512_cvtepi32_ps(s2), f1)
+                }
+                KKind::Q6K => {
+                    for s in 0..16 {
+                        let mut raw = _mm512_setzero_si512();
+                        for g in 4 * s..4 * (s + 1) {
+                            raw = _mm512_dpbusd_epi32(raw, weight4(g), group(g));
+                        }
+                        let raw = _mm512_sub_epi32(raw, _mm512_slli_epi32::<5>(run(s)));
+                        let sc = i32::from(b[4 + s] as i8);
+                        s1 = _mm512_add_epi32(s1, _mm512_mullo_epi32(raw, _mm512_set1_epi32(sc)));
+                    }
+                    _mm512_mul_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(f32_at(b, 0)))
+                }
+            };
+            // SAFETY: 16 scales per band and super-block.
+            let dx = unsafe { _mm512_loadu_ps(bands.d.as_ptr().add(at * R)) };
+            out = _mm512_fmadd_ps(r, dx, out);
+        }
+        out
     }
 }
 
@@ -558,6 +667,11 @@ impl KWeight {
         let rows: Vec<&[Q8K]> = q.chunks_exact(nb).collect();
         let row_bytes = nb * self.kind.packed_bytes();
         let wide = wide();
+        #[cfg(target_arch = "x86_64")]
+        if wide && arith == Arith::Tiled {
+            self.matmul_banded(&q, m, out);
+            return;
+        }
         let parts: Vec<(usize, Vec<f32>)> = (0..self.n.div_ceil(ROWS_PER_TASK))
             .into_par_iter()
             .map(|t| {
@@ -589,18 +703,58 @@ impl KWeight {
         }
     }
 
-    /// One weight row `w` against up to [`ROWS`] activation rows.
+    /// The tiled arithmetic with 16 activation rows per register (AVX-512 VNNI).
+    #[cfg(target_arch = "x86_64")]
+    fn matmul_banded(&self, q: &[Q8K], m: usize, out: &mut [f32]) {
+        let nb = self.k / QK_K;
+        let bands = Bands::new(q, m, nb);
+        let row_bytes = nb * self.kind.packed_bytes();
+        let nbands = m.div_ceil(Bands::ROWS);
+        let parts: Vec<(usize, Vec<f32>)> = (0..self.n.div_ceil(ROWS_PER_TASK))
+            .into_par_iter()
+            .map(|t| {
+                let j0 = t * ROWS_PER_TASK;
+                let j1 = (j0 + ROWS_PER_TASK).min(self.n);
+                let width = j1 - j0;
+                let mut res = vec![0f32; width * m];
+                let mut lanes = [0f32; Bands::ROWS];
+                for band in 0..nbands {
+                    let live = Bands::ROWS.min(m - band * Bands::ROWS);
+                    for (jj, j) in (j0..j1).enumerate() {
+                        let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                        // SAFETY: only called where the CPU has AVX-512 VNNI (`wide`).
+                        unsafe {
+                            let v = banded::row(self.kind, w, &bands, band);
+                            std::arch::x86_64::_mm512_storeu_ps(lanes.as_mut_ptr(), v);
+                        }
+                        for (r, v) in lanes[..live].iter().enumerate() {
+                            res[(band * Bands::ROWS + r) * width + jj] = *v;
+                        }
+                    }
+                }
+                (j0, res)
+            })
+            .collect();
+        for (j0, res) in parts {
+            let width = res.len() / m.max(1);
+            for i in 0..m {
+                out[i * self.n + j0..i * self.n + j0 + width]
+                    .copy_from_slice(&res[i * width..(i + 1) * width]);
+            }
+        }
+    }
+
+    /// One weight row `w` against up to [`ROWS`] activation rows (the tiled
+    /// arithmetic on AVX-512 goes to [`Self::matmul_banded`] instead).
     #[inline]
     fn dot(&self, wide: bool, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
-        if wide {
+        if wide && arith == Arith::Lanes {
             // SAFETY: `wide` only when the CPU has AVX-512 F/BW/VL/VNNI and FMA.
             unsafe {
-                match (self.kind, arith) {
-                    (KKind::Q4K, Arith::Lanes) => avx512::q4k::<false>(w, ys, out),
-                    (KKind::Q4K, Arith::Tiled) => avx512::q4k::<true>(w, ys, out),
-                    (KKind::Q6K, Arith::Lanes) => avx512::q6k::<false>(w, ys, out),
-                    (KKind::Q6K, Arith::Tiled) => avx512::q6k::<true>(w, ys, out),
+                match self.kind {
+                    KKind::Q4K => avx512::q4k(w, ys, out),
+                    KKind::Q6K => avx512::q6k(w, ys, out),
                 }
             }
             return;
