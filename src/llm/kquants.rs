@@ -509,8 +509,7 @@ mod banded {
     use std::arch::x86_64::*;
 
     /// The weight row's super-block `b` (repacked) as 256 unsigned values in order.
-    #[inline(always)]
-    fn values(kind: KKind, b: &[u8], out: &mut [u8; QK_K]) {
+    pub(super) fn values(kind: KKind, b: &[u8], out: &mut [u8]) {
         match kind {
             KKind::Q4K => {
                 for j in 0..4 {
@@ -525,15 +524,18 @@ mod banded {
         }
     }
 
-    /// `w · rows` for the 16 rows of band `band`, in the lanes of the result.
+    /// `w · rows` for the 16 rows of band `band`, in the lanes of the result; `vals`:
+    /// the row's values, [`values`] of each super-block.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
-    pub(super) fn row(kind: KKind, w: &[u8], bands: &Bands, band: usize) -> __m512 {
+    pub(super) fn row(kind: KKind, w: &[u8], vals: &[u8], bands: &Bands, band: usize) -> __m512 {
         const R: usize = Bands::ROWS;
         let nb = bands.nb;
         let mut out = _mm512_setzero_ps();
-        let mut q = [0u8; QK_K];
-        for (bi, b) in w.chunks_exact(kind.packed_bytes()).enumerate() {
-            values(kind, b, &mut q);
+        for ((bi, b), q) in w
+            .chunks_exact(kind.packed_bytes())
+            .enumerate()
+            .zip(vals.chunks_exact(QK_K))
+        {
             let at = band * nb + bi;
             let codes = &bands.codes[at * 64 * R..(at + 1) * 64 * R];
             let bsums = &bands.bsums[at * 16 * R..(at + 1) * 16 * R];
@@ -718,13 +720,23 @@ impl KWeight {
                 let width = j1 - j0;
                 let mut res = vec![0f32; width * m];
                 let mut lanes = [0f32; Bands::ROWS];
+                // The task's weight rows unpacked once for all bands.
+                let rows = &self.data[j0 * row_bytes..j1 * row_bytes];
+                let mut vals = vec![0u8; width * nb * QK_K];
+                for (b, v) in rows
+                    .chunks_exact(self.kind.packed_bytes())
+                    .zip(vals.chunks_exact_mut(QK_K))
+                {
+                    banded::values(self.kind, b, v);
+                }
                 for band in 0..nbands {
                     let live = Bands::ROWS.min(m - band * Bands::ROWS);
                     for (jj, j) in (j0..j1).enumerate() {
                         let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                        let v = &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
                         // SAFETY: only called where the CPU has AVX-512 VNNI (`wide`).
                         unsafe {
-                            let v = banded::row(self.kind, w, &bands, band);
+                            let v = banded::row(self.kind, w, v, &bands, band);
                             std::arch::x86_64::_mm512_storeu_ps(lanes.as_mut_ptr(), v);
                         }
                         for (r, v) in lanes[..live].iter().enumerate() {

@@ -17,7 +17,7 @@ fn reference(model: &str, file: &str) -> Vec<serde_json::Value> {
 }
 
 fn jsonl(p: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("reference line is JSON"))
