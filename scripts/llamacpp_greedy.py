@@ -9,23 +9,10 @@ batch). Needs llama-cpp-python.
 """
 import json, sys
 
-import llama_cpp.llama_cpp as C
-from llama_cpp import Llama
-
-_orig = C.llama_model_default_params
-
-
-def _params():
-    p = _orig()
-    p.use_extra_bufts = False
-    return p
-
-
-C.llama_model_default_params = _params
+from llamacpp_plain import plain_llama
 
 model, ref, out = sys.argv[1], sys.argv[2], sys.argv[3]
-llm = Llama(model_path=model, n_ctx=2048, n_threads=2, n_threads_batch=2, n_batch=512,
-            flash_attn=False, verbose=False)
+llm = plain_llama(model)
 lines = []
 for line in open(ref):
     r = json.loads(line)

@@ -12,24 +12,11 @@ references record. Needs llama-cpp-python (and numpy).
 import hashlib, json, sys
 
 import numpy as np
-import llama_cpp.llama_cpp as C
-from llama_cpp import Llama
-
-_orig = C.llama_model_default_params
-
-
-def _params():
-    p = _orig()
-    p.use_extra_bufts = False
-    return p
-
-
-C.llama_model_default_params = _params
+from llamacpp_plain import plain_llama
 
 model, ref, out = sys.argv[1], sys.argv[2], sys.argv[3]
 steps = int(sys.argv[4]) if len(sys.argv) > 4 else 8
-llm = Llama(model_path=model, n_ctx=2048, n_threads=2, n_threads_batch=2, n_batch=512,
-            flash_attn=False, logits_all=True, verbose=False)
+llm = plain_llama(model, logits_all=True)
 
 
 def fingerprint(row):

@@ -26,7 +26,7 @@
 
 use rayon::prelude::*;
 
-use super::qmatmul::f16_at;
+use super::qmatmul::{f16_at, row_tasks, scatter};
 
 /// Values per super-block.
 pub(crate) const QK_K: usize = 256;
@@ -605,9 +605,6 @@ fn wide() -> bool {
     false
 }
 
-/// Weight rows per parallel task.
-const ROWS_PER_TASK: usize = 16;
-
 /// A Q4_K or Q6_K weight of `n` rows of `k` values, repacked (see [`repack`]).
 #[derive(Debug, Clone)]
 pub(crate) struct KWeight {
@@ -674,35 +671,22 @@ impl KWeight {
             self.matmul_banded(&q, m, out);
             return;
         }
-        let parts: Vec<(usize, Vec<f32>)> = (0..self.n.div_ceil(ROWS_PER_TASK))
-            .into_par_iter()
-            .map(|t| {
-                let j0 = t * ROWS_PER_TASK;
-                let j1 = (j0 + ROWS_PER_TASK).min(self.n);
-                let width = j1 - j0;
-                let mut res = vec![0f32; width * m];
-                let mut some = [0f32; ROWS];
-                // A group of activation rows against the task's weight rows: both
-                // stay in the first-level cache.
-                for (g, ys) in rows.chunks(ROWS).enumerate() {
-                    for (jj, j) in (j0..j1).enumerate() {
-                        let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                        self.dot(wide, arith, w, ys, &mut some[..ys.len()]);
-                        for (r, v) in some[..ys.len()].iter().enumerate() {
-                            res[(ROWS * g + r) * width + jj] = *v;
-                        }
+        let parts = row_tasks(self.n, m, |j0, j1, res| {
+            let width = j1 - j0;
+            let mut some = [0f32; ROWS];
+            // A group of activation rows against the task's weight rows: both stay in
+            // the first-level cache.
+            for (g, ys) in rows.chunks(ROWS).enumerate() {
+                for (jj, j) in (j0..j1).enumerate() {
+                    let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                    self.dot(wide, arith, w, ys, &mut some[..ys.len()]);
+                    for (r, v) in some[..ys.len()].iter().enumerate() {
+                        res[(ROWS * g + r) * width + jj] = *v;
                     }
                 }
-                (j0, res)
-            })
-            .collect();
-        for (j0, res) in parts {
-            let width = res.len() / m.max(1);
-            for i in 0..m {
-                out[i * self.n + j0..i * self.n + j0 + width]
-                    .copy_from_slice(&res[i * width..(i + 1) * width]);
             }
-        }
+        });
+        scatter(self.n, parts, m, out);
     }
 
     /// The tiled arithmetic with 16 activation rows per register (AVX-512 VNNI).
@@ -712,48 +696,35 @@ impl KWeight {
         let bands = Bands::new(q, m, nb);
         let row_bytes = nb * self.kind.packed_bytes();
         let nbands = m.div_ceil(Bands::ROWS);
-        let parts: Vec<(usize, Vec<f32>)> = (0..self.n.div_ceil(ROWS_PER_TASK))
-            .into_par_iter()
-            .map(|t| {
-                let j0 = t * ROWS_PER_TASK;
-                let j1 = (j0 + ROWS_PER_TASK).min(self.n);
-                let width = j1 - j0;
-                let mut res = vec![0f32; width * m];
-                let mut lanes = [0f32; Bands::ROWS];
-                // The task's weight rows unpacked once for all bands.
-                let rows = &self.data[j0 * row_bytes..j1 * row_bytes];
-                let mut vals = vec![0u8; width * nb * QK_K];
-                for (b, v) in rows
-                    .chunks_exact(self.kind.packed_bytes())
-                    .zip(vals.chunks_exact_mut(QK_K))
-                {
-                    banded::values(self.kind, b, v);
-                }
-                for band in 0..nbands {
-                    let live = Bands::ROWS.min(m - band * Bands::ROWS);
-                    for (jj, j) in (j0..j1).enumerate() {
-                        let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                        let v = &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
-                        // SAFETY: only called where the CPU has AVX-512 VNNI (`wide`).
-                        unsafe {
-                            let v = banded::row(self.kind, w, v, &bands, band);
-                            std::arch::x86_64::_mm512_storeu_ps(lanes.as_mut_ptr(), v);
-                        }
-                        for (r, v) in lanes[..live].iter().enumerate() {
-                            res[(band * Bands::ROWS + r) * width + jj] = *v;
-                        }
+        let parts = row_tasks(self.n, m, |j0, j1, res| {
+            let width = j1 - j0;
+            let mut lanes = [0f32; Bands::ROWS];
+            // The task's weight rows unpacked once for all bands.
+            let rows = &self.data[j0 * row_bytes..j1 * row_bytes];
+            let mut vals = vec![0u8; width * nb * QK_K];
+            for (b, v) in rows
+                .chunks_exact(self.kind.packed_bytes())
+                .zip(vals.chunks_exact_mut(QK_K))
+            {
+                banded::values(self.kind, b, v);
+            }
+            for band in 0..nbands {
+                let live = Bands::ROWS.min(m - band * Bands::ROWS);
+                for (jj, j) in (j0..j1).enumerate() {
+                    let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
+                    let v = &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
+                    // SAFETY: only called where the CPU has AVX-512 VNNI (`wide`).
+                    unsafe {
+                        let v = banded::row(self.kind, w, v, &bands, band);
+                        std::arch::x86_64::_mm512_storeu_ps(lanes.as_mut_ptr(), v);
+                    }
+                    for (r, v) in lanes[..live].iter().enumerate() {
+                        res[(band * Bands::ROWS + r) * width + jj] = *v;
                     }
                 }
-                (j0, res)
-            })
-            .collect();
-        for (j0, res) in parts {
-            let width = res.len() / m.max(1);
-            for i in 0..m {
-                out[i * self.n + j0..i * self.n + j0 + width]
-                    .copy_from_slice(&res[i * width..(i + 1) * width]);
             }
-        }
+        });
+        scatter(self.n, parts, m, out);
     }
 
     /// One weight row `w` against up to [`ROWS`] activation rows (the tiled
@@ -788,17 +759,7 @@ mod tests {
     use candle_core::quantized::{GgmlDType, QTensor};
     use candle_core::{Device, Tensor};
 
-    fn rnd(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s % 20001) as f32 / 10000.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::llm::qmatmul::tests::rnd;
 
     #[test]
     fn q8k_quantization_is_ggmls() {

@@ -571,33 +571,44 @@ impl OwnWeight {
         self.scatter(parts, m, out);
     }
 
-    /// Run `task(j0, j1, res)` for blocks of ROWS_PER_TASK weight rows in parallel;
-    /// `res` (`m × (j1 − j0)`, row-major) is the block's share of the output.
     fn tasks(
         &self,
         m: usize,
         task: impl Fn(usize, usize, &mut [f32]) + Sync,
     ) -> Vec<(usize, Vec<f32>)> {
-        (0..self.n.div_ceil(ROWS_PER_TASK))
-            .into_par_iter()
-            .map(|t| {
-                let j0 = t * ROWS_PER_TASK;
-                let j1 = (j0 + ROWS_PER_TASK).min(self.n);
-                let mut res = vec![0f32; (j1 - j0) * m];
-                task(j0, j1, &mut res);
-                (j0, res)
-            })
-            .collect()
+        row_tasks(self.n, m, task)
     }
 
-    /// The tasks' blocks into `out` (row-major `m × n`).
     fn scatter(&self, parts: Vec<(usize, Vec<f32>)>, m: usize, out: &mut [f32]) {
-        for (j0, res) in parts {
-            let width = res.len() / m.max(1);
-            for i in 0..m {
-                out[i * self.n + j0..i * self.n + j0 + width]
-                    .copy_from_slice(&res[i * width..(i + 1) * width]);
-            }
+        scatter(self.n, parts, m, out)
+    }
+}
+
+/// Run `task(j0, j1, res)` for blocks of ROWS_PER_TASK of `n` weight rows in parallel;
+/// `res` (`m × (j1 − j0)`, row-major) is the block's share of the output.
+pub(crate) fn row_tasks(
+    n: usize,
+    m: usize,
+    task: impl Fn(usize, usize, &mut [f32]) + Sync,
+) -> Vec<(usize, Vec<f32>)> {
+    (0..n.div_ceil(ROWS_PER_TASK))
+        .into_par_iter()
+        .map(|t| {
+            let j0 = t * ROWS_PER_TASK;
+            let j1 = (j0 + ROWS_PER_TASK).min(n);
+            let mut res = vec![0f32; (j1 - j0) * m];
+            task(j0, j1, &mut res);
+            (j0, res)
+        })
+        .collect()
+}
+
+/// The tasks' blocks ([`row_tasks`]) into `out` (row-major `m × n`).
+pub(crate) fn scatter(n: usize, parts: Vec<(usize, Vec<f32>)>, m: usize, out: &mut [f32]) {
+    for (j0, res) in parts {
+        let width = res.len() / m.max(1);
+        for i in 0..m {
+            out[i * n + j0..i * n + j0 + width].copy_from_slice(&res[i * width..(i + 1) * width]);
         }
     }
 }
@@ -897,7 +908,7 @@ mod avx2 {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::needless_range_loop)]
-mod tests {
+pub(crate) mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx512_quantization_is_the_scalar_one() {
@@ -924,7 +935,8 @@ mod tests {
     use super::*;
     use candle_core::Device;
 
-    fn rnd(n: usize, seed: u64) -> Vec<f32> {
+    /// `n` pseudo-random values in [−1, 1] (xorshift), for kernel tests.
+    pub(crate) fn rnd(n: usize, seed: u64) -> Vec<f32> {
         let mut s = seed;
         (0..n)
             .map(|_| {
