@@ -349,6 +349,14 @@ mod avx512 {
         let mut acc_m = [_mm_setzero_ps(); ROWS];
         let m4 = _mm512_set1_epi8(0xF);
         for (bi, b) in w.chunks_exact(Q4K_PACKED).enumerate() {
+            if rows == 1 {
+                // Generation streams the weight once per token: fetch a few blocks ahead
+                // (a hint; past the end of the row it is harmless).
+                let ahead = w.as_ptr().wrapping_add((bi + 4) * Q4K_PACKED);
+                for line in (0..Q4K_PACKED).step_by(64) {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+                }
+            }
             let (dw, mw) = (f32_at(b, 0), f32_at(b, 4));
             // SAFETY: 8 bytes of mins at 16, 128 bytes of nibbles at 24.
             let mins = _mm_cvtepu8_epi16(unsafe { _mm_loadl_epi64(b.as_ptr().add(16).cast()) });
@@ -404,6 +412,14 @@ mod avx512 {
         let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
         for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
+            if rows == 1 {
+                // Generation streams the weight once per token: fetch a few blocks ahead
+                // (a hint; past the end of the row it is harmless).
+                let ahead = w.as_ptr().wrapping_add((bi + 4) * Q6K_PACKED);
+                for line in (0..Q6K_PACKED).step_by(64) {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+                }
+            }
             let dw = f32_at(b, 0);
             // SAFETY: 16 scale bytes at 4.
             let scales16 =
