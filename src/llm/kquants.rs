@@ -331,6 +331,23 @@ mod avx512 {
         )
     }
 
+    /// The unsigned weight values `wq` (64 per register) times the activation block
+    /// `y`, pairs summed and multiplied by the i16 scales `ws`, into 16 i32 lanes; and
+    /// `y`'s 16 bsums.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2")]
+    fn scaled_sums(wq: &[__m512i; 4], ws: &[__m512i; 4], y: &Q8K) -> (__m512i, __m256i) {
+        let mut sumi = _mm512_setzero_si512();
+        for (c, (w, s)) in wq.iter().zip(ws).enumerate() {
+            // SAFETY: 256 activation bytes per block.
+            let a = unsafe { _mm512_loadu_si512(y.qs.as_ptr().add(64 * c).cast()) };
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(*w, a), *s);
+        }
+        // SAFETY: 16 bsums.
+        let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
+        (sumi, bs)
+    }
+
     /// Two i16 values, each over half of a register.
     #[inline]
     #[target_feature(enable = "avx512f,avx2")]
@@ -374,14 +391,7 @@ mod avx512 {
             }
             for r in 0..rows {
                 let y = &ys[r][bi];
-                let mut sumi = _mm512_setzero_si512();
-                for j in 0..4 {
-                    // SAFETY: 256 activation bytes per block.
-                    let a = unsafe { _mm512_loadu_si512(y.qs.as_ptr().add(64 * j).cast()) };
-                    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(wq[j], a), ws[j]);
-                }
-                // SAFETY: 16 bsums.
-                let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
+                let (sumi, bs) = scaled_sums(&wq, &ws, y);
                 let q8s = _mm_hadd_epi16(
                     _mm256_castsi256_si128(bs),
                     _mm256_extracti128_si256::<1>(bs),
@@ -440,14 +450,7 @@ mod avx512 {
             }
             for r in 0..rows {
                 let y = &ys[r][bi];
-                let mut sumi = _mm512_setzero_si512();
-                for c in 0..4 {
-                    // SAFETY: 256 activation bytes per block.
-                    let a = unsafe { _mm512_loadu_si512(y.qs.as_ptr().add(64 * c).cast()) };
-                    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(wq[c], a), ws[c]);
-                }
-                // SAFETY: 16 bsums.
-                let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
+                let (sumi, bs) = scaled_sums(&wq, &ws, y);
                 let sub = _mm256_slli_epi32::<5>(_mm256_madd_epi16(bs, scales16));
                 let sumi = _mm256_sub_epi32(fold(sumi), sub);
                 let d = _mm256_set1_ps(y.d * dw);
@@ -679,14 +682,14 @@ impl KWeight {
         for (row, qrow) in x.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
             quantize_row_q8k(row, qrow);
         }
-        let rows: Vec<&[Q8K]> = q.chunks_exact(nb).collect();
-        let row_bytes = nb * self.kind.packed_bytes();
         let wide = wide();
         #[cfg(target_arch = "x86_64")]
         if wide && arith == Arith::Tiled {
             self.matmul_banded(&q, m, out);
             return;
         }
+        let rows: Vec<&[Q8K]> = q.chunks_exact(nb).collect();
+        let row_bytes = nb * self.kind.packed_bytes();
         let parts = row_tasks(self.n, m, |j0, j1, res| {
             let width = j1 - j0;
             let mut some = [0f32; ROWS];

@@ -453,9 +453,17 @@ impl Llama {
         } else {
             ggml_ops::rope_norm
         };
-        // The norm of `v` by `w` (rows of `w.len()`), in place.
-        let norm_in_place = |v: &mut Vec<f32>, w: &[f32]| {
-            let src = v.clone();
+        let act = if style.gelu {
+            ggml_ops::geglu
+        } else {
+            ggml_ops::swiglu_fast
+        };
+        // The norm of `v` by `w` (rows of `w.len()`), in place (through one buffer
+        // reused for the whole pass).
+        let mut src = Vec::new();
+        let mut norm_in_place = |v: &mut Vec<f32>, w: &[f32]| {
+            src.clear();
+            src.extend_from_slice(v);
             ggml_ops::rms_norm(&src, w, self.eps, v);
         };
         let mut h = vec![0f32; rows * hidden];
@@ -525,11 +533,6 @@ impl Llama {
             let mut a = vec![0f32; g.len()];
             // Row by row (as ggml applies it), rows on both cores.
             let ff = g.len() / rows;
-            let act = if style.gelu {
-                ggml_ops::geglu
-            } else {
-                ggml_ops::swiglu_fast
-            };
             a.par_chunks_mut(ff)
                 .zip(g.par_chunks(ff))
                 .zip(u.par_chunks(ff))
