@@ -51,17 +51,33 @@ pub(crate) fn eligible(n: usize, k: usize, order: Order) -> bool {
 }
 
 /// A weight packed in groups of 16 rows: for group `g`, block `b`, at
-/// `(g·nb + b)·stride` bytes: the quantized values (Q4: 4×64 bytes, byte `e` of
-/// 64-byte row `r` = row `e/4` of the group, values `8r + e%4` in the low nibble and
-/// `8r + 4 + e%4` in the high one; Q8_0: 8×64 bytes of `q + 128`, 64-byte row `t` =
-/// values `4t..4t+4` of each row), then one register of 16 f16 scales and (Q4_1) 16 f16 minimums.
+/// `(g·nb + b)·q_regs` registers of `data`: the quantized values (Q4: 4×64 bytes,
+/// byte `e` of 64-byte row `r` = row `e/4` of the group, values `8r + e%4` in the low
+/// nibble and `8r + 4 + e%4` in the high one; Q5: the same 4 registers of low nibbles
+/// of `q + 16`, then one register whose byte `4·row + e` has in bit `t` the fifth bit
+/// of value `4t + e`; Q8_0: 8×64 bytes of `q + 128`, 64-byte row `t` = values
+/// `4t..4t+4` of each row); at `(g·nb + b)·scale_regs` of `scales`: 16 f16 scales and
+/// (Q4_1) 16 f16 minimums. Apart, the scales waste no bytes: a packed Q8_0 weight is
+/// the size of its GGUF tensor, a Q5_0 one too.
 #[derive(Debug, Clone)]
 pub(crate) struct Packed {
-    kind: Kind,
+    form: Form,
     order: Order,
     n: usize,
     k: usize,
     data: Vec<__m512i>,
+    scales: Vec<__m256i>,
+}
+
+/// How the values of a block are packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Q4_0,
+    Q4_1,
+    /// Q8_0 blocks whose values all lie in −16..16 (Q5_0 weights, which Quire reads as
+    /// Q8_0 blocks of the same values): 5 bits a value, as the file stores them.
+    Q5,
+    Q8_0,
 }
 
 /// One activation block as the kernels read it: the 32 values as 8 words of 4 bytes,
@@ -89,34 +105,39 @@ impl Default for Act {
     }
 }
 
-fn q_regs(kind: Kind) -> usize {
-    match kind {
-        Kind::Q4_0 | Kind::Q4_1 => 4,
-        Kind::Q8_0 => 8,
+/// 64-byte registers of values per (group, block).
+fn q_regs(form: Form) -> usize {
+    match form {
+        Form::Q4_0 | Form::Q4_1 => 4,
+        Form::Q5 => 5,
+        Form::Q8_0 => 8,
     }
 }
 
-/// 64-byte registers per (group, block).
-fn stride(kind: Kind) -> usize {
-    q_regs(kind) + 1
+/// 32-byte registers of scales (and minimums) per (group, block).
+fn scale_regs(form: Form) -> usize {
+    if form == Form::Q4_1 {
+        2
+    } else {
+        1
+    }
 }
 
-/// The 16 scales (`hi = false`) or Q4_1 minimums (`hi = true`) of the scale register
-/// at `p`, widened (exact).
+/// The 16 scales (`hi = false`) or Q4_1 minimums (`hi = true`) of the (group, block)
+/// whose scales are at `p`, widened (exact).
 #[inline(always)]
-unsafe fn scales(p: *const __m512i, hi: bool) -> __m512 {
-    // SAFETY: `p` points at a 64-byte scale register (callers).
-    unsafe {
-        let p = p.cast::<__m256i>().add(usize::from(hi));
-        _mm512_cvtph_ps(_mm256_load_si256(p))
-    }
+unsafe fn scales(p: *const __m256i, hi: bool) -> __m512 {
+    // SAFETY: `p` points at the block's scale registers (callers).
+    unsafe { _mm512_cvtph_ps(_mm256_load_si256(p.add(usize::from(hi)))) }
 }
 
-fn offset(kind: Kind) -> i32 {
-    match kind {
-        Kind::Q4_1 => 0,
-        Kind::Q4_0 => 8,
-        Kind::Q8_0 => 128,
+/// What is added to each value to make it unsigned.
+fn offset(form: Form) -> i32 {
+    match form {
+        Form::Q4_1 => 0,
+        Form::Q4_0 => 8,
+        Form::Q5 => 16,
+        Form::Q8_0 => 128,
     }
 }
 
@@ -126,42 +147,63 @@ impl Packed {
         assert!(eligible(n, k, order), "{n}x{k} is not packable");
         let nb = k / QK;
         let bb = kind.block_bytes();
-        let st = stride(kind);
+        let form = match kind {
+            Kind::Q4_0 => Form::Q4_0,
+            Kind::Q4_1 => Form::Q4_1,
+            Kind::Q8_0
+                if data
+                    .chunks_exact(bb)
+                    .all(|b| b[2..].iter().all(|&v| (-16..16).contains(&(v as i8)))) =>
+            {
+                Form::Q5
+            }
+            Kind::Q8_0 => Form::Q8_0,
+        };
+        let (qr, sr) = (q_regs(form), scale_regs(form));
         let groups = n / GROUP;
-        // SAFETY: __m512i is plain bits; zero is a valid value.
-        let mut regs: Vec<__m512i> = vec![unsafe { std::mem::zeroed() }; groups * nb * st];
+        // SAFETY: __m512i/__m256i are plain bits; zero is a valid value.
+        let mut regs: Vec<__m512i> = vec![unsafe { std::mem::zeroed() }; groups * nb * qr];
+        let mut scales: Vec<__m256i> = vec![unsafe { std::mem::zeroed() }; groups * nb * sr];
+        let mut bytes = vec![0u8; qr * 64];
+        let mut sbytes = vec![0u8; sr * 32];
         for g in 0..groups {
             for b in 0..nb {
-                let mut bytes = vec![0u8; st * 64];
                 for r in 0..GROUP {
                     let row = g * GROUP + r;
                     let blk = &data[(row * nb + b) * bb..(row * nb + b + 1) * bb];
-                    let vals: [u8; QK] = match kind {
-                        Kind::Q4_0 | Kind::Q4_1 => {
-                            let off = if kind == Kind::Q4_1 { 4 } else { 2 };
+                    let off = offset(form);
+                    let vals: [u8; QK] = match form {
+                        Form::Q4_0 | Form::Q4_1 => {
+                            let at = if form == Form::Q4_1 { 4 } else { 2 };
                             std::array::from_fn(|i| {
                                 if i < 16 {
-                                    blk[off + i] & 0xF
+                                    blk[at + i] & 0xF
                                 } else {
-                                    blk[off + i - 16] >> 4
+                                    blk[at + i - 16] >> 4
                                 }
                             })
                         }
-                        Kind::Q8_0 => {
-                            std::array::from_fn(|i| (i16::from(blk[2 + i] as i8) + 128) as u8)
+                        Form::Q5 | Form::Q8_0 => {
+                            std::array::from_fn(|i| (i32::from(blk[2 + i] as i8) + off) as u8)
                         }
                     };
-                    match kind {
-                        Kind::Q4_0 | Kind::Q4_1 => {
+                    match form {
+                        Form::Q4_0 | Form::Q4_1 | Form::Q5 => {
                             for reg in 0..4 {
                                 for e in 0..4 {
-                                    let lo = vals[8 * reg + e];
-                                    let hi = vals[8 * reg + 4 + e];
+                                    let lo = vals[8 * reg + e] & 0xF;
+                                    let hi = vals[8 * reg + 4 + e] & 0xF;
                                     bytes[reg * 64 + r * 4 + e] = lo | (hi << 4);
                                 }
                             }
+                            if form == Form::Q5 {
+                                for e in 0..4 {
+                                    bytes[4 * 64 + r * 4 + e] =
+                                        (0..8).map(|t| (vals[4 * t + e] >> 4) << t).sum();
+                                }
+                            }
                         }
-                        Kind::Q8_0 => {
+                        Form::Q8_0 => {
                             for t in 0..8 {
                                 for e in 0..4 {
                                     bytes[t * 64 + r * 4 + e] = vals[4 * t + e];
@@ -169,27 +211,37 @@ impl Packed {
                             }
                         }
                     }
-                    let q = q_regs(kind);
                     // The f16 scale (and minimum) as stored.
-                    bytes[q * 64 + r * 2..q * 64 + r * 2 + 2].copy_from_slice(&blk[0..2]);
-                    if kind == Kind::Q4_1 {
-                        bytes[q * 64 + 32 + r * 2..q * 64 + 32 + r * 2 + 2]
-                            .copy_from_slice(&blk[2..4]);
+                    sbytes[r * 2..r * 2 + 2].copy_from_slice(&blk[0..2]);
+                    if form == Form::Q4_1 {
+                        sbytes[32 + r * 2..32 + r * 2 + 2].copy_from_slice(&blk[2..4]);
                     }
                 }
                 for (i, c) in bytes.chunks_exact(64).enumerate() {
                     // SAFETY: 64 readable bytes; unaligned load.
-                    regs[(g * nb + b) * st + i] = unsafe { _mm512_loadu_si512(c.as_ptr().cast()) };
+                    regs[(g * nb + b) * qr + i] = unsafe { _mm512_loadu_si512(c.as_ptr().cast()) };
+                }
+                for (i, c) in sbytes.chunks_exact(32).enumerate() {
+                    // SAFETY: 32 readable bytes; unaligned load.
+                    scales[(g * nb + b) * sr + i] =
+                        unsafe { _mm256_loadu_si256(c.as_ptr().cast()) };
                 }
             }
         }
         Self {
-            kind,
+            form,
             order,
             n,
             k,
             data: regs,
+            scales,
         }
+    }
+
+    /// Whether the values are packed in 5 bits (tests).
+    #[cfg(test)]
+    pub(crate) fn five_bits(&self) -> bool {
+        self.form == Form::Q5
     }
 
     pub(crate) fn n(&self) -> usize {
@@ -270,7 +322,7 @@ impl Packed {
         let nb = self.k / QK;
         acts.clear();
         acts.resize(m * nb, Act::default());
-        let c = offset(self.kind);
+        let c = offset(self.form);
         let one = |row: &[f32], out: &mut [Act]| {
             let mut q8 = [Q8Block::default(); 64];
             for (xs, os) in row.chunks(64 * QK).zip(out.chunks_mut(64)) {
@@ -292,7 +344,7 @@ impl Packed {
                     // The lane sums come out of the integer unit as the bits of a
                     // float `magic + sum`, see `tile_lanes` and [`lane_magic`].
                     for (t, l) in a.lc.iter_mut().enumerate() {
-                        let (bits, times) = lane_magic(self.kind, t);
+                        let (bits, times) = lane_magic(self.form, t);
                         *l = bits + times * *l;
                     }
                 }
@@ -382,8 +434,8 @@ impl Packed {
 /// so their float has a sixteenth for unit: `m = 1.5·2¹⁹` (ulp 2⁻⁴), exact for
 /// `|sum| < 2¹⁸`. Other lanes: `m = 1.5·2²³` (ulp 1), exact for `|sum| < 2²²`.
 /// (Lane sums are at most 4·128·127 in magnitude.)
-fn lane_magic(kind: Kind, t: usize) -> (i32, i32) {
-    if kind != Kind::Q8_0 && t % 2 == 1 {
+fn lane_magic(form: Form, t: usize) -> (i32, i32) {
+    if matches!(form, Form::Q4_0 | Form::Q4_1) && t % 2 == 1 {
         (0x4940_0000, 16)
     } else {
         (0x4B40_0000, 1)
@@ -400,36 +452,72 @@ thread_local! {
     static ACTS: std::cell::RefCell<Vec<Act>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The 8 registers of 4-value lanes of the packed block at `p` (Q4 nibbles split).
-/// For one activation row (`R == 1`, generation) the weight streams from memory once
-/// per token, so the next blocks are prefetched (a hint; past the end a no-op);
-/// batches reuse each block from cache for all their rows.
+/// The 8 registers of 4-value lanes of the packed block at `p` (Q4 nibbles split,
+/// Q5 fifth bits joined). For one activation row (`R == 1`, generation) the weight
+/// streams from memory once per token, so the blocks `PREFETCH` ahead are prefetched
+/// (a hint; past the end a no-op); batches reuse each block from cache for all their
+/// rows. `HI16`: Q4 high nibbles read as `byte & 0xF0` (see [`lane_magic`]).
 #[inline(always)]
 unsafe fn load_block<const R: usize, const HI16: bool>(
-    kind: Kind,
+    form: Form,
     p: *const __m512i,
+    sp: *const __m256i,
 ) -> [__m512i; 8] {
-    // SAFETY: `p` points at a packed block of `kind` (callers); AVX-512 (callers).
+    // SAFETY: `p` points at a packed block of `form` (callers); AVX-512 (callers).
     unsafe {
-        let st = stride(kind);
-        for ahead in (0..st).filter(|_| R == 1) {
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH * st + ahead).cast());
+        let qr = q_regs(form);
+        if R == 1 {
+            for ahead in 0..qr {
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH * qr + ahead).cast());
+            }
+            _mm_prefetch::<_MM_HINT_T0>(sp.wrapping_add(PREFETCH * 2 * scale_regs(form)).cast());
         }
         let mut wq = [_mm512_setzero_si512(); 8];
-        if kind == Kind::Q8_0 {
-            for (t, r) in wq.iter_mut().enumerate() {
-                *r = _mm512_load_si512(p.add(t));
+        let low = _mm512_set1_epi8(0xF);
+        match form {
+            Form::Q8_0 => {
+                for (t, r) in wq.iter_mut().enumerate() {
+                    *r = _mm512_load_si512(p.add(t));
+                }
             }
-        } else {
-            let low = _mm512_set1_epi8(0xF);
-            for reg in 0..4 {
-                let v = _mm512_load_si512(p.add(reg));
-                wq[2 * reg] = _mm512_and_si512(v, low);
-                wq[2 * reg + 1] = if HI16 {
-                    _mm512_and_si512(v, _mm512_set1_epi8(0xF0_u8 as i8))
-                } else {
-                    _mm512_and_si512(_mm512_srli_epi16::<4>(v), low)
-                };
+            Form::Q5 => {
+                let qh = _mm512_load_si512(p.add(4));
+                let bit4 = _mm512_set1_epi8(0x10);
+                for reg in 0..4 {
+                    let v = _mm512_load_si512(p.add(reg));
+                    let nib = [
+                        _mm512_and_si512(v, low),
+                        _mm512_and_si512(_mm512_srli_epi16::<4>(v), low),
+                    ];
+                    for (h, nib) in nib.into_iter().enumerate() {
+                        // Lane t's fifth bits (bit t of each byte) moved to bit 4; the
+                        // 16-bit shifts bring no bit across a byte into bit 4 or 12.
+                        let t = 2 * reg + h;
+                        let hb = match t {
+                            0 => _mm512_slli_epi16::<4>(qh),
+                            1 => _mm512_slli_epi16::<3>(qh),
+                            2 => _mm512_slli_epi16::<2>(qh),
+                            3 => _mm512_slli_epi16::<1>(qh),
+                            4 => qh,
+                            5 => _mm512_srli_epi16::<1>(qh),
+                            6 => _mm512_srli_epi16::<2>(qh),
+                            _ => _mm512_srli_epi16::<3>(qh),
+                        };
+                        // nib | (hb & 0x10)
+                        wq[t] = _mm512_ternarylogic_epi32::<0xF8>(nib, hb, bit4);
+                    }
+                }
+            }
+            Form::Q4_0 | Form::Q4_1 => {
+                for reg in 0..4 {
+                    let v = _mm512_load_si512(p.add(reg));
+                    wq[2 * reg] = _mm512_and_si512(v, low);
+                    wq[2 * reg + 1] = if HI16 {
+                        _mm512_and_si512(v, _mm512_set1_epi8(0xF0_u8 as i8))
+                    } else {
+                        _mm512_and_si512(_mm512_srli_epi16::<4>(v), low)
+                    };
+                }
             }
         }
         wq
@@ -452,19 +540,19 @@ fn tile<const R: usize, const G: usize>(
     // packed weight (`g + h < g1 ≤ groups`, `b < nb`) and `out` (bounds-checked slices).
     unsafe {
         let nb = w.k / QK;
-        let st = stride(w.kind);
+        let (qr, sr) = (q_regs(w.form), scale_regs(w.form));
         let mut c = [[_mm512_setzero_ps(); G]; R];
         for b in 0..nb {
             let mut wq = [[_mm512_setzero_si512(); 8]; G];
             let mut dw = [_mm512_setzero_ps(); G];
             let mut mw = [_mm512_setzero_ps(); G];
             for (h, wqh) in wq.iter_mut().enumerate() {
-                let p = w.data.as_ptr().add(((g + h) * nb + b) * st);
-                *wqh = load_block::<R, false>(w.kind, p);
-                let qn = q_regs(w.kind);
-                dw[h] = scales(p.add(qn), false);
-                if w.kind == Kind::Q4_1 {
-                    mw[h] = scales(p.add(qn), true);
+                let p = w.data.as_ptr().add(((g + h) * nb + b) * qr);
+                let sp = w.scales.as_ptr().add(((g + h) * nb + b) * sr);
+                *wqh = load_block::<R, false>(w.form, p, sp);
+                dw[h] = scales(sp, false);
+                if w.form == Form::Q4_1 {
+                    mw[h] = scales(sp, true);
                 }
             }
             for (r, cr) in c.iter_mut().enumerate() {
@@ -481,7 +569,7 @@ fn tile<const R: usize, const G: usize>(
                     }
                     let isum = _mm512_add_epi32(s0, s1);
                     *ch = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[h], d), *ch);
-                    if w.kind == Kind::Q4_1 {
+                    if w.form == Form::Q4_1 {
                         *ch = _mm512_fmadd_ps(mw[h], _mm512_set1_ps(y.s), *ch);
                     }
                 }
@@ -511,24 +599,24 @@ fn tile_lanes<const R: usize>(
     // packed weight (`g < groups`, `b < nb`) and `out` (bounds-checked slices).
     unsafe {
         let nb = w.k / QK;
-        let st = stride(w.kind);
+        let (qr, sr) = (q_regs(w.form), scale_regs(w.form));
         let mut acc = [[_mm512_setzero_ps(); 8]; R];
         let mut sm = [_mm512_setzero_ps(); R];
         let magic: [__m512; 2] =
-            std::array::from_fn(|t| _mm512_set1_ps(f32::from_bits(lane_magic(w.kind, t).0 as u32)));
+            std::array::from_fn(|t| _mm512_set1_ps(f32::from_bits(lane_magic(w.form, t).0 as u32)));
         for b in 0..nb {
-            let p = w.data.as_ptr().add((g * nb + b) * st);
-            let wq = load_block::<R, true>(w.kind, p);
-            let qn = q_regs(w.kind);
-            let dw = scales(p.add(qn), false);
-            let mw = if w.kind == Kind::Q4_1 {
-                scales(p.add(qn), true)
+            let p = w.data.as_ptr().add((g * nb + b) * qr);
+            let sp = w.scales.as_ptr().add((g * nb + b) * sr);
+            let wq = load_block::<R, true>(w.form, p, sp);
+            let dw = scales(sp, false);
+            let mw = if w.form == Form::Q4_1 {
+                scales(sp, true)
             } else {
                 _mm512_setzero_ps()
             };
             for r in 0..R {
                 let y = &a[r * nb + b];
-                if w.kind == Kind::Q4_1 {
+                if w.form == Form::Q4_1 {
                     sm[r] = _mm512_add_ps(sm[r], _mm512_mul_ps(mw, _mm512_set1_ps(y.s)));
                 }
                 let dd = _mm512_mul_ps(dw, _mm512_set1_ps(y.d));
@@ -629,13 +717,27 @@ mod tests {
             eprintln!("skipped: no AVX-512 VNNI here");
             return;
         }
-        for (kind, order) in [Kind::Q4_0, Kind::Q4_1, Kind::Q8_0]
-            .into_iter()
-            .flat_map(|k| [(k, Order::Lanes), (k, Order::Blocks)])
+        // (Q8_0, true): Q8_0 blocks of values in −16..16, which pack in 5 bits.
+        for ((kind, five), order) in [
+            (Kind::Q4_0, false),
+            (Kind::Q4_1, false),
+            (Kind::Q8_0, false),
+            (Kind::Q8_0, true),
+        ]
+        .into_iter()
+        .flat_map(|k| [(k, Order::Lanes), (k, Order::Blocks)])
         {
             let (n, k) = (96, 160);
-            let w = weight(kind, n, k, 7);
+            let mut w = weight(kind, n, k, 7);
+            if five {
+                for b in w.chunks_exact_mut(kind.block_bytes()) {
+                    for v in &mut b[2..] {
+                        *v = ((*v as i8) >> 3) as u8;
+                    }
+                }
+            }
             let p = Packed::new(kind, n, k, &w, order);
+            assert_eq!(p.five_bits(), five);
             for m in [1, 2, 3, 5, 8, 33, 40] {
                 let x: Vec<f32> = (0..m * k)
                     .map(|i| {
@@ -655,7 +757,7 @@ mod tests {
                         assert_eq!(
                             out[i * n + j].to_bits(),
                             want.to_bits(),
-                            "{kind:?} {order:?} m={m} row {i} col {j}: {} vs {want}",
+                            "{kind:?} (five {five}) {order:?} m={m} row {i} col {j}: {} vs {want}",
                             out[i * n + j]
                         );
                     }
