@@ -630,7 +630,8 @@ pub(crate) struct KWeight {
     kind: KKind,
     n: usize,
     k: usize,
-    data: Vec<u8>,
+    /// On huge pages (see [`Huge`](super::huge::Huge)).
+    data: super::huge::Huge<u8>,
 }
 
 impl KWeight {
@@ -656,7 +657,7 @@ impl KWeight {
                 raw.len()
             );
         }
-        let data = repack(kind, &raw);
+        let data = super::huge::Huge::copy_of(&repack(kind, &raw));
         Ok(Some(Self { kind, n, k, data }))
     }
 

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod constrain;
 pub(crate) mod ggml_ops;
 pub mod gguf;
+pub(crate) mod huge;
 pub(crate) mod kquants;
 pub mod llama;
 pub mod model;

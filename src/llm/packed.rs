@@ -20,6 +20,7 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
+use super::huge::Huge;
 #[cfg(test)]
 use super::qmatmul::f16_at;
 use super::qmatmul::{quantize_row_q8, Kind, Q8Block, QK};
@@ -65,8 +66,8 @@ pub(crate) struct Packed {
     order: Order,
     n: usize,
     k: usize,
-    data: Vec<__m512i>,
-    scales: Vec<__m256i>,
+    data: Huge<__m512i>,
+    scales: Huge<__m256i>,
 }
 
 /// How the values of a block are packed.
@@ -162,8 +163,8 @@ impl Packed {
         let (qr, sr) = (q_regs(form), scale_regs(form));
         let groups = n / GROUP;
         // SAFETY: __m512i/__m256i are plain bits; zero is a valid value.
-        let mut regs: Vec<__m512i> = vec![unsafe { std::mem::zeroed() }; groups * nb * qr];
-        let mut scales: Vec<__m256i> = vec![unsafe { std::mem::zeroed() }; groups * nb * sr];
+        let mut regs = Huge::<__m512i>::filled(groups * nb * qr, unsafe { std::mem::zeroed() });
+        let mut scales = Huge::<__m256i>::filled(groups * nb * sr, unsafe { std::mem::zeroed() });
         let mut bytes = vec![0u8; qr * 64];
         let mut sbytes = vec![0u8; sr * 32];
         for g in 0..groups {
