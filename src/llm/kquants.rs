@@ -145,13 +145,27 @@ fn q6k_values(b: &[u8], out: &mut [u8]) {
 
 // Super-blocks are repacked at load so that the kernels read them without bit
 // fiddling (the same values; the f16 scales widened exactly):
-// Q4_K: d, dmin (f32), the 8 scales, the 8 mins, the 128 bytes of nibbles as stored;
+// Q4_K: d, dmin (f32), the 8 scales, the 8 mins, then the 128 bytes of nibbles as
+// two groups of 64 bytes, byte `i` of group `p` holding value `128p + i` in its low
+// nibble and value `128p + 64 + i` in its high one (so one 64-byte load gives the
+// values of two registers, [`q4k_value`]);
 // Q6_K: d (f32), the 16 signed scales, the 256 values (0..63) in value order.
 const Q4K_PACKED: usize = 152;
 const Q6K_PACKED: usize = 276;
 
 fn f32_at(b: &[u8], at: usize) -> f32 {
     f32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Value `v` (0..256, unsigned 4-bit) of a repacked Q4_K block.
+#[inline(always)]
+fn q4k_value(b: &[u8], v: usize) -> u8 {
+    let byte = b[24 + 64 * (v / 128) + v % 64];
+    if v % 128 >= 64 {
+        byte >> 4
+    } else {
+        byte & 0xF
+    }
 }
 
 /// ggml's blocks of `kind` in the layout above.
@@ -165,7 +179,19 @@ fn repack(kind: KKind, raw: &[u8]) -> Vec<u8> {
                 out.extend(f16_at(b, 2).to_le_bytes());
                 out.extend(sc);
                 out.extend(mn);
-                out.extend(&b[16..144]);
+                // ggml's byte `32j + t`: value `64j + t` low, `64j + 32 + t` high.
+                let ggml = |v: usize| {
+                    let byte = b[16 + 32 * (v / 64) + v % 32];
+                    if v % 64 >= 32 {
+                        byte >> 4
+                    } else {
+                        byte & 0xF
+                    }
+                };
+                out.extend((0..128).map(|i| {
+                    let (p, i) = (i / 64, i % 64);
+                    ggml(128 * p + i) | (ggml(128 * p + 64 + i) << 4)
+                }));
             }
             KKind::Q6K => {
                 out.extend(f16_at(b, 208).to_le_bytes());
@@ -228,13 +254,8 @@ pub(crate) mod portable {
                 let mut s1 = 0i32;
                 let mut s2 = 0i32;
                 for (s, (&scale, &min)) in sc.iter().zip(mn).enumerate() {
-                    let (j, hi) = (s / 2, s % 2 == 1);
-                    let q = &b[24 + 32 * j..24 + 32 * (j + 1)];
-                    let raw: i32 = (0..32)
-                        .map(|v| {
-                            let w = if hi { q[v] >> 4 } else { q[v] & 0xF };
-                            i32::from(w) * i32::from(y.qs[32 * s + v])
-                        })
+                    let raw: i32 = (32 * s..32 * (s + 1))
+                        .map(|v| i32::from(q4k_value(b, v)) * i32::from(y.qs[v]))
                         .sum();
                     s1 += i32::from(scale) * raw;
                     s2 += i32::from(min) * sums32(y, s);
@@ -257,14 +278,9 @@ pub(crate) mod portable {
                 *a = dmin.mul_add(prod as f32, *a);
             }
             let mut sumi = [0i32; 8];
-            for j in 0..4 {
-                let q = &b[24 + 32 * j..24 + 32 * (j + 1)];
-                let (sl, sh) = (i32::from(sc[2 * j]), i32::from(sc[2 * j + 1]));
-                for v in 0..32 {
-                    let lo = i32::from(q[v] & 0xF) * i32::from(y.qs[64 * j + v]);
-                    let hi = i32::from(q[v] >> 4) * i32::from(y.qs[64 * j + 32 + v]);
-                    sumi[v / 4] += sl * lo + sh * hi;
-                }
+            for v in 0..QK_K {
+                let p = i32::from(q4k_value(b, v)) * i32::from(y.qs[v]);
+                sumi[(v % 32) / 4] += i32::from(sc[v / 32]) * p;
             }
             for (a, s) in acc.iter_mut().zip(sumi) {
                 *a = d.mul_add(s as f32, *a);
@@ -348,14 +364,14 @@ mod avx512 {
         (sumi, bs)
     }
 
-    /// Two i16 values, each over half of a register.
+    /// The `vpermw` indices that spread i16 values `N·c .. N·c + N` over the 32 lanes
+    /// of a register, each over `32 / N` adjacent lanes.
     #[inline]
-    #[target_feature(enable = "avx512f,avx2")]
-    fn halves(a: i16, b: i16) -> __m512i {
-        _mm512_inserti64x4::<1>(
-            _mm512_castsi256_si512(_mm256_set1_epi16(a)),
-            _mm256_set1_epi16(b),
-        )
+    #[target_feature(enable = "avx512f")]
+    fn spread<const N: usize>(c: usize) -> __m512i {
+        let idx: [i16; 32] = std::array::from_fn(|e| (N * c + e / (32 / N)) as i16);
+        // SAFETY: 64 readable bytes.
+        unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) }
     }
 
     /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row.
@@ -365,6 +381,7 @@ mod avx512 {
         let mut acc = [_mm256_setzero_ps(); ROWS];
         let mut acc_m = [_mm_setzero_ps(); ROWS];
         let m4 = _mm512_set1_epi8(0xF);
+        let idx: [__m512i; 4] = std::array::from_fn(|c| spread::<2>(c));
         for (bi, b) in w.chunks_exact(Q4K_PACKED).enumerate() {
             if rows == 1 {
                 // Generation streams the weight once per token: fetch a few blocks ahead
@@ -375,20 +392,24 @@ mod avx512 {
                 }
             }
             let (dw, mw) = (f32_at(b, 0), f32_at(b, 4));
-            // SAFETY: 8 bytes of mins at 16, 128 bytes of nibbles at 24.
-            let mins = _mm_cvtepu8_epi16(unsafe { _mm_loadl_epi64(b.as_ptr().add(16).cast()) });
+            // SAFETY: 8 bytes of scales at 8, of mins at 16, 128 bytes of nibbles at 24.
+            let (scales, mins) = unsafe {
+                (
+                    _mm_cvtepu8_epi16(_mm_loadl_epi64(b.as_ptr().add(8).cast())),
+                    _mm_cvtepu8_epi16(_mm_loadl_epi64(b.as_ptr().add(16).cast())),
+                )
+            };
             let mut wq = [_mm512_setzero_si512(); 4];
-            let mut ws = [_mm512_setzero_si512(); 4];
-            for j in 0..4 {
+            for p in 0..2 {
                 // SAFETY: as above.
-                let bytes = unsafe { _mm256_loadu_si256(b.as_ptr().add(24 + 32 * j).cast()) };
-                let both = _mm512_inserti64x4::<1>(
-                    _mm512_castsi256_si512(bytes),
-                    _mm256_srli_epi16::<4>(bytes),
-                );
-                wq[j] = _mm512_and_si512(both, m4);
-                ws[j] = halves(i16::from(b[8 + 2 * j]), i16::from(b[9 + 2 * j]));
+                let v = unsafe { _mm512_loadu_si512(b.as_ptr().add(24 + 64 * p).cast()) };
+                wq[2 * p] = _mm512_and_si512(v, m4);
+                wq[2 * p + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), m4);
             }
+            // Register `c`: the scale of run `2c` over its first 16 i16 lanes, of run
+            // `2c + 1` over the rest.
+            let s = _mm512_castsi128_si512(scales);
+            let ws: [__m512i; 4] = std::array::from_fn(|c| _mm512_permutexvar_epi16(idx[c], s));
             for r in 0..rows {
                 let y = &ys[r][bi];
                 let (sumi, bs) = scaled_sums(&wq, &ws, y);
@@ -421,6 +442,7 @@ mod avx512 {
     pub(super) fn q6k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
+        let idx: [__m512i; 4] = std::array::from_fn(|c| spread::<4>(c));
         for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
             if rows == 1 {
                 // Generation streams the weight once per token: fetch a few blocks ahead
@@ -434,20 +456,13 @@ mod avx512 {
             // SAFETY: 16 scale bytes at 4.
             let scales16 =
                 _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(b.as_ptr().add(4).cast()) });
-            let mut wq = [_mm512_setzero_si512(); 4];
-            let mut ws = [_mm512_setzero_si512(); 4];
-            for c in 0..4 {
-                // SAFETY: 256 values at 20; 16 scale bytes at 4.
-                wq[c] = unsafe { _mm512_loadu_si512(b.as_ptr().add(20 + 64 * c).cast()) };
-                let s = |t: usize| i16::from(b[4 + 4 * c + t] as i8);
-                ws[c] = _mm512_inserti64x4::<1>(
-                    _mm512_castsi256_si512(_mm256_setr_m128i(
-                        _mm_set1_epi16(s(0)),
-                        _mm_set1_epi16(s(1)),
-                    )),
-                    _mm256_setr_m128i(_mm_set1_epi16(s(2)), _mm_set1_epi16(s(3))),
-                );
-            }
+            // SAFETY: 256 values at 20.
+            let wq: [__m512i; 4] = std::array::from_fn(|c| unsafe {
+                _mm512_loadu_si512(b.as_ptr().add(20 + 64 * c).cast())
+            });
+            // Register `c`: the scales of runs `4c..4c + 4`, each over 8 i16 lanes.
+            let s = _mm512_castsi256_si512(scales16);
+            let ws: [__m512i; 4] = std::array::from_fn(|c| _mm512_permutexvar_epi16(idx[c], s));
             for r in 0..rows {
                 let y = &ys[r][bi];
                 let (sumi, bs) = scaled_sums(&wq, &ws, y);
@@ -531,12 +546,8 @@ mod banded {
     pub(super) fn values(kind: KKind, b: &[u8], out: &mut [u8]) {
         match kind {
             KKind::Q4K => {
-                for j in 0..4 {
-                    let q = &b[24 + 32 * j..24 + 32 * (j + 1)];
-                    for t in 0..32 {
-                        out[64 * j + t] = q[t] & 0xF;
-                        out[64 * j + 32 + t] = q[t] >> 4;
-                    }
+                for (v, o) in out.iter_mut().enumerate() {
+                    *o = q4k_value(b, v);
                 }
             }
             KKind::Q6K => out.copy_from_slice(&b[20..20 + QK_K]),
@@ -883,9 +894,7 @@ mod tests {
                 for v in 0..QK_K {
                     let got = match w.kind {
                         KKind::Q4K => {
-                            let (j, t) = (v / 64, v % 64);
-                            let byte = b[24 + 32 * j + t % 32];
-                            let q = if t < 32 { byte & 0xF } else { byte >> 4 };
+                            let q = q4k_value(b, v);
                             let sub = v / 32;
                             let d1 = f32_at(b, 0) * f32::from(b[8 + sub]);
                             let m1 = f32_at(b, 4) * f32::from(b[16 + sub]);

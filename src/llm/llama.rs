@@ -505,13 +505,23 @@ impl Llama {
             }
             let heads: Vec<&KvCache> = seqs.iter().map(|s| &s.0.layers[li]).collect();
             let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
-            // Per row and KV head: its `rep` query heads (adjacent) at once.
-            att.par_chunks_mut(rep * hd).enumerate().for_each_init(
+            // Per row and KV head: `per` of its `rep` query heads (adjacent) at once;
+            // all of them unless that leaves a core idle (generation: one row, and
+            // Gemma 3 has one KV head). Each head's result is the same either way.
+            let per = (1..=rep)
+                .rev()
+                .filter(|p| rep.is_multiple_of(*p))
+                .find(|p| rows * nkv * (rep / p) >= rayon::current_num_threads())
+                .unwrap_or(1);
+            att.par_chunks_mut(per * hd).enumerate().for_each_init(
                 AttnScratch::default,
-                |s, (r, out)| {
+                |s, (c, out)| {
+                    let parts = rep / per;
+                    let (r, part) = (c / parts, c % parts);
                     let (i, g) = (r / nkv, r % nkv);
                     let si = row_seq[i];
-                    let qs = &q[(i * nh + g * rep) * hd..(i * nh + (g + 1) * rep) * hd];
+                    let h0 = i * nh + g * rep + part * per;
+                    let qs = &q[h0 * hd..(h0 + per) * hd];
                     let kv = heads[si].head(g);
                     let (pos, window) = (row_pos[i], l.window);
                     let first = window.map_or(0, |w| (pos + 1).saturating_sub(w));
