@@ -218,6 +218,25 @@ pub fn rope_cache(
 /// `rotate_pairs` for `GGML_ROPE_TYPE_NEOX`: pairs `(i, i + n/2)` of the first
 /// `n = 2·cache.len()` values of `x`.
 pub fn rope_neox(x: &mut [f32], cache: &[(f32, f32)]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: the CPU has the features `rope_neox_fma` is compiled for.
+        unsafe { rope_neox_fma(x, cache) };
+        return;
+    }
+    rope_neox_impl(x, cache);
+}
+
+/// [`rope_neox`] with the fused multiply-adds in hardware (the same bits as the
+/// library's `fmaf`, many times faster).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn rope_neox_fma(x: &mut [f32], cache: &[(f32, f32)]) {
+    rope_neox_impl(x, cache);
+}
+
+#[inline(always)]
+fn rope_neox_impl(x: &mut [f32], cache: &[(f32, f32)]) {
     let half = cache.len();
     for (i, &(c, s)) in cache.iter().enumerate() {
         let (x0, x1) = (x[i], x[i + half]);
@@ -244,6 +263,17 @@ static GELU_F16: std::sync::LazyLock<Vec<f16>> = std::sync::LazyLock::new(|| {
 /// the f16 table at the gate rounded to f16; 0 at or below −10, the gate itself at
 /// or above 10.
 pub fn geglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    let mut full = 0;
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: the CPU has AVX-512 F/BW/VL (checked).
+        full = unsafe { wide::geglu(gate, up, out) };
+    }
+    geglu_scalar(&gate[full..], &up[full..], &mut out[full..]);
+}
+
+/// [`geglu`] value by value.
+fn geglu_scalar(gate: &[f32], up: &[f32], out: &mut [f32]) {
     let table = &*GELU_F16;
     for ((o, &x), &g) in out.iter_mut().zip(gate).zip(up) {
         *o = if x <= -10.0 {
@@ -256,9 +286,31 @@ pub fn geglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
     }
 }
 
+/// [`GELU_F16`] widened, for a gather.
+static GELU_F32: std::sync::LazyLock<Vec<f32>> =
+    std::sync::LazyLock::new(|| GELU_F16.iter().map(|v| v.to_f32()).collect());
+
 /// `rotate_pairs` for `GGML_ROPE_TYPE_NORM` (adjacent pairs) on the first
 /// `2·cache.len()` values of `x`.
 pub fn rope_norm(x: &mut [f32], cache: &[(f32, f32)]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: the CPU has the features `rope_norm_fma` is compiled for.
+        unsafe { rope_norm_fma(x, cache) };
+        return;
+    }
+    rope_norm_impl(x, cache);
+}
+
+/// [`rope_norm`] with hardware fused multiply-adds.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn rope_norm_fma(x: &mut [f32], cache: &[(f32, f32)]) {
+    rope_norm_impl(x, cache);
+}
+
+#[inline(always)]
+fn rope_norm_impl(x: &mut [f32], cache: &[(f32, f32)]) {
     for (i, &(c, s)) in cache.iter().enumerate() {
         let (x0, x1) = (x[2 * i], x[2 * i + 1]);
         // GCC contracts these (-ffp-contract=fast) into fused multiply-adds.
@@ -270,6 +322,22 @@ pub fn rope_norm(x: &mut [f32], cache: &[(f32, f32)]) {
 /// f32 → f16 bits, rounding to nearest even (`_cvtss_sh`).
 pub fn to_f16(x: f32) -> f16 {
     f16::from_f32(x)
+}
+
+/// Each value rounded to f16 and widened back (`to_f16(v).to_f32()`), in place.
+pub fn round_f16(x: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: the CPU has AVX-512 F/BW/VL (checked).
+        let full = unsafe { wide::round_f16(x) };
+        for v in &mut x[full..] {
+            *v = to_f16(*v).to_f32();
+        }
+        return;
+    }
+    for v in x {
+        *v = to_f16(*v).to_f32();
+    }
 }
 
 /// A KV cache of one layer, per kv head. llama.cpp keeps it in f16; the values here
@@ -351,8 +419,9 @@ impl HeadKv {
         self.k.truncate(keep * dim);
         self.k.resize(pos * dim, 0.0);
         for row in k {
-            self.k.extend(row.iter().map(|&x| to_f16(x).to_f32()));
+            self.k.extend_from_slice(row);
         }
+        round_f16(&mut self.k[pos * dim..]);
         if end > self.stride {
             let stride = (end.div_ceil(64) * 64).max(2 * self.stride);
             let mut vt = vec![0f32; dim * stride];
@@ -367,8 +436,9 @@ impl HeadKv {
             let col = &mut self.vt[d * self.stride..(d + 1) * self.stride];
             col[keep..pos].fill(0.0);
             for (j, row) in v.iter().enumerate() {
-                col[pos + j] = to_f16(row[d]).to_f32();
+                col[pos + j] = row[d];
             }
+            round_f16(&mut col[pos..end]);
             if self.total > end {
                 col[end..self.total].fill(0.0);
             }
@@ -486,7 +556,8 @@ fn attend_impl<const W: bool>(
     // Padded to 64 so both dot orders see whole steps; the zeros add nothing.
     let padded = total.div_ceil(64) * 64;
     s.q.clear();
-    s.q.extend(q.iter().map(|&x| to_f16(x).to_f32()));
+    s.q.extend_from_slice(q);
+    round_f16(&mut s.q);
     s.scores.clear();
     s.scores.resize(heads * padded, 0.0);
     s.max.clear();
@@ -634,9 +705,11 @@ fn softmax_f16<const W: bool>(x: &mut [f32], first: usize, total: usize, max: f3
     }
 }
 
-/// The element-wise steps of attention on 16-lane registers (only from `attend_512`).
+/// The element-wise steps of attention and of the feed-forward on 16-lane registers
+/// (only where the CPU has AVX-512).
 #[cfg(target_arch = "x86_64")]
 mod wide {
+    use super::LANES;
     use std::arch::x86_64::*;
 
     /// `ggml_v_expf` (AVX-512), the original of the scalar [`super::expf`].
@@ -919,6 +992,55 @@ mod wide {
         }
     }
 
+    /// [`round_f16`](super::round_f16) of the whole 16-value chunks of `x`; returns
+    /// how many values it did.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    pub(super) unsafe fn round_f16(x: &mut [f32]) -> usize {
+        let full = x.len() / LANES * LANES;
+        for c in x[..full].chunks_exact_mut(LANES) {
+            // SAFETY: 16 values.
+            unsafe {
+                let v = _mm512_loadu_ps(c.as_ptr());
+                let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+                _mm512_storeu_ps(c.as_mut_ptr(), _mm512_cvtph_ps(h));
+            }
+        }
+        full
+    }
+
+    /// [`geglu`](super::geglu) of the whole 16-value chunks: the gate rounded to f16
+    /// indexes the widened GELU table (a gather), then the same cut-offs.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    pub(super) unsafe fn geglu(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
+        let table = &*super::GELU_F32;
+        let n = gate.len().min(up.len()).min(out.len());
+        let full = n / LANES * LANES;
+        let (lo, hi) = (_mm512_set1_ps(-10.0), _mm512_set1_ps(10.0));
+        for i in (0..full).step_by(LANES) {
+            // SAFETY: 16 values of each from `i < full`; the indices are u16 values,
+            // within the 65536-entry table.
+            unsafe {
+                let x = _mm512_loadu_ps(gate.as_ptr().add(i));
+                let g = _mm512_loadu_ps(up.as_ptr().add(i));
+                let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
+                let t = _mm512_i32gather_ps::<4>(_mm512_cvtepu16_epi32(h), table.as_ptr().cast());
+                let mut r = _mm512_mul_ps(t, g);
+                r = _mm512_mask_mov_ps(
+                    r,
+                    _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, hi),
+                    _mm512_mul_ps(x, g),
+                );
+                r = _mm512_mask_mov_ps(
+                    r,
+                    _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, lo),
+                    _mm512_setzero_ps(),
+                );
+                _mm512_storeu_ps(out.as_mut_ptr().add(i), r);
+            }
+        }
+        full
+    }
+
     /// `x[i] = f16(x[i] · inv)` widened back, for the first `valid` of 16 values.
     #[inline(always)]
     pub(super) unsafe fn scale_to_f16(x: &mut [f32], valid: usize, inv: f32) {
@@ -1055,6 +1177,47 @@ mod tests {
                 up[i]
             );
         }
+    }
+
+    #[test]
+    fn geglu_and_f16_rounding_on_registers_are_the_scalar_ones() {
+        let gate: Vec<f32> = (0..4000)
+            .map(|i| (i as f32 - 2000.0) * 0.0061)
+            .chain([
+                -1e30, -10.0, -9.999, 9.999, 10.0, 65504.0, 70000.0, -0.0, 0.0, 1e-8,
+            ])
+            .collect();
+        let up: Vec<f32> = (0..gate.len()).map(|i| (i % 7) as f32 - 2.5).collect();
+        let mut want = vec![0f32; gate.len()];
+        let mut got = vec![0f32; gate.len()];
+        geglu_scalar(&gate, &up, &mut want);
+        geglu(&gate, &up, &mut got);
+        for i in 0..gate.len() {
+            assert_eq!(
+                got[i].to_bits(),
+                want[i].to_bits(),
+                "gelu({}) · {}",
+                gate[i],
+                up[i]
+            );
+        }
+        let mut r = gate.clone();
+        round_f16(&mut r);
+        for (x, y) in gate.iter().zip(&r) {
+            assert_eq!(y.to_bits(), to_f16(*x).to_f32().to_bits(), "{x}");
+        }
+        let cache: Vec<(f32, f32)> = (0..8)
+            .map(|i| ((i as f32).cos(), (i as f32).sin()))
+            .collect();
+        let x: Vec<f32> = (0..16).map(|i| i as f32 * 0.37 - 2.0).collect();
+        let (mut a, mut b) = (x.clone(), x.clone());
+        rope_neox(&mut a, &cache);
+        rope_neox_impl(&mut b, &cache);
+        assert_eq!(a, b);
+        let (mut a, mut b) = (x.clone(), x);
+        rope_norm(&mut a, &cache);
+        rope_norm_impl(&mut b, &cache);
+        assert_eq!(a, b);
     }
 
     #[test]

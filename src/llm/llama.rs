@@ -480,17 +480,27 @@ impl Llama {
             if let Some(w) = &l.k_norm {
                 norm_in_place(&mut k, w);
             }
-            for (i, rope) in ropes[l.rope].iter().enumerate() {
-                for head in q[i * nh * hd..(i + 1) * nh * hd].chunks_exact_mut(hd) {
+            // Row by row, rows on both cores for a batch.
+            let rope_row = |((q, k), rope): (QkRow, &Vec<(f32, f32)>)| {
+                for head in q.chunks_exact_mut(hd).chain(k.chunks_exact_mut(hd)) {
                     rotate(head, rope);
                 }
-                for head in k[i * nkv * hd..(i + 1) * nkv * hd].chunks_exact_mut(hd) {
-                    rotate(head, rope);
+                if let Some(s) = style.q_scale {
+                    q.iter_mut().for_each(|v| *v *= s);
                 }
+            };
+            if rows >= 8 {
+                q.par_chunks_mut(nh * hd)
+                    .zip(k.par_chunks_mut(nkv * hd))
+                    .zip(ropes[l.rope].par_iter())
+                    .for_each(rope_row);
+            } else {
+                q.chunks_mut(nh * hd)
+                    .zip(k.chunks_mut(nkv * hd))
+                    .zip(ropes[l.rope].iter())
+                    .for_each(rope_row);
             }
-            if let Some(s) = style.q_scale {
-                q.iter_mut().for_each(|v| *v *= s);
-            }
+
             // Each sequence stores its rows in its own cache.
             let mut first = 0;
             for (cache, tokens, pos) in seqs.iter_mut() {
@@ -573,6 +583,9 @@ impl Llama {
         Ok(logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
     }
 }
+
+/// One row's query and key values.
+type QkRow<'a> = (&'a mut [f32], &'a mut [f32]);
 
 /// Softmax-free helper for tests: the index of the largest logit.
 pub fn argmax(logits: &Tensor) -> Result<u32> {

@@ -376,19 +376,48 @@ impl Packed {
     ) {
         // (tile calls are inlined here and use this function's target features)
         if self.order == Order::Lanes {
-            let mut i = 0;
-            while i < m {
-                let r = (m - i).min(2);
-                let a = &acts[i * (self.k / QK)..];
-                let o = &mut out[i * ld..];
-                for g in g0..g1 {
-                    if r == 2 {
-                        tile_lanes::<2>(self, a, g, g0, o, ld);
-                    } else {
-                        tile_lanes::<1>(self, a, g, g0, o, ld);
-                    }
+            let nb = self.k / QK;
+            // Group by group: its blocks unpacked once (Q4, Q5) into a buffer that
+            // stays in the first-level cache, then read for every row pair.
+            let unpack = m > 2 && self.form != Form::Q8_0;
+            let mut buf: Vec<[__m512i; 8]> = Vec::with_capacity(if unpack { nb } else { 0 });
+            for g in g0..g1 {
+                // SAFETY (both): `g < groups`, `b < nb`: within the packed weight.
+                let block = |b: usize| unsafe {
+                    (
+                        self.data.as_ptr().add((g * nb + b) * q_regs(self.form)),
+                        self.scales
+                            .as_ptr()
+                            .add((g * nb + b) * scale_regs(self.form)),
+                    )
+                };
+                // SAFETY: `block` gives a packed block; AVX-512 VNNI (this function).
+                let values = |b: usize| unsafe {
+                    let (p, sp) = block(b);
+                    load_block::<2, true>(self.form, p, sp)
+                };
+                if unpack {
+                    buf.clear();
+                    buf.extend((0..nb).map(values));
                 }
-                i += r;
+                let mut i = 0;
+                while i < m {
+                    let r = (m - i).min(2);
+                    let a = &acts[i * nb..];
+                    let o = &mut out[i * ld..];
+                    let buf = &buf;
+                    match (r, unpack) {
+                        (2, true) => tile_lanes::<2>(self, a, g, g0, o, ld, |b| buf[b]),
+                        (_, true) => tile_lanes::<1>(self, a, g, g0, o, ld, |b| buf[b]),
+                        (2, false) => tile_lanes::<2>(self, a, g, g0, o, ld, values),
+                        // SAFETY: as `values`; one row: the prefetching load.
+                        _ => tile_lanes::<1>(self, a, g, g0, o, ld, |b| unsafe {
+                            let (p, sp) = block(b);
+                            load_block::<1, true>(self.form, p, sp)
+                        }),
+                    }
+                    i += r;
+                }
             }
             return;
         }
@@ -585,7 +614,8 @@ fn tile<const R: usize, const G: usize>(
     }
 }
 
-/// [`Order::Lanes`]: `R` activation rows × group `g`, 8 f32 lanes per output.
+/// [`Order::Lanes`]: `R` activation rows × group `g`, 8 f32 lanes per output; the
+/// group's block `b` has the lane registers `values(b)` ([`load_block`]).
 /// Only called from [`Packed::rows`], compiled with the features it uses.
 #[inline(always)]
 fn tile_lanes<const R: usize>(
@@ -595,20 +625,20 @@ fn tile_lanes<const R: usize>(
     g0: usize,
     out: &mut [f32],
     ld: usize,
+    values: impl Fn(usize) -> [__m512i; 8],
 ) {
     // SAFETY: inlined into `Packed::rows` (AVX-512 VNNI); loads stay within the
     // packed weight (`g < groups`, `b < nb`) and `out` (bounds-checked slices).
     unsafe {
         let nb = w.k / QK;
-        let (qr, sr) = (q_regs(w.form), scale_regs(w.form));
+        let sr = scale_regs(w.form);
         let mut acc = [[_mm512_setzero_ps(); 8]; R];
         let mut sm = [_mm512_setzero_ps(); R];
         let magic: [__m512; 2] =
             std::array::from_fn(|t| _mm512_set1_ps(f32::from_bits(lane_magic(w.form, t).0 as u32)));
         for b in 0..nb {
-            let p = w.data.as_ptr().add((g * nb + b) * qr);
             let sp = w.scales.as_ptr().add((g * nb + b) * sr);
-            let wq = load_block::<R, true>(w.form, p, sp);
+            let wq = values(b);
             let dw = scales(sp, false);
             let mw = if w.form == Form::Q4_1 {
                 scales(sp, true)
