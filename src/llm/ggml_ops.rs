@@ -218,30 +218,48 @@ pub fn rope_cache(
 /// `rotate_pairs` for `GGML_ROPE_TYPE_NEOX`: pairs `(i, i + n/2)` of the first
 /// `n = 2·cache.len()` values of `x`.
 pub fn rope_neox(x: &mut [f32], cache: &[(f32, f32)]) {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: the CPU has the features `rope_neox_fma` is compiled for.
-        unsafe { rope_neox_fma(x, cache) };
-        return;
-    }
-    rope_neox_impl(x, cache);
+    rope::<true>(x, cache);
 }
 
-/// [`rope_neox`] with the fused multiply-adds in hardware (the same bits as the
-/// library's `fmaf`, many times faster).
+/// `rotate_pairs` for `GGML_ROPE_TYPE_NORM` (adjacent pairs) on the first
+/// `2·cache.len()` values of `x`.
+pub fn rope_norm(x: &mut [f32], cache: &[(f32, f32)]) {
+    rope::<false>(x, cache);
+}
+
+/// [`rope_neox`] (`NEOX`) or [`rope_norm`], with the fused multiply-adds in hardware
+/// where the CPU has them (the same bits as the library's `fmaf`, many times faster;
+/// this crate is built for plain x86-64, where `mul_add` is a library call).
+fn rope<const NEOX: bool>(x: &mut [f32], cache: &[(f32, f32)]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: the CPU has the features `rope_fma` is compiled for.
+        unsafe { rope_fma::<NEOX>(x, cache) };
+        return;
+    }
+    rope_impl::<NEOX>(x, cache);
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn rope_neox_fma(x: &mut [f32], cache: &[(f32, f32)]) {
-    rope_neox_impl(x, cache);
+fn rope_fma<const NEOX: bool>(x: &mut [f32], cache: &[(f32, f32)]) {
+    rope_impl::<NEOX>(x, cache);
 }
 
 #[inline(always)]
-fn rope_neox_impl(x: &mut [f32], cache: &[(f32, f32)]) {
+fn rope_impl<const NEOX: bool>(x: &mut [f32], cache: &[(f32, f32)]) {
     let half = cache.len();
     for (i, &(c, s)) in cache.iter().enumerate() {
-        let (x0, x1) = (x[i], x[i + half]);
-        x[i] = x0.mul_add(c, -(x1 * s));
-        x[i + half] = x0.mul_add(s, x1 * c);
+        // NEOX pairs `(i, i + n/2)`, NORM adjacent pairs.
+        let (a, b) = if NEOX {
+            (i, i + half)
+        } else {
+            (2 * i, 2 * i + 1)
+        };
+        let (x0, x1) = (x[a], x[b]);
+        // GCC contracts these (-ffp-contract=fast) into fused multiply-adds.
+        x[a] = x0.mul_add(c, -(x1 * s));
+        x[b] = x0.mul_add(s, x1 * c);
     }
 }
 
@@ -258,6 +276,10 @@ static GELU_F16: std::sync::LazyLock<Vec<f16>> = std::sync::LazyLock::new(|| {
         })
         .collect()
 });
+
+/// [`GELU_F16`] widened, for a gather.
+static GELU_F32: std::sync::LazyLock<Vec<f32>> =
+    std::sync::LazyLock::new(|| GELU_F16.iter().map(|v| v.to_f32()).collect());
 
 /// `ggml_vec_geglu_f32` (with `GGML_GELU_FP16`): `gelu(gate) · up`, GELU read from
 /// the f16 table at the gate rounded to f16; 0 at or below −10, the gate itself at
@@ -286,39 +308,6 @@ fn geglu_scalar(gate: &[f32], up: &[f32], out: &mut [f32]) {
     }
 }
 
-/// [`GELU_F16`] widened, for a gather.
-static GELU_F32: std::sync::LazyLock<Vec<f32>> =
-    std::sync::LazyLock::new(|| GELU_F16.iter().map(|v| v.to_f32()).collect());
-
-/// `rotate_pairs` for `GGML_ROPE_TYPE_NORM` (adjacent pairs) on the first
-/// `2·cache.len()` values of `x`.
-pub fn rope_norm(x: &mut [f32], cache: &[(f32, f32)]) {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: the CPU has the features `rope_norm_fma` is compiled for.
-        unsafe { rope_norm_fma(x, cache) };
-        return;
-    }
-    rope_norm_impl(x, cache);
-}
-
-/// [`rope_norm`] with hardware fused multiply-adds.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn rope_norm_fma(x: &mut [f32], cache: &[(f32, f32)]) {
-    rope_norm_impl(x, cache);
-}
-
-#[inline(always)]
-fn rope_norm_impl(x: &mut [f32], cache: &[(f32, f32)]) {
-    for (i, &(c, s)) in cache.iter().enumerate() {
-        let (x0, x1) = (x[2 * i], x[2 * i + 1]);
-        // GCC contracts these (-ffp-contract=fast) into fused multiply-adds.
-        x[2 * i] = x0.mul_add(c, -(x1 * s));
-        x[2 * i + 1] = x0.mul_add(s, x1 * c);
-    }
-}
-
 /// f32 → f16 bits, rounding to nearest even (`_cvtss_sh`).
 pub fn to_f16(x: f32) -> f16 {
     f16::from_f32(x)
@@ -326,16 +315,13 @@ pub fn to_f16(x: f32) -> f16 {
 
 /// Each value rounded to f16 and widened back (`to_f16(v).to_f32()`), in place.
 pub fn round_f16(x: &mut [f32]) {
+    let mut full = 0;
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
         // SAFETY: the CPU has AVX-512 F/BW/VL (checked).
-        let full = unsafe { wide::round_f16(x) };
-        for v in &mut x[full..] {
-            *v = to_f16(*v).to_f32();
-        }
-        return;
+        full = unsafe { wide::round_f16(x) };
     }
-    for v in x {
+    for v in &mut x[full..] {
         *v = to_f16(*v).to_f32();
     }
 }
@@ -1212,11 +1198,11 @@ mod tests {
         let x: Vec<f32> = (0..16).map(|i| i as f32 * 0.37 - 2.0).collect();
         let (mut a, mut b) = (x.clone(), x.clone());
         rope_neox(&mut a, &cache);
-        rope_neox_impl(&mut b, &cache);
+        rope_impl::<true>(&mut b, &cache);
         assert_eq!(a, b);
         let (mut a, mut b) = (x.clone(), x);
         rope_norm(&mut a, &cache);
-        rope_norm_impl(&mut b, &cache);
+        rope_impl::<false>(&mut b, &cache);
         assert_eq!(a, b);
     }
 

@@ -370,13 +370,33 @@ mod avx512 {
     }
 
     /// The `vpermw` indices that spread i16 values `N·c .. N·c + N` over the 32 lanes
-    /// of a register, each over `32 / N` adjacent lanes.
+    /// of a register, each over `32 / N` adjacent lanes, for `c` in 0..4 (built at
+    /// compile time).
+    const fn spread<const N: usize>() -> [[i16; 32]; 4] {
+        let mut idx = [[0i16; 32]; 4];
+        let mut c = 0;
+        while c < 4 {
+            let mut e = 0;
+            while e < 32 {
+                idx[c][e] = (N * c + e / (32 / N)) as i16;
+                e += 1;
+            }
+            c += 1;
+        }
+        idx
+    }
+
+    /// Q4_K's scale registers (two runs of 32 values per register) and Q6_K's (four
+    /// runs of 16).
+    static SPREAD_Q4K: [[i16; 32]; 4] = spread::<2>();
+    static SPREAD_Q6K: [[i16; 32]; 4] = spread::<4>();
+
+    /// The indices of `table` as registers.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn spread<const N: usize>(c: usize) -> __m512i {
-        let idx: [i16; 32] = std::array::from_fn(|e| (N * c + e / (32 / N)) as i16);
-        // SAFETY: 64 readable bytes.
-        unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) }
+    fn indices(table: &[[i16; 32]; 4]) -> [__m512i; 4] {
+        // SAFETY: 64 readable bytes each.
+        std::array::from_fn(|c| unsafe { _mm512_loadu_si512(table[c].as_ptr().cast()) })
     }
 
     /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row.
@@ -386,7 +406,7 @@ mod avx512 {
         let mut acc = [_mm256_setzero_ps(); ROWS];
         let mut acc_m = [_mm_setzero_ps(); ROWS];
         let m4 = _mm512_set1_epi8(0xF);
-        let idx: [__m512i; 4] = std::array::from_fn(|c| spread::<2>(c));
+        let idx = indices(&SPREAD_Q4K);
         for (bi, b) in w.chunks_exact(Q4K_PACKED).enumerate() {
             if rows == 1 {
                 // Generation streams the weight once per token: fetch a few blocks ahead
@@ -447,7 +467,7 @@ mod avx512 {
     pub(super) fn q6k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         let rows = ys.len().min(ROWS);
         let mut acc = [_mm256_setzero_ps(); ROWS];
-        let idx: [__m512i; 4] = std::array::from_fn(|c| spread::<4>(c));
+        let idx = indices(&SPREAD_Q6K);
         for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
             if rows == 1 {
                 // Generation streams the weight once per token: fetch a few blocks ahead

@@ -500,7 +500,6 @@ impl Llama {
                     .zip(ropes[l.rope].iter())
                     .for_each(rope_row);
             }
-
             // Each sequence stores its rows in its own cache.
             let mut first = 0;
             for (cache, tokens, pos) in seqs.iter_mut() {

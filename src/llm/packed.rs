@@ -160,7 +160,7 @@ impl Packed {
             }
             Kind::Q8_0 => Form::Q8_0,
         };
-        let (qr, sr) = (q_regs(form), scale_regs(form));
+        let (qr, sr, off) = (q_regs(form), scale_regs(form), offset(form));
         let groups = n / GROUP;
         // SAFETY: __m512i/__m256i are plain bits; zero is a valid value.
         let mut regs = Huge::<__m512i>::filled(groups * nb * qr, unsafe { std::mem::zeroed() });
@@ -172,7 +172,6 @@ impl Packed {
                 for r in 0..GROUP {
                     let row = g * GROUP + r;
                     let blk = &data[(row * nb + b) * bb..(row * nb + b + 1) * bb];
-                    let off = offset(form);
                     let vals: [u8; QK] = match form {
                         Form::Q4_0 | Form::Q4_1 => {
                             let at = if form == Form::Q4_1 { 4 } else { 2 };
