@@ -23,7 +23,7 @@ use std::io::{Read, Seek};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
-use candle_core::{Device, Result, Tensor, D};
+use candle_core::{Device, Result, Tensor};
 use rayon::prelude::*;
 
 use super::ggml_ops::{self, AttnScratch, KvCache};
@@ -614,8 +614,3 @@ impl Llama {
 
 /// One row's query and key values.
 type QkRow<'a> = (&'a mut [f32], &'a mut [f32]);
-
-/// Softmax-free helper for tests: the index of the largest logit.
-pub fn argmax(logits: &Tensor) -> Result<u32> {
-    logits.argmax(D::Minus1)?.to_scalar::<u32>()
-}
