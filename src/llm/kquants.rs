@@ -716,8 +716,14 @@ impl KWeight {
         };
         let nb = self.k / QK_K;
         let mut q = vec![Q8K::default(); m * nb];
-        for (row, qrow) in x.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
-            quantize_row_q8k(row, qrow);
+        if m >= 8 {
+            x.par_chunks_exact(self.k)
+                .zip(q.par_chunks_exact_mut(nb))
+                .for_each(|(row, qrow)| quantize_row_q8k(row, qrow));
+        } else {
+            for (row, qrow) in x.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
+                quantize_row_q8k(row, qrow);
+            }
         }
         let wide = wide();
         #[cfg(target_arch = "x86_64")]

@@ -497,17 +497,24 @@ impl Llama {
         };
         let mut h = vec![0f32; rows * hidden];
         let mut att = vec![0f32; rows * nh * hd];
+        // Outputs of the layers' matmuls, reused by every layer (overwritten, never
+        // cleared): q, k, v; attention output; gate, up; activation; down.
+        let mut qkv = vec![Vec::new(); 3];
+        let mut o = Vec::new();
+        let mut gu = vec![Vec::new(); 2];
+        let mut a = Vec::new();
+        let mut y = Vec::new();
         for (li, l) in self.layers.iter().enumerate() {
             ggml_ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
-            let mut qkv = l.wqkv.forward_batch(&h, rows, batch)?.into_iter();
-            let (Some(mut q), Some(mut k), Some(v)) = (qkv.next(), qkv.next(), qkv.next()) else {
+            l.wqkv.forward_into(&h, rows, batch, &mut qkv)?;
+            let [q, k, v] = &mut qkv[..] else {
                 candle_core::bail!("q, k, v projections missing");
             };
             if let Some(w) = &l.q_norm {
-                norm_in_place(&mut q, w);
+                norm_in_place(q, w);
             }
             if let Some(w) = &l.k_norm {
-                norm_in_place(&mut k, w);
+                norm_in_place(k, w);
             }
             // Row by row, rows on both cores for a batch.
             let rope_row = |((q, k), rope): (QkRow, &Vec<(f32, f32)>)| {
@@ -566,7 +573,7 @@ impl Llama {
                     ggml_ops::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
                 },
             );
-            let mut o = l.wo.forward_batch(&att, rows, batch)?;
+            l.wo.forward_into(&att, rows, batch, &mut o)?;
             if let Some(w) = &l.post_attn_norm {
                 norm_in_place(&mut o, w);
             }
@@ -574,18 +581,18 @@ impl Llama {
                 *xi += oi;
             }
             ggml_ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
-            let mut gu = l.w13.forward_batch(&h, rows, batch)?.into_iter();
-            let (Some(g), Some(u)) = (gu.next(), gu.next()) else {
+            l.w13.forward_into(&h, rows, batch, &mut gu)?;
+            let [g, u] = &gu[..] else {
                 candle_core::bail!("gate and up projections missing");
             };
-            let mut a = vec![0f32; g.len()];
+            a.resize(g.len(), 0.0);
             // Row by row (as ggml applies it), rows on both cores.
             let ff = g.len() / rows;
             a.par_chunks_mut(ff)
                 .zip(g.par_chunks(ff))
                 .zip(u.par_chunks(ff))
                 .for_each(|((a, g), u)| act(g, u, a));
-            let mut y = l.w2.forward_batch(&a, rows, batch)?;
+            l.w2.forward_into(&a, rows, batch, &mut y)?;
             if let Some(w) = &l.post_ffn_norm {
                 norm_in_place(&mut y, w);
             }

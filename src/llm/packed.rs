@@ -255,8 +255,30 @@ impl Packed {
     /// `out[i·n + j] = x[i] · w[j]` for the `m` rows of `x` (`m × k`), each row
     /// quantized to Q8 first as ggml does.
     pub(crate) fn matmul(&self, x: &[f32], m: usize, out: &mut [f32]) {
+        self.matmul_parts(x, m, &mut [out]);
+    }
+
+    /// [`Self::matmul`] with the output columns cut into parts (stacked weights: q, k,
+    /// v): part `p`, of width `w_p = outs[p].len() / m` (a multiple of 16), gets its
+    /// columns as its own row-major `m × w_p` matrix, written in place (no copy of a
+    /// whole output to split it afterwards).
+    pub(crate) fn matmul_parts(&self, x: &[f32], m: usize, outs: &mut [&mut [f32]]) {
         assert_eq!(x.len(), m * self.k);
-        assert_eq!(out.len(), m * self.n);
+        let widths: Vec<usize> = outs.iter().map(|o| o.len() / m.max(1)).collect();
+        assert_eq!(widths.iter().sum::<usize>(), self.n);
+        assert!(outs
+            .iter()
+            .zip(&widths)
+            .all(|(o, &w)| o.len() == m * w && w % GROUP == 0));
+        // The first group of each part.
+        let starts: Vec<usize> = widths
+            .iter()
+            .scan(0, |g, &w| {
+                let g0 = *g;
+                *g += w / GROUP;
+                Some(g0)
+            })
+            .collect();
         // The thread's buffer is taken out for the call (not borrowed): while this
         // thread waits on the parallel steps below it may run another matmul.
         let mut buf = ACTS.with(|cell| cell.take());
@@ -265,51 +287,69 @@ impl Packed {
             self.quantize(x, m, acts);
             let acts: &[Act] = acts;
             let nb = self.k / QK;
-            let n = self.n;
             if m >= 2 * ROWS_PER_TASK {
-                out.par_chunks_mut(ROWS_PER_TASK * n)
-                    .enumerate()
-                    .for_each(|(t, o)| {
-                        let r0 = t * ROWS_PER_TASK;
-                        let rows = o.len() / n;
+                // Tasks of ROWS_PER_TASK activation rows, each writing those rows of
+                // every part.
+                let mut tasks: Vec<Vec<&mut [f32]>> = Vec::new();
+                for (o, &w) in outs.iter_mut().zip(&widths) {
+                    for (t, c) in o.chunks_mut(ROWS_PER_TASK * w).enumerate() {
+                        if tasks.len() <= t {
+                            tasks.push(Vec::new());
+                        }
+                        tasks[t].push(c);
+                    }
+                }
+                tasks.into_par_iter().enumerate().for_each(|(t, parts)| {
+                    let r0 = t * ROWS_PER_TASK;
+                    for ((o, &w), &g0) in parts.into_iter().zip(&widths).zip(&starts) {
+                        let rows = o.len() / w;
+                        let a = &acts[r0 * nb..(r0 + rows) * nb];
                         // SAFETY: `Packed` exists only where the CPU has AVX-512 VNNI
                         // (see `qmatmul`).
-                        unsafe {
-                            self.rows(&acts[r0 * nb..(r0 + rows) * nb], rows, 0, n / GROUP, o, n)
-                        };
-                    });
-            } else if m == 1 {
-                let per = (n / GROUP)
-                    .div_ceil(rayon::current_num_threads() * 2)
-                    .max(2)
-                    * GROUP;
-                out.par_chunks_mut(per).enumerate().for_each(|(t, o)| {
-                    let g0 = t * per / GROUP;
-                    let g1 = g0 + o.len() / GROUP;
-                    // SAFETY: as above.
-                    unsafe { self.rows(acts, 1, g0, g1, o, o.len()) };
+                        unsafe { self.rows(a, rows, g0, g0 + w / GROUP, o, w) };
+                    }
                 });
             } else {
-                let per_groups = (n / GROUP)
+                // Column ranges of `per` groups (at least two tasks per thread).
+                let per = (self.n / GROUP)
                     .div_ceil(rayon::current_num_threads() * 2)
-                    .max(1);
-                let parts: Vec<(usize, Vec<f32>)> = (0..(n / GROUP).div_ceil(per_groups))
-                    .into_par_iter()
-                    .map(|t| {
-                        let g0 = t * per_groups;
-                        let g1 = (g0 + per_groups).min(n / GROUP);
-                        let width = (g1 - g0) * GROUP;
-                        let mut o = vec![0f32; m * width];
+                    .max(if m == 1 { 2 } else { 1 });
+                if m == 1 {
+                    // One row: each range is a slice of its part, written in place.
+                    let mut ranges: Vec<(usize, &mut [f32])> = Vec::new();
+                    for (o, &g0) in outs.iter_mut().zip(&starts) {
+                        for (c, chunk) in o.chunks_mut(per * GROUP).enumerate() {
+                            ranges.push((g0 + c * per, chunk));
+                        }
+                    }
+                    ranges.into_par_iter().for_each(|(g0, o)| {
                         // SAFETY: as above.
-                        unsafe { self.rows(acts, m, g0, g1, &mut o, width) };
-                        (g0 * GROUP, o)
-                    })
-                    .collect();
-                for (j0, o) in parts {
-                    let width = o.len() / m;
-                    for i in 0..m {
-                        out[i * n + j0..i * n + j0 + width]
-                            .copy_from_slice(&o[i * width..(i + 1) * width]);
+                        unsafe { self.rows(acts, 1, g0, g0 + o.len() / GROUP, o, o.len()) };
+                    });
+                } else {
+                    // Several rows: each range into its own buffer, copied after.
+                    let mut ranges = Vec::new();
+                    for (p, (&w, &g0)) in widths.iter().zip(&starts).enumerate() {
+                        let groups = w / GROUP;
+                        for a in (0..groups).step_by(per) {
+                            ranges.push((p, g0 + a, g0 + (a + per).min(groups)));
+                        }
+                    }
+                    let pieces: Vec<(usize, usize, Vec<f32>)> = ranges
+                        .into_par_iter()
+                        .map(|(p, a, b)| {
+                            let width = (b - a) * GROUP;
+                            let mut piece = vec![0f32; m * width];
+                            // SAFETY: as above.
+                            unsafe { self.rows(acts, m, a, b, &mut piece, width) };
+                            (p, (a - starts[p]) * GROUP, piece)
+                        })
+                        .collect();
+                    for (p, j0, piece) in pieces {
+                        let (w, width) = (widths[p], piece.len() / m);
+                        for (i, src) in piece.chunks_exact(width).enumerate() {
+                            outs[p][i * w + j0..i * w + j0 + width].copy_from_slice(src);
+                        }
                     }
                 }
             }

@@ -260,41 +260,55 @@ impl QLinear {
     /// computed as llama.cpp computes such a batch (which differs for K-quants, see
     /// [`kquants`](super::kquants)).
     pub(crate) fn forward_batch(&self, x: &[f32], m: usize, batch: bool) -> Result<Vec<f32>> {
+        let mut out = Vec::new();
+        self.forward_into(x, m, batch, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::forward_batch`] into `out`, resized to `m × n` and overwritten: a
+    /// buffer kept across calls is not cleared each time.
+    pub(crate) fn forward_into(
+        &self,
+        x: &[f32],
+        m: usize,
+        batch: bool,
+        out: &mut Vec<f32>,
+    ) -> Result<()> {
+        let (n, k) = self.shape();
+        if x.len() != m * k {
+            candle_core::bail!("matmul input of {} values is not {m}x{k}", x.len());
+        }
+        out.resize(m * n, 0.0);
         match self {
             #[cfg(target_arch = "x86_64")]
-            QLinear::Packed(p) => {
-                if x.len() != m * p.k() {
-                    candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), p.k());
-                }
-                let mut out = vec![0f32; m * p.n()];
-                p.matmul(x, m, &mut out);
-                Ok(out)
-            }
+            QLinear::Packed(p) => p.matmul(x, m, out),
             QLinear::Own(w) => {
-                if x.len() != m * w.k {
-                    candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), w.k);
-                }
-                let mut out = vec![0f32; m * w.n];
                 // Taken out, not borrowed: this thread may run another matmul while
                 // it waits on this one's parallel tasks.
                 let mut q = SCRATCH.with(|cell| cell.take());
-                w.matmul(x, m, &mut q, &mut out);
+                w.matmul(x, m, &mut q, out);
                 SCRATCH.with(|cell| cell.replace(q));
-                Ok(out)
             }
-            QLinear::KQuant(w) => {
-                if x.len() != m * w.k() {
-                    candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), w.k());
-                }
-                let mut out = vec![0f32; m * w.n()];
-                w.matmul(x, m, batch, &mut out);
-                Ok(out)
-            }
+            QLinear::KQuant(w) => w.matmul(x, m, batch, out),
             QLinear::Candle(q) => {
-                let k = x.len().checked_div(m).unwrap_or(0);
                 let t = Tensor::from_slice(x, (m, k), &candle_core::Device::Cpu)?;
-                q.forward(&t)?.flatten_all()?.to_vec1::<f32>()
+                *out = q.forward(&t)?.flatten_all()?.to_vec1::<f32>()?;
             }
+        }
+        Ok(())
+    }
+
+    /// (rows `n`, inputs `k`) of the weight.
+    fn shape(&self) -> (usize, usize) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            QLinear::Packed(p) => (p.n(), p.k()),
+            QLinear::Own(w) => (w.n, w.k),
+            QLinear::KQuant(w) => (w.n(), w.k()),
+            QLinear::Candle(q) => match q {
+                QMatMul::QTensor(t) => (t.shape().dims()[0], t.shape().dims()[1]),
+                QMatMul::Tensor(t) | QMatMul::TensorF16(t) => (t.dims()[0], t.dims()[1]),
+            },
         }
     }
 }
@@ -353,17 +367,40 @@ impl Stacked {
     }
 
     /// Each layer's `m × n_i` output for the `m` rows of `x` (`batch` as in
-    /// [`QLinear::forward_batch`]).
-    pub(crate) fn forward_batch(&self, x: &[f32], m: usize, batch: bool) -> Result<Vec<Vec<f32>>> {
+    /// [`QLinear::forward_batch`]) into `outs[i]`, resized and overwritten.
+    pub(crate) fn forward_into(
+        &self,
+        x: &[f32],
+        m: usize,
+        batch: bool,
+        outs: &mut [Vec<f32>],
+    ) -> Result<()> {
         match self {
-            Stacked::Each(ws) => ws.iter().map(|w| w.forward_batch(x, m, batch)).collect(),
+            Stacked::Each(ws) => {
+                for (w, o) in ws.iter().zip(outs.iter_mut()) {
+                    w.forward_into(x, m, batch, o)?;
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Stacked::One {
+                w: QLinear::Packed(p),
+                widths,
+            } => {
+                if x.len() != m * p.k() {
+                    candle_core::bail!("matmul input of {} values is not {m}x{}", x.len(), p.k());
+                }
+                for (o, &wd) in outs.iter_mut().zip(widths) {
+                    o.resize(m * wd, 0.0);
+                }
+                let mut parts: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+                p.matmul_parts(x, m, &mut parts);
+            }
             Stacked::One { w, widths } => {
                 let all = w.forward_batch(x, m, batch)?;
                 let n: usize = widths.iter().sum();
-                let mut outs: Vec<Vec<f32>> = widths
-                    .iter()
-                    .map(|&wd| Vec::with_capacity(m * wd))
-                    .collect();
+                for o in outs.iter_mut() {
+                    o.clear();
+                }
                 for row in all.chunks_exact(n) {
                     let mut at = 0;
                     for (o, &wd) in outs.iter_mut().zip(widths) {
@@ -371,9 +408,9 @@ impl Stacked {
                         at += wd;
                     }
                 }
-                Ok(outs)
             }
         }
+        Ok(())
     }
 }
 
@@ -607,11 +644,16 @@ pub(crate) fn row_tasks(
 
 /// The tasks' blocks ([`row_tasks`]) into `out` (row-major `m × n`).
 pub(crate) fn scatter(n: usize, parts: Vec<(usize, Vec<f32>)>, m: usize, out: &mut [f32]) {
-    for (j0, res) in parts {
-        let width = res.len() / m.max(1);
-        for i in 0..m {
-            out[i * n + j0..i * n + j0 + width].copy_from_slice(&res[i * width..(i + 1) * width]);
+    let row = |(i, o): (usize, &mut [f32])| {
+        for (j0, res) in &parts {
+            let width = res.len() / m;
+            o[*j0..j0 + width].copy_from_slice(&res[i * width..(i + 1) * width]);
         }
+    };
+    if m >= 8 {
+        out.par_chunks_exact_mut(n).enumerate().for_each(row);
+    } else {
+        out.chunks_exact_mut(n).enumerate().for_each(row);
     }
 }
 
@@ -1051,6 +1093,44 @@ pub(crate) mod tests {
         };
         let direct = QLinear::from_own(w, false).forward_rows(&x, 3).unwrap();
         assert_eq!(out, direct);
+    }
+
+    #[test]
+    fn stacked_parts_are_each_weight_alone() {
+        let dev = Device::Cpu;
+        let k = 128;
+        let widths = [64, 32, 96];
+        for dt in [GgmlDType::Q4_0, GgmlDType::Q8_0] {
+            let wts: Vec<Tensor> = widths
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| Tensor::from_vec(rnd(n * k, 20 + i as u64), (n, k), &dev).unwrap())
+                .collect();
+            let quantized = || wts.iter().map(|wt| QTensor::quantize(wt, dt).unwrap());
+            let alone: Vec<QLinear> = quantized()
+                .map(|t| QLinear::new_backend(t).unwrap())
+                .collect();
+            let stacked = Stacked::new(quantized().collect()).unwrap();
+            if packed_available() {
+                assert!(matches!(stacked, Stacked::One { .. }));
+            }
+            // One row (generation), a few rows, a batch (each a different path); the
+            // buffers are reused from the previous size, never cleared.
+            let mut outs = vec![vec![f32::NAN; 7]; 3];
+            for m in [1, 5, 40, 2] {
+                let x = rnd(m * k, 30 + m as u64);
+                stacked.forward_into(&x, m, true, &mut outs).unwrap();
+                for (p, w) in alone.iter().enumerate() {
+                    let want = w.forward_batch(&x, m, true).unwrap();
+                    let same = want.len() == outs[p].len()
+                        && want
+                            .iter()
+                            .zip(&outs[p])
+                            .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{dt:?} m {m} part {p}");
+                }
+            }
+        }
     }
 
     #[test]
