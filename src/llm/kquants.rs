@@ -89,17 +89,20 @@ fn nearest_int(f: f32) -> i32 {
 /// one if several), `−127/max`, values rounded by [`nearest_int`] and capped at 127.
 pub(crate) fn quantize_row_q8k(x: &[f32], out: &mut [Q8K]) {
     for (xb, y) in x.chunks_exact(QK_K).zip(out.iter_mut()) {
-        let (mut max, mut amax) = (0f32, 0f32);
-        for &v in xb {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
+        // The largest magnitude over 16 lanes (a maximum: exact in any order), then
+        // the first value of that magnitude.
+        let mut lanes = [0f32; 16];
+        for c in xb.chunks_exact(16) {
+            for (l, &v) in lanes.iter_mut().zip(c) {
+                *l = if v.abs() > *l { v.abs() } else { *l };
             }
         }
+        let amax = lanes.iter().fold(0f32, |a, &l| if l > a { l } else { a });
         if amax == 0.0 {
             *y = Q8K::default();
             continue;
         }
+        let max = xb.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
         let iscale = -127.0 / max;
         for (q, &v) in y.qs.iter_mut().zip(xb) {
             *q = nearest_int(iscale * v).min(127) as i8;
@@ -571,8 +574,13 @@ mod banded {
     pub(super) fn values(kind: KKind, b: &[u8], out: &mut [u8]) {
         match kind {
             KKind::Q4K => {
-                for (v, o) in out.iter_mut().enumerate() {
-                    *o = q4k_value(b, v);
+                // [`q4k_value`] for 128 values at a time (a loop the compiler vectorizes).
+                for (p, o) in out.chunks_exact_mut(128).enumerate() {
+                    let bytes = &b[24 + 64 * p..24 + 64 * (p + 1)];
+                    let (lo, hi) = o.split_at_mut(64);
+                    for ((l, h), &byte) in lo.iter_mut().zip(hi).zip(bytes) {
+                        (*l, *h) = (byte & 0xF, byte >> 4);
+                    }
                 }
             }
             KKind::Q6K => out.copy_from_slice(&b[20..20 + QK_K]),
@@ -922,6 +930,19 @@ mod tests {
             let deq = qt.dequantize(&dev).unwrap().to_vec2::<f32>().unwrap();
             let w = KWeight::new(&qt).unwrap().unwrap();
             for (r, b) in w.data.chunks_exact(w.kind.packed_bytes()).enumerate() {
+                // The tiled kernels' unpacked values are the same.
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let mut vals = [0u8; QK_K];
+                    banded::values(w.kind, b, &mut vals);
+                    for (v, &got) in vals.iter().enumerate() {
+                        let want = match w.kind {
+                            KKind::Q4K => q4k_value(b, v),
+                            KKind::Q6K => b[20 + v],
+                        };
+                        assert_eq!(got, want, "{dt:?} block {r} value {v}");
+                    }
+                }
                 for v in 0..QK_K {
                     let got = match w.kind {
                         KKind::Q4K => {
