@@ -80,24 +80,43 @@ pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
 /// f64 of f32 squares, then `x · scale · w`.
 pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
     use rayon::prelude::*;
+    const R: usize = 8;
     let n = w.len();
-    let norm = |(xr, yr): (&[f32], &mut [f32])| {
-        let sum: f64 = xr.iter().map(|&v| f64::from(v * v)).sum();
+    let scaled = |xr: &[f32], yr: &mut [f32], sum: f64| {
         let mean = (sum / n as f64) as f32;
         let scale = 1.0f32 / (mean + eps).sqrt();
         for ((y, &v), &wi) in yr.iter_mut().zip(xr).zip(w) {
             *y = v * scale * wi;
         }
     };
-    if x.len() > 8 * n {
+    // Each row's sum is one chain of f64 additions in order (ggml's); R rows at a
+    // time run R independent chains, which the CPU overlaps.
+    let block = |(xs, ys): (&[f32], &mut [f32])| {
+        if xs.len() == R * n {
+            let mut sums = [0f64; R];
+            for i in 0..n {
+                for (r, s) in sums.iter_mut().enumerate() {
+                    let v = xs[r * n + i];
+                    *s += f64::from(v * v);
+                }
+            }
+            for ((xr, yr), sum) in xs.chunks_exact(n).zip(ys.chunks_exact_mut(n)).zip(sums) {
+                scaled(xr, yr, sum);
+            }
+        } else {
+            for (xr, yr) in xs.chunks_exact(n).zip(ys.chunks_exact_mut(n)) {
+                let sum: f64 = xr.iter().map(|&v| f64::from(v * v)).sum();
+                scaled(xr, yr, sum);
+            }
+        }
+    };
+    if x.len() > 2 * R * n {
         // Rows are independent: the same arithmetic on both cores.
-        x.par_chunks_exact(n)
-            .zip(out.par_chunks_exact_mut(n))
-            .for_each(norm);
+        x.par_chunks(R * n)
+            .zip(out.par_chunks_mut(R * n))
+            .for_each(block);
     } else {
-        x.chunks_exact(n)
-            .zip(out.chunks_exact_mut(n))
-            .for_each(norm);
+        x.chunks(R * n).zip(out.chunks_mut(R * n)).for_each(block);
     }
 }
 
@@ -1108,6 +1127,33 @@ mod tests {
         let s = 1.0 / (ms + 1e-5f32).sqrt();
         for i in 0..4 {
             assert!((y[i] - x[i] * s * w[i]).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn rms_norm_of_many_rows_is_each_row_alone() {
+        let n = 96;
+        // Magnitudes over many octaves, so that another order of the f64 sum
+        // would round differently.
+        let x: Vec<f32> = (0..40 * n)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 2f32.powi((i % 37) as i32 - 18))
+            .collect();
+        let w: Vec<f32> = (0..n).map(|i| 0.5 + i as f32 / 97.0).collect();
+        for rows in [1, 7, 8, 9, 17, 40] {
+            let mut y = vec![0f32; rows * n];
+            rms_norm(&x[..rows * n], &w, 1e-6, &mut y);
+            for r in 0..rows {
+                let xr = &x[r * n..(r + 1) * n];
+                let sum: f64 = xr.iter().map(|&v| f64::from(v * v)).sum();
+                let scale = 1.0f32 / ((sum / n as f64) as f32 + 1e-6).sqrt();
+                for i in 0..n {
+                    assert_eq!(
+                        y[r * n + i].to_bits(),
+                        (xr[i] * scale * w[i]).to_bits(),
+                        "{rows} rows, row {r}"
+                    );
+                }
+            }
         }
     }
 
