@@ -388,6 +388,11 @@ impl KvCache {
         }
     }
 
+    /// The number of KV heads.
+    pub fn heads(&self) -> usize {
+        self.heads.len()
+    }
+
     /// Kv head `h`.
     pub fn head(&self, h: usize) -> &HeadKv {
         &self.heads[h]
@@ -468,7 +473,6 @@ impl HeadKv {
 pub struct AttnScratch {
     q: Vec<f32>,
     scores: Vec<f32>,
-    max: Vec<f32>,
 }
 
 /// Attention of the query heads in `q` (each `kv.dim` values, all of one row, all
@@ -507,6 +511,114 @@ pub fn attend(
         }
     }
     attend_impl::<false>(one_token, q, kv, first, total, scale, s, out);
+}
+
+/// [`attend`]'s first step, for splitting one token's attention across cores: the
+/// scores of the query heads in `q` (already f16-rounded, see [`round_f16`]) for
+/// keys `ja..jb`, head `h`'s at `out[h·(jb − ja)..]`.
+pub fn attend_scores(
+    one_token: bool,
+    q: &[f32],
+    kv: &HeadKv,
+    ja: usize,
+    jb: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    let ld = jb.saturating_sub(ja);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            // SAFETY: the CPU has the features the function is compiled for.
+            unsafe { steps_512::scores(one_token, q, kv, ja, jb, scale, out, ld) };
+            return;
+        }
+    }
+    scores_impl::<false>(one_token, q, kv, ja, jb, scale, out, ld);
+}
+
+/// [`attend`]'s second step: one head's scores (all keys up to `total`, padded with
+/// zeros to a multiple of 64) into its probabilities, keys before `first` masked.
+pub fn attend_softmax(row: &mut [f32], first: usize, total: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            // SAFETY: as above.
+            unsafe { steps_512::softmax(row, first, total) };
+            return;
+        }
+    }
+    softmax_impl::<false>(row, first, total);
+}
+
+/// [`attend`]'s third step: output dimensions `da..db` of each head from its
+/// probabilities (`p`, rows of `ld`, a multiple of 64), head `h`'s at
+/// `out[h·(db − da)..]`.
+#[allow(clippy::too_many_arguments)]
+pub fn attend_values(
+    one_token: bool,
+    kv: &HeadKv,
+    p: &[f32],
+    ld: usize,
+    first: usize,
+    da: usize,
+    db: usize,
+    out: &mut [f32],
+) {
+    let heads = p.len() / ld.max(1);
+    let ldo = db.saturating_sub(da);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            // SAFETY: as above.
+            unsafe { steps_512::values(one_token, kv, p, ld, heads, first, da, db, out, ldo) };
+            return;
+        }
+    }
+    values_impl::<false>(one_token, kv, p, ld, heads, first, da, db, out, ldo);
+}
+
+/// The steps compiled for AVX-512 (the same lanes, so the same bits).
+#[cfg(target_arch = "x86_64")]
+mod steps_512 {
+    use super::HeadKv;
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn scores(
+        one_token: bool,
+        q: &[f32],
+        kv: &HeadKv,
+        ja: usize,
+        jb: usize,
+        scale: f32,
+        out: &mut [f32],
+        ld: usize,
+    ) {
+        super::scores_impl::<true>(one_token, q, kv, ja, jb, scale, out, ld);
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+    pub(super) fn softmax(row: &mut [f32], first: usize, total: usize) {
+        super::softmax_impl::<true>(row, first, total);
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn values(
+        one_token: bool,
+        kv: &HeadKv,
+        p: &[f32],
+        ld: usize,
+        heads: usize,
+        first: usize,
+        da: usize,
+        db: usize,
+        out: &mut [f32],
+        ldo: usize,
+    ) {
+        super::values_impl::<true>(one_token, kv, p, ld, heads, first, da, db, out, ldo);
+    }
 }
 
 /// The same code on 16-lane registers (the lanes are the same, so are the bits).
@@ -558,6 +670,7 @@ fn attend_impl<const W: bool>(
     assert!(dim > 0 && q.len().is_multiple_of(dim) && out.len() == q.len());
     let heads = q.len() / dim;
     let total = total.min(kv.total);
+    let first = first.min(total);
     // Padded to 64 so both dot orders see whole steps; the zeros add nothing.
     let padded = total.div_ceil(64) * 64;
     s.q.clear();
@@ -565,8 +678,47 @@ fn attend_impl<const W: bool>(
     round_f16(&mut s.q);
     s.scores.clear();
     s.scores.resize(heads * padded, 0.0);
-    s.max.clear();
-    s.max.resize(heads, f32::NEG_INFINITY);
+    scores_impl::<W>(
+        one_token,
+        &s.q,
+        kv,
+        first,
+        total,
+        scale,
+        &mut s.scores[first..],
+        padded,
+    );
+    for row in s.scores.chunks_exact_mut(padded) {
+        softmax_impl::<W>(row, first, total);
+    }
+    values_impl::<W>(
+        one_token, kv, &s.scores, padded, heads, first, 0, dim, out, dim,
+    );
+}
+
+/// Step 1 of [`attend`]: the scores `dot(k_j, q_h) · scale` of the query heads in `q`
+/// (f16-rounded, `kv.dim` apart) for keys `ja..jb`, at `out[h·ld + j − ja]`. Keys
+/// before a sliding window's start need none: the mask zeroes them.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn scores_impl<const W: bool>(
+    one_token: bool,
+    q: &[f32],
+    kv: &HeadKv,
+    ja: usize,
+    jb: usize,
+    scale: f32,
+    out: &mut [f32],
+    ld: usize,
+) {
+    let dim = kv.dim;
+    let heads = q.len() / dim;
+    let n = jb.saturating_sub(ja);
+    if n == 0 || heads == 0 {
+        return;
+    }
+    let k = &kv.k[ja * dim..jb * dim];
+    assert!(ld >= n && out.len() >= (heads - 1) * ld + n);
     let batched = if one_token {
         dim.is_multiple_of(64)
     } else {
@@ -576,92 +728,118 @@ fn attend_impl<const W: bool>(
     let mut j0 = 0;
     #[cfg(target_arch = "x86_64")]
     if W && batched {
-        // SAFETY: `W` only from `attend_512` (AVX-512F); bounds checked inside.
-        j0 = unsafe {
-            wide::scores_heads(
-                one_token,
-                &kv.k,
-                dim,
-                total,
-                &s.q,
-                scale,
-                &mut s.scores,
-                padded,
-                &mut s.max,
-            )
-        };
+        // SAFETY: `W` only from AVX-512F code; bounds checked inside.
+        j0 = unsafe { wide::scores_heads(one_token, k, dim, n, q, scale, out, ld) };
     }
     for h in 0..heads {
-        let qh = &s.q[h * dim..(h + 1) * dim];
-        let scores = &mut s.scores[h * padded..(h + 1) * padded];
-        let mut max = s.max[h];
+        let qh = &q[h * dim..(h + 1) * dim];
+        let row = &mut out[h * ld..h * ld + n];
         let mut j = j0;
         // Eight keys at a time where the width allows (each key's chain unchanged).
         if batched {
-            while j + 8 <= total {
+            while j + 8 <= n {
                 let rows: [&[f32]; 8] =
-                    std::array::from_fn(|t| &kv.k[(j + t) * dim..(j + t + 1) * dim]);
+                    std::array::from_fn(|t| &k[(j + t) * dim..(j + t + 1) * dim]);
                 let dots = dot_n::<8>(one_token, rows, qh);
                 for (t, dot) in dots.iter().enumerate() {
-                    let v = dot * scale;
-                    max = max.max(v);
-                    scores[j + t] = v;
+                    row[j + t] = dot * scale;
                 }
                 j += 8;
             }
         }
-        for (j, krow) in kv.k.chunks_exact(dim).enumerate().take(total).skip(j) {
+        for (j, krow) in k.chunks_exact(dim).enumerate().take(n).skip(j) {
             let dot = if one_token || !dim.is_multiple_of(LANES) {
                 dot_vec(krow, qh)
             } else {
                 dot_lanes(krow, qh)
             };
-            let v = dot * scale;
-            max = max.max(v);
-            scores[j] = v;
+            row[j] = dot * scale;
         }
-        let first = first.min(total);
-        if first > 0 {
-            max = scores[first..total]
-                .iter()
-                .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-        }
-        softmax_f16::<W>(scores, first, total, max);
     }
-    // Output dimensions: four at a time for all heads on registers, then per head.
-    let mut d0 = 0;
+}
+
+/// Step 2 of [`attend`]: one head's scores (`row`, padded with zeros to a multiple of
+/// 64) into f16-rounded probabilities, keys before `first` masked. Whole 16-value
+/// chunks before `first` are zeros that add zero to the sum: skipped.
+#[inline(always)]
+fn softmax_impl<const W: bool>(row: &mut [f32], first: usize, total: usize) {
+    let max = row[first..total]
+        .iter()
+        .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let skip = first / LANES * LANES;
+    row[..skip].fill(0.0);
+    softmax_f16::<W>(&mut row[skip..], first - skip, total - skip, max);
+}
+
+/// Step 3 of [`attend`]: output dimensions `da..db` of `heads` heads, `dot(v_d, p_h)`
+/// at `out[h·ldo + d − da]`, with head `h`'s probabilities at `p[h·ld..]` (`ld` a
+/// multiple of 64, at most the cache's stride; zero before `first`). Positions before
+/// `first`'s 64-value step are skipped: their products are zeros added to
+/// accumulators that are still zero, which changes no bit.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn values_impl<const W: bool>(
+    one_token: bool,
+    kv: &HeadKv,
+    p: &[f32],
+    ld: usize,
+    heads: usize,
+    first: usize,
+    da: usize,
+    db: usize,
+    out: &mut [f32],
+    ldo: usize,
+) {
+    let from = first / 64 * 64;
+    let len = ld - from;
+    assert!(ld.is_multiple_of(64) && (ld == 0 || ld <= kv.stride));
+    assert!(da <= db && db <= kv.dim && p.len() >= heads * ld);
+    assert!(ldo >= db - da && out.len() >= heads.saturating_sub(1) * ldo + (db - da));
+    // Four dimensions at a time for all heads on registers, then per head.
+    let mut d0 = da;
     #[cfg(target_arch = "x86_64")]
-    if W {
-        // SAFETY: `W` only from `attend_512` (AVX-512F); bounds checked inside.
-        d0 = unsafe {
-            wide::values_heads(one_token, &kv.vt, kv.stride, &s.scores, padded, out, dim)
+    if W && len > 0 {
+        // SAFETY: `W` only from AVX-512F code; bounds checked inside.
+        d0 += unsafe {
+            wide::values_heads(
+                one_token,
+                &kv.vt[da * kv.stride + from..],
+                kv.stride,
+                &p[from..],
+                ld,
+                len,
+                heads,
+                db - da,
+                out,
+                ldo,
+            )
         };
     }
-    let vrow = |d: usize| &kv.vt[d * kv.stride..d * kv.stride + padded];
+    let vrow = |d: usize| &kv.vt[d * kv.stride + from..d * kv.stride + ld];
     for h in 0..heads {
-        let p = &s.scores[h * padded..(h + 1) * padded];
-        let out = &mut out[h * dim..(h + 1) * dim];
+        let ph = &p[h * ld + from..(h + 1) * ld];
+        let out = &mut out[h * ldo..h * ldo + (db - da)];
         let mut d = d0;
         // Four or eight output dimensions at a time (each one's chain unchanged).
         if one_token {
             // Four at a time: `dot_vec` keeps four accumulators per dimension.
-            while d + 4 <= dim {
+            while d + 4 <= db {
                 let rows: [&[f32]; 4] = std::array::from_fn(|t| vrow(d + t));
-                out[d..d + 4].copy_from_slice(&dot_n::<4>(true, rows, p));
+                out[d - da..d - da + 4].copy_from_slice(&dot_n::<4>(true, rows, ph));
                 d += 4;
             }
         } else {
-            while d + 8 <= dim {
+            while d + 8 <= db {
                 let rows: [&[f32]; 8] = std::array::from_fn(|t| vrow(d + t));
-                out[d..d + 8].copy_from_slice(&dot_n::<8>(false, rows, p));
+                out[d - da..d - da + 8].copy_from_slice(&dot_n::<8>(false, rows, ph));
                 d += 8;
             }
         }
-        for (d, o) in out.iter_mut().enumerate().skip(d) {
-            *o = if one_token {
-                dot_vec(vrow(d), p)
+        for d in d..db {
+            out[d - da] = if one_token {
+                dot_vec(vrow(d), ph)
             } else {
-                dot_lanes(vrow(d), p)
+                dot_lanes(vrow(d), ph)
             };
         }
     }
@@ -878,10 +1056,9 @@ mod wide {
     }
 
     /// Scores of the query heads in `q` (`dim` apart, already f16-rounded) against
-    /// keys `0..total/4·4`, four keys and up to four heads at a time: head `h`'s
-    /// `dot(k_j, q_h) · scale` into `scores[h·padded + j]`, its maximum into `max[h]`,
-    /// in [`super::dot_vec`]'s order when `one_token`, else [`super::dot_lanes`]'.
-    /// Returns the number of keys done.
+    /// keys `0..total/4·4` of `k`, four keys and up to four heads at a time: head `h`'s
+    /// `dot(k_j, q_h) · scale` into `scores[h·ld + j]`, in [`super::dot_vec`]'s order
+    /// when `one_token`, else [`super::dot_lanes`]'. Returns the number of keys done.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) unsafe fn scores_heads(
@@ -892,73 +1069,74 @@ mod wide {
         q: &[f32],
         scale: f32,
         scores: &mut [f32],
-        padded: usize,
-        max: &mut [f32],
+        ld: usize,
     ) -> usize {
-        let heads = max.len();
-        assert!(k.len() >= total * dim && q.len() >= heads * dim);
-        assert!(padded >= total && scores.len() >= heads * padded);
-        assert!(dim.is_multiple_of(if one_token { 64 } else { 16 }));
+        let heads = q.len() / dim;
         let keys = total / 4 * 4;
+        if heads == 0 || keys == 0 {
+            return keys;
+        }
+        assert!(k.len() >= total * dim);
+        assert!(ld >= total && scores.len() >= (heads - 1) * ld + keys);
+        assert!(dim.is_multiple_of(if one_token { 64 } else { 16 }));
         // SAFETY: reads keys `< keys ≤ total` of `k` and heads `< heads` of `q`;
-        // writes `scores[h·padded + j]` for `j < keys ≤ padded` (asserted); AVX-512F.
+        // writes `scores[h·ld + j]` for `j < keys ≤ ld` (asserted); AVX-512F.
         unsafe {
             let sc = _mm512_set1_ps(scale);
             for h0 in (0..heads).step_by(4) {
                 let n = (heads - h0).min(4);
                 let qa = q.as_ptr().add(h0 * dim);
-                let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
                 for j in (0..keys).step_by(4) {
                     let kb = k.as_ptr().add(j * dim);
                     let r = dots_by_4(n, one_token, qa, dim, kb, dim, dim);
                     let v = _mm512_mul_ps(r, sc);
-                    vmax = _mm512_max_ps(vmax, v);
                     for i in 0..n {
-                        let at = scores.as_mut_ptr().add((h0 + i) * padded + j);
+                        let at = scores.as_mut_ptr().add((h0 + i) * ld + j);
                         _mm_storeu_ps(at, quarter(v, i));
                     }
-                }
-                let mut m = [0f32; 16];
-                _mm512_storeu_ps(m.as_mut_ptr(), vmax);
-                for i in 0..n {
-                    max[h0 + i] = m[4 * i..4 * i + 4]
-                        .iter()
-                        .fold(max[h0 + i], |a, &b| a.max(b));
                 }
             }
             keys
         }
     }
 
-    /// Output dimensions `0..dim/4·4` of every head, four dimensions and up to four
-    /// heads at a time: `out[h·dim + d] = dot(vt_d, p_h)` over `len` positions (a
-    /// multiple of 64; `p_h` at `p[h·len..]`), in the same order as [`scores_heads`].
-    /// Returns the number of dimensions done.
+    /// Output dimensions `0..dims/4·4` of `heads` heads, four dimensions and up to four
+    /// heads at a time: `out[h·ldo + d] = dot(vt_d, p_h)` over `len` positions (a
+    /// multiple of 64; `vt_d` at `vt[d·stride..]`, `p_h` at `p[h·ldp..]`), in the same
+    /// order as [`scores_heads`]. Returns the number of dimensions done.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) unsafe fn values_heads(
         one_token: bool,
         vt: &[f32],
         stride: usize,
         p: &[f32],
+        ldp: usize,
         len: usize,
+        heads: usize,
+        dims: usize,
         out: &mut [f32],
-        dim: usize,
+        ldo: usize,
     ) -> usize {
-        let heads = out.len() / dim;
-        let dims = dim / 4 * 4;
-        assert!(len.is_multiple_of(64) && len <= stride && p.len() >= heads * len);
-        assert!(dims == 0 || vt.len() >= (dims - 1) * stride + len);
-        // SAFETY: reads rows `d < dims` of `vt` for `len` values and `p[..heads·len]`,
-        // writes `out[h·dim + d]` for `d < dims` (asserted); AVX-512F (callers).
+        let dims = dims / 4 * 4;
+        if heads == 0 || dims == 0 {
+            return dims;
+        }
+        assert!(len.is_multiple_of(64) && len <= stride && len <= ldp);
+        assert!(p.len() >= (heads - 1) * ldp + len);
+        assert!(vt.len() >= (dims - 1) * stride + len);
+        assert!(ldo >= dims && out.len() >= (heads - 1) * ldo + dims);
+        // SAFETY: reads rows `d < dims` of `vt` for `len` values and `len` values of
+        // each head's `p`, writes `out[h·ldo + d]` for `d < dims` (asserted); AVX-512F.
         unsafe {
             for h0 in (0..heads).step_by(4) {
                 let n = (heads - h0).min(4);
-                let pa = p.as_ptr().add(h0 * len);
+                let pa = p.as_ptr().add(h0 * ldp);
                 for d in (0..dims).step_by(4) {
                     let vb = vt.as_ptr().add(d * stride);
-                    let r = dots_by_4(n, one_token, pa, len, vb, stride, len);
+                    let r = dots_by_4(n, one_token, pa, ldp, vb, stride, len);
                     for i in 0..n {
-                        _mm_storeu_ps(out.as_mut_ptr().add((h0 + i) * dim + d), quarter(r, i));
+                        _mm_storeu_ps(out.as_mut_ptr().add((h0 + i) * ldo + d), quarter(r, i));
                     }
                 }
             }
@@ -1354,6 +1532,129 @@ mod tests {
                                      one_token {one_token}, head {h}, dim {d}"
                                 );
                             }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// llama.cpp's attention as written, every key and every position: the scores of
+    /// all keys, the mask, the softmax of the whole row, then each output dimension
+    /// over the whole padded row.
+    fn attend_reference(
+        one_token: bool,
+        q: &[f32],
+        kv: &HeadKv,
+        first: usize,
+        total: usize,
+        scale: f32,
+    ) -> Vec<f32> {
+        let dim = kv.dim;
+        let total = total.min(kv.total);
+        let first = first.min(total);
+        let padded = total.div_ceil(64) * 64;
+        let dot = |a: &[f32], b: &[f32]| {
+            if one_token || !dim.is_multiple_of(LANES) {
+                dot_vec(a, b)
+            } else {
+                dot_lanes(a, b)
+            }
+        };
+        let mut qr = q.to_vec();
+        round_f16(&mut qr);
+        let mut out = Vec::new();
+        for qh in qr.chunks_exact(dim) {
+            let mut row = vec![0f32; padded];
+            for (j, r) in row.iter_mut().enumerate().take(total) {
+                *r = dot(&kv.k[j * dim..(j + 1) * dim], qh) * scale;
+            }
+            let max = row[first..total]
+                .iter()
+                .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            softmax_f16::<false>(&mut row, first, total, max);
+            for d in 0..dim {
+                let v = &kv.vt[d * kv.stride..d * kv.stride + padded];
+                out.push(if one_token {
+                    dot_vec(v, &row)
+                } else {
+                    dot_lanes(v, &row)
+                });
+            }
+        }
+        out
+    }
+
+    /// Attention skips the keys and positions a window masks, and can run in
+    /// pieces (key ranges, then dimension ranges): the bits of the whole computation.
+    #[test]
+    fn attention_in_pieces_and_windows_is_the_whole_computation() {
+        let mut seed = 0x2545_f491_u32;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed % 20_011) as f32 / 1_000.0 - 10.0
+        };
+        let n = 300;
+        for dim in [64, 80, 128] {
+            let mut c = KvCache::new(1, dim);
+            let k: Vec<f32> = (0..n * dim).map(|_| rnd() * 0.3).collect();
+            let v: Vec<f32> = (0..n * dim).map(|_| rnd()).collect();
+            c.store(0, &k, &v);
+            let kv = c.head(0);
+            for heads in [1, 3, 4] {
+                let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * 0.3).collect();
+                for total in [1usize, 17, 64, 65, 130, 255, 300] {
+                    for first in [0, total / 3, total.saturating_sub(70), total - 1] {
+                        for one_token in [false, true] {
+                            let want = attend_reference(one_token, &q, kv, first, total, 0.125);
+                            let mut got = vec![0f32; heads * dim];
+                            let mut s = AttnScratch::default();
+                            attend(one_token, &q, kv, first, total, 0.125, &mut s, &mut got);
+                            let same = got
+                                .iter()
+                                .zip(&want)
+                                .all(|(a, b)| a.to_bits() == b.to_bits());
+                            assert!(same, "whole: dim {dim} heads {heads} total {total} first {first} one_token {one_token}");
+                            // In pieces: keys in three ranges, then dimensions in two.
+                            let mut qr = q.clone();
+                            round_f16(&mut qr);
+                            let padded = total.div_ceil(64) * 64;
+                            let mut p = vec![0f32; heads * padded];
+                            let cut = [
+                                first,
+                                first + (total - first) / 3,
+                                total - (total - first) / 4,
+                                total,
+                            ];
+                            for w in cut.windows(2) {
+                                let mut part = vec![0f32; heads * (w[1] - w[0])];
+                                attend_scores(one_token, &qr, kv, w[0], w[1], 0.125, &mut part);
+                                for h in 0..heads {
+                                    let len = w[1] - w[0];
+                                    p[h * padded + w[0]..h * padded + w[1]]
+                                        .copy_from_slice(&part[h * len..(h + 1) * len]);
+                                }
+                            }
+                            for row in p.chunks_exact_mut(padded) {
+                                attend_softmax(row, first, total);
+                            }
+                            let mut pieces = vec![0f32; heads * dim];
+                            let half = dim / 2 + 4;
+                            for (da, db) in [(0, half), (half, dim)] {
+                                let mut part = vec![0f32; heads * (db - da)];
+                                attend_values(one_token, kv, &p, padded, first, da, db, &mut part);
+                                for h in 0..heads {
+                                    pieces[h * dim + da..h * dim + db]
+                                        .copy_from_slice(&part[h * (db - da)..(h + 1) * (db - da)]);
+                                }
+                            }
+                            let same = pieces
+                                .iter()
+                                .zip(&want)
+                                .all(|(a, b)| a.to_bits() == b.to_bits());
+                            assert!(same, "pieces: dim {dim} heads {heads} total {total} first {first} one_token {one_token}");
                         }
                     }
                 }

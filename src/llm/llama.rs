@@ -504,6 +504,7 @@ impl Llama {
         let mut gu = vec![Vec::new(); 2];
         let mut a = Vec::new();
         let mut y = Vec::new();
+        let mut probs = Vec::new();
         for (li, l) in self.layers.iter().enumerate() {
             ggml_ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
             l.wqkv.forward_into(&h, rows, batch, &mut qkv)?;
@@ -550,29 +551,36 @@ impl Llama {
             }
             let heads: Vec<&KvCache> = seqs.iter().map(|s| &s.0.layers[li]).collect();
             let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
-            // Per row and KV head: `per` of its `rep` query heads (adjacent) at once;
-            // all of them unless that leaves a core idle (generation: one row, and
-            // Gemma 3 has one KV head). Each head's result is the same either way.
-            let per = (1..=rep)
-                .rev()
-                .filter(|p| rep.is_multiple_of(*p))
-                .find(|p| rows * nkv * (rep / p) >= rayon::current_num_threads())
-                .unwrap_or(1);
-            att.par_chunks_mut(per * hd).enumerate().for_each_init(
-                AttnScratch::default,
-                |s, (c, out)| {
-                    let parts = rep / per;
-                    let (r, part) = (c / parts, c % parts);
-                    let (i, g) = (r / nkv, r % nkv);
-                    let si = row_seq[i];
-                    let h0 = i * nh + g * rep + part * per;
-                    let qs = &q[h0 * hd..(h0 + per) * hd];
-                    let kv = heads[si].head(g);
-                    let (pos, window) = (row_pos[i], l.window);
-                    let first = window.map_or(0, |w| (pos + 1).saturating_sub(w));
-                    ggml_ops::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
-                },
-            );
+            let total = row_pos[0] + 1;
+            let first = l.window.map_or(0, |w| total.saturating_sub(w));
+            if rows == 1 && total - first >= SPLIT_KEYS {
+                ggml_ops::round_f16(q);
+                attend_split(q, heads[0], rep, first, total, scale, &mut probs, &mut att);
+            } else {
+                // Per row and KV head: `per` of its `rep` query heads (adjacent) at once;
+                // all of them unless that leaves a core idle (generation: one row, and
+                // Gemma 3 has one KV head). Each head's result is the same either way.
+                let per = (1..=rep)
+                    .rev()
+                    .filter(|p| rep.is_multiple_of(*p))
+                    .find(|p| rows * nkv * (rep / p) >= rayon::current_num_threads())
+                    .unwrap_or(1);
+                att.par_chunks_mut(per * hd).enumerate().for_each_init(
+                    AttnScratch::default,
+                    |s, (c, out)| {
+                        let parts = rep / per;
+                        let (r, part) = (c / parts, c % parts);
+                        let (i, g) = (r / nkv, r % nkv);
+                        let si = row_seq[i];
+                        let h0 = i * nh + g * rep + part * per;
+                        let qs = &q[h0 * hd..(h0 + per) * hd];
+                        let kv = heads[si].head(g);
+                        let (pos, window) = (row_pos[i], l.window);
+                        let first = window.map_or(0, |w| (pos + 1).saturating_sub(w));
+                        ggml_ops::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
+                    },
+                );
+            }
             l.wo.forward_into(&att, rows, batch, &mut o)?;
             if let Some(w) = &l.post_attn_norm {
                 norm_in_place(&mut o, w);
@@ -621,3 +629,79 @@ impl Llama {
 
 /// One row's query and key values.
 type QkRow<'a> = (&'a mut [f32], &'a mut [f32]);
+
+/// Keys (past a sliding window's start) from which one token's attention is split
+/// across cores by key and by output dimension ([`attend_split`]) rather than by
+/// KV head.
+const SPLIT_KEYS: usize = 256;
+
+/// One token's attention over positions `first..total` of `kv`, in three parallel
+/// steps so that the cores share every KV head's work and each reads its own part of
+/// the cache: the scores by key range, the softmax by query head, the outputs by
+/// dimension range. The bits are [`ggml_ops::attend`]'s (tested). `q`: the token's
+/// query heads, already f16-rounded, `rep` per KV head; `att` gets each head's output.
+#[allow(clippy::too_many_arguments)]
+fn attend_split(
+    q: &[f32],
+    kv: &KvCache,
+    rep: usize,
+    first: usize,
+    total: usize,
+    scale: f32,
+    probs: &mut Vec<f32>,
+    att: &mut [f32],
+) {
+    let hd = kv.width / kv.heads();
+    let parts = rayon::current_num_threads().max(1);
+    let padded = total.div_ceil(64) * 64;
+    // Scores: each KV head's keys in `parts` ranges.
+    let span = (total - first).div_ceil(parts);
+    let ranges: Vec<(usize, usize, usize)> = (0..kv.heads())
+        .flat_map(|g| {
+            (0..parts).map(move |t| (g, first + t * span, (first + (t + 1) * span).min(total)))
+        })
+        .filter(|&(_, ja, jb)| ja < jb)
+        .collect();
+    let scores: Vec<(usize, usize, usize, Vec<f32>)> = ranges
+        .into_par_iter()
+        .map(|(g, ja, jb)| {
+            let mut out = vec![0f32; rep * (jb - ja)];
+            let qg = &q[g * rep * hd..(g + 1) * rep * hd];
+            ggml_ops::attend_scores(true, qg, kv.head(g), ja, jb, scale, &mut out);
+            (g, ja, jb, out)
+        })
+        .collect();
+    probs.clear();
+    probs.resize(kv.heads() * rep * padded, 0.0);
+    for (g, ja, jb, out) in scores {
+        for (i, part) in out.chunks_exact(jb - ja).enumerate() {
+            let at = (g * rep + i) * padded;
+            probs[at + ja..at + jb].copy_from_slice(part);
+        }
+    }
+    probs
+        .par_chunks_mut(padded)
+        .for_each(|row| ggml_ops::attend_softmax(row, first, total));
+    // Outputs: each KV head's dimensions in `parts` ranges (multiples of 4).
+    let step = hd.div_ceil(parts).div_ceil(4) * 4;
+    let ranges: Vec<(usize, usize, usize)> = (0..kv.heads())
+        .flat_map(|g| (0..parts).map(move |t| (g, t * step, ((t + 1) * step).min(hd))))
+        .filter(|&(_, da, db)| da < db)
+        .collect();
+    let probs = &probs[..];
+    let outs: Vec<(usize, usize, usize, Vec<f32>)> = ranges
+        .into_par_iter()
+        .map(|(g, da, db)| {
+            let mut out = vec![0f32; rep * (db - da)];
+            let p = &probs[g * rep * padded..(g + 1) * rep * padded];
+            ggml_ops::attend_values(true, kv.head(g), p, padded, first, da, db, &mut out);
+            (g, da, db, out)
+        })
+        .collect();
+    for (g, da, db, out) in outs {
+        for (i, part) in out.chunks_exact(db - da).enumerate() {
+            let at = (g * rep + i) * hd;
+            att[at + da..at + db].copy_from_slice(part);
+        }
+    }
+}

@@ -196,6 +196,34 @@ fn gemma3_greedy_matches_llamacpp_run_here() {
     );
 }
 
+/// After a ~740-token prompt (two prompt batches), generation runs past 256 keys,
+/// where one token's attention is split across cores by key and by output dimension,
+/// and for Gemma 3 past its 512-key sliding window, whose masked keys are skipped:
+/// llama.cpp's greedy tokens as it computes them here
+/// (`scripts/llamacpp_long_greedy.py`), all 32.
+#[test]
+fn long_prompt_greedy_matches_llamacpp_run_here() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut runs = vec![(
+        util::default_llm(),
+        "SmolLM2 (llama.cpp here)",
+        "smollm2_long_greedy_llamacpp_here.jsonl",
+    )];
+    match gemma() {
+        Some(p) => runs.push((
+            p,
+            "gemma-3-270m-q4_k_m (llama.cpp here)",
+            "gemma3_long_greedy_llamacpp_here.jsonl",
+        )),
+        None => eprintln!("Gemma 3 skipped: not fetched (models/fetch.sh --gemma)"),
+    }
+    for (path, model, file) in runs {
+        let lines = jsonl(&data.join(file));
+        assert!(ids(&lines[0]["prompt_ids"]).len() > 700);
+        check_greedy_lines(&path, model, lines, false, usize::MAX);
+    }
+}
+
 /// Gemma 3 runs through the fixed model code: on the reference prompt without
 /// near-ties its greedy output is llama.cpp's, all 32 tokens (candle's quantized_gemma3
 /// repeated tokens 198 199 there). Runs when the optional file was fetched.
