@@ -513,6 +513,20 @@ pub fn attend(
     attend_impl::<false>(one_token, q, kv, first, total, scale, s, out);
 }
 
+/// Whether [`attend_scores`], [`attend_softmax`] and [`attend_values`] run on vector
+/// code here: AVX-512 on x86-64 (elsewhere on x86-64 only [`attend`] has its AVX2
+/// build; the steps' fused multiply-adds would be library calls), any other target.
+pub fn attend_steps_are_fast() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx512()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true
+    }
+}
+
 /// [`attend`]'s first step, for splitting one token's attention across cores: the
 /// scores of the query heads in `q` (already f16-rounded, see [`round_f16`]) for
 /// keys `ja..jb`, head `h`'s at `out[h·(jb − ja)..]`.

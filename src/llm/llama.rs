@@ -553,7 +553,7 @@ impl Llama {
             let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
             let total = row_pos[0] + 1;
             let first = l.window.map_or(0, |w| total.saturating_sub(w));
-            if rows == 1 && total - first >= SPLIT_KEYS {
+            if rows == 1 && total - first >= SPLIT_KEYS && ggml_ops::attend_steps_are_fast() {
                 ggml_ops::round_f16(q);
                 attend_split(q, heads[0], rep, first, total, scale, &mut probs, &mut att);
             } else {
