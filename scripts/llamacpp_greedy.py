@@ -9,7 +9,7 @@ batch). Needs llama-cpp-python.
 """
 import json, sys
 
-from llamacpp_plain import plain_llama
+from llamacpp_plain import greedy_ids, plain_llama
 
 model, ref, out = sys.argv[1], sys.argv[2], sys.argv[3]
 llm = plain_llama(model)
@@ -17,12 +17,7 @@ lines = []
 for line in open(ref):
     r = json.loads(line)
     ids = r["prompt_ids"]
-    llm.reset()
-    got = []
-    for tok in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0, reset=True):
-        got.append(tok)
-        if tok == llm.token_eos() or len(got) >= 32:
-            break
+    got = greedy_ids(llm, ids)
     lines.append({"prompt": r["prompt"], "prompt_ids": ids, "greedy_ids": got})
     same = 0
     for a, b in zip(got, r["greedy_ids"]):

@@ -9,7 +9,7 @@ Wrote tests/data/{smollm2,gemma3}_long_greedy_llamacpp_here.jsonl (llama-cpp-pyt
 """
 import json, pathlib, sys
 
-from llamacpp_plain import plain_llama
+from llamacpp_plain import greedy_ids, plain_llama
 
 model, out = sys.argv[1], sys.argv[2]
 llm = plain_llama(model)
@@ -18,11 +18,6 @@ prompt = ("Context information is below.\n---------------------\n" + text
           + "\n---------------------\nGiven the context information and not prior knowledge, "
           "answer the query.\nQuery: What may recipients of the software do?\nAnswer: ")
 ids = llm.tokenize(prompt.encode(), add_bos=True, special=True)
-llm.reset()
-got = []
-for tok in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0, reset=True):
-    got.append(tok)
-    if tok == llm.token_eos() or len(got) >= 32:
-        break
+got = greedy_ids(llm, ids)
 print(len(ids), got, llm.detokenize(got))
 pathlib.Path(out).write_text(json.dumps({"prompt": prompt, "prompt_ids": ids, "greedy_ids": got}) + "\n")

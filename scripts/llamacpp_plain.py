@@ -20,3 +20,14 @@ C.llama_model_default_params = _params
 def plain_llama(model, **kw):
     return Llama(model_path=model, n_ctx=2048, n_threads=2, n_threads_batch=2, n_batch=512,
                  flash_attn=False, verbose=False, **kw)
+
+
+def greedy_ids(llm, ids, n=32):
+    """The first `n` greedy ids after the prompt `ids` (stopping at the end token)."""
+    llm.reset()
+    got = []
+    for tok in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0, reset=True):
+        got.append(tok)
+        if tok == llm.token_eos() or len(got) >= n:
+            break
+    return got

@@ -73,6 +73,13 @@ struct Layer {
     rope: usize,
 }
 
+impl Layer {
+    /// The first key a query at `pos` sees (after a sliding window's start).
+    fn first_key(&self, pos: usize) -> usize {
+        self.window.map_or(0, |w| (pos + 1).saturating_sub(w))
+    }
+}
+
 /// What sets an architecture apart from llama's graph.
 #[derive(Debug, Clone, Copy)]
 struct Style {
@@ -551,9 +558,11 @@ impl Llama {
             }
             let heads: Vec<&KvCache> = seqs.iter().map(|s| &s.0.layers[li]).collect();
             let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
-            let total = row_pos[0] + 1;
-            let first = l.window.map_or(0, |w| total.saturating_sub(w));
-            if rows == 1 && total - first >= SPLIT_KEYS && ggml_ops::attend_steps_are_fast() {
+            // One token with many keys: split by key and dimension (see `attend_split`).
+            let split = (rows == 1 && ggml_ops::attend_steps_are_fast())
+                .then(|| (l.first_key(row_pos[0]), row_pos[0] + 1))
+                .filter(|&(first, total)| total - first >= SPLIT_KEYS);
+            if let Some((first, total)) = split {
                 ggml_ops::round_f16(q);
                 attend_split(q, heads[0], rep, first, total, scale, &mut probs, &mut att);
             } else {
@@ -575,8 +584,8 @@ impl Llama {
                         let h0 = i * nh + g * rep + part * per;
                         let qs = &q[h0 * hd..(h0 + per) * hd];
                         let kv = heads[si].head(g);
-                        let (pos, window) = (row_pos[i], l.window);
-                        let first = window.map_or(0, |w| (pos + 1).saturating_sub(w));
+                        let pos = row_pos[i];
+                        let first = l.first_key(pos);
                         ggml_ops::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
                     },
                 );
