@@ -7,6 +7,7 @@
 //! window) are thin adapters over this crate; they hold no retrieval or synthesis
 //! logic.
 
+pub mod cpu;
 pub mod embed;
 pub mod engine;
 pub mod error;
@@ -19,5 +20,6 @@ pub mod server;
 pub mod settings;
 pub mod store;
 pub mod synth;
+pub mod text;
 
 pub use error::{Error, Result};

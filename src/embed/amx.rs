@@ -4,7 +4,7 @@
 //! 16×16 f32 tile in one instruction: an order of magnitude more arithmetic per cycle
 //! than AVX-512 FMA. It is used only when the CPU has it, the OS has it enabled (XCR0)
 //! and Linux grants the process the tile state (`arch_prctl`); otherwise
-//! [`Amx::detect`] says no and the encoder keeps its f32 GEMMs. The instructions are
+//! [`Amx::detect`](crate::cpu::Amx::detect) says no and the encoder keeps its f32 GEMMs. The instructions are
 //! written as inline assembly, so no compiler target flag is needed and one binary
 //! runs on any x86-64.
 //!
@@ -14,22 +14,10 @@
 
 use rayon::prelude::*;
 
-/// Proof that AMX bf16 can be used in this process.
-#[derive(Debug, Clone, Copy)]
-pub struct Amx(());
+pub use crate::cpu::Amx;
 
 /// Rows (and columns) of the output block one task computes: 2×2 tiles of 16×16.
 pub const BLOCK: usize = 32;
-
-impl Amx {
-    /// AMX if the CPU, the OS and the kernel allow it, and `QUIRE_NO_AMX` is not set.
-    pub fn detect() -> Option<Amx> {
-        static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let ok = *DETECTED
-            .get_or_init(|| std::env::var_os("QUIRE_NO_AMX").is_none() && platform::enable());
-        ok.then_some(Amx(()))
-    }
-}
 
 /// Whether a `n × k` weight can go through [`linear`].
 pub fn fits(n: usize, k: usize) -> bool {
@@ -192,39 +180,6 @@ pub fn matmul(_amx: Amx, a: &[u16], m: usize, w: &PackedB, y: &mut [f32]) {
 mod platform {
     use std::arch::asm;
 
-    /// CPUID says AMX-TILE and AMX-BF16, XCR0 has the tile state on, and Linux grants
-    /// it to this process.
-    pub fn enable() -> bool {
-        let max = std::arch::x86_64::__cpuid(0).eax;
-        if max < 7 {
-            return false;
-        }
-        let l7 = std::arch::x86_64::__cpuid_count(7, 0);
-        let (amx_bf16, amx_tile) = (l7.edx & (1 << 22) != 0, l7.edx & (1 << 24) != 0);
-        let osxsave = std::arch::x86_64::__cpuid(1).ecx & (1 << 27) != 0;
-        if !(amx_bf16 && amx_tile && osxsave) {
-            return false;
-        }
-        let (lo, _hi): (u32, u32);
-        // SAFETY: xgetbv with ecx = 0 is valid when OSXSAVE is set (checked).
-        unsafe {
-            asm!("xgetbv", in("ecx") 0, out("eax") lo, out("edx") _hi, options(nomem, nostack))
-        };
-        if lo & (0b11 << 17) != (0b11 << 17) {
-            return false;
-        }
-        const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
-        const XFEATURE_XTILEDATA: libc::c_long = 18;
-        // SAFETY: a plain syscall with integer arguments.
-        unsafe {
-            libc::syscall(
-                libc::SYS_arch_prctl,
-                ARCH_REQ_XCOMP_PERM,
-                XFEATURE_XTILEDATA,
-            ) == 0
-        }
-    }
-
     /// Palette 1, all eight tiles 16 rows × 64 bytes.
     #[repr(C, align(64))]
     struct Config([u8; 64]);
@@ -244,7 +199,7 @@ mod platform {
     /// One 32-row block: `y[32 × n] = a[32 × k] · wᵀ`.
     ///
     /// # Safety
-    /// AMX enabled ([`enable`] returned true); `a` 32·k bf16, `y` 32·n f32, `w` the
+    /// AMX enabled ([`Amx::detect`] said yes); `a` 32·k bf16, `y` 32·n f32, `w` the
     /// packed tiles of an `n × k` weight; n and k multiples of 32.
     pub unsafe fn block(a: *const u16, k: usize, w: *const u16, n: usize, y: *mut f32) {
         let cfg = &CONFIG;
@@ -299,10 +254,6 @@ mod platform {
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 mod platform {
-    pub fn enable() -> bool {
-        false
-    }
-
     pub unsafe fn block(_: *const u16, _: usize, _: *const u16, _: usize, _: *mut f32) {
         unreachable!("AMX is never detected on this platform")
     }

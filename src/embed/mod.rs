@@ -117,7 +117,7 @@ pub fn languages_cover(languages: &[String], text: &str) -> bool {
     let (mut cjk, mut letters) = (0usize, 0usize);
     for c in text.chars().filter(|c| c.is_alphanumeric()) {
         letters += 1;
-        if crate::retrieve::text::is_cjk(c) {
+        if crate::text::is_cjk(c) {
             cjk += 1;
         }
     }

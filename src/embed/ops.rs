@@ -20,10 +20,7 @@ macro_rules! wide_fn {
             #[inline(always)]
             fn plain($($a: $t),*) $body
             #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx512f")
-                && std::is_x86_feature_detected!("avx512bw")
-                && std::is_x86_feature_detected!("avx512vl")
-            {
+            if $crate::cpu::has_avx512_bw_vl() {
                 // SAFETY: the CPU has the features `wide` is compiled for (checked).
                 return unsafe { wide($($a),*) };
             }

@@ -1,21 +1,20 @@
 //! The local LLM: the [`Llm`] trait the synthesizers call, generation parameters,
-//! cancellation, and GGUF model files ([`gguf`]).
+//! cancellation, and GGUF model files.
+//!
+//! The public surface lives here, at the top: loading a GGUF file and its metadata
+//! ([`gguf`]), the model behind the trait ([`GgufLlm`] in [`model`]), chat templates
+//! ([`chat`]), the tokenizer read from the file ([`tokenizer`]), constrained decoding
+//! ([`constrain`]) and sampling. The numeric runtime (forward passes, attention, the
+//! KV cache, quantized matrix products) lives below it in [`runtime`], which nothing
+//! outside `llm` reaches into.
 
 pub mod bench;
 pub mod chat;
 pub mod constrain;
-pub(crate) mod ggml_ops;
 pub mod gguf;
-pub(crate) mod huge;
-pub(crate) mod kquants;
-pub mod llama;
 pub mod model;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod packed;
-pub(crate) mod qmatmul;
+pub mod runtime;
 pub mod tokenizer;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod vnni;
 
 pub use model::{DeviceKind, GgufLlm, LoadOptions};
 

@@ -13,8 +13,7 @@ use candle_transformers::models::{quantized_phi3, quantized_qwen2, quantized_qwe
 
 use super::chat::{ChatTemplate, Message};
 use super::gguf::GgufFile;
-use super::llama::Llama;
-use super::llama::SeqCache;
+use super::runtime::llama::{Llama, SeqCache};
 use super::tokenizer::{Tokenizer, Utf8Stream};
 use super::{BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
 use crate::{Error, Result};

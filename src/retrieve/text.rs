@@ -7,17 +7,7 @@
 //! bigrams: a two-character query such as 宏包 matches its bigram exactly, and
 //! single characters still match.
 
-/// Whether `c` is written without spaces between words (CJK ideographs, kana,
-/// hangul syllables).
-pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF      // hiragana, katakana
-        | 0x3400..=0x4DBF    // CJK extension A
-        | 0x4E00..=0x9FFF    // CJK unified ideographs
-        | 0xAC00..=0xD7AF    // hangul syllables
-        | 0xF900..=0xFAFF    // CJK compatibility ideographs
-        | 0x20000..=0x2FA1F) // CJK extensions B.. and compatibility supplement
-}
+pub use crate::text::is_cjk;
 
 /// Words too common to help ranking; dropping them also keeps postings small.
 const STOP_WORDS: &[&str] = &[

@@ -234,7 +234,7 @@ impl VectorIndex {
     fn scan_one(&self, q: &Query, start: usize, end: usize, top: &mut TopK) {
         #[cfg(target_arch = "x86_64")]
         {
-            if crate::llm::ggml_ops::has_avx2_fma() {
+            if crate::cpu::has_avx2_fma() {
                 // SAFETY: the CPU has the features `scan_avx2` is compiled for.
                 unsafe { scan_avx2(self, q, start, end, top) };
                 return;
@@ -689,7 +689,7 @@ mod tests {
             let q = Query::new(qv.iter().map(|x| x / n).collect());
             let plain = brute_force::<false>(&ix, &q);
             let fused = brute_force::<true>(&ix, &q);
-            let fast_is_fma = cfg!(target_arch = "x86_64") && crate::llm::ggml_ops::has_avx2_fma();
+            let fast_is_fma = cfg!(target_arch = "x86_64") && crate::cpu::has_avx2_fma();
             for k in [1, 10, 50] {
                 let mut portable = TopK::new(k);
                 scan_impl::<false>(&ix, &q, 0, ix.len(), &mut portable);
@@ -727,7 +727,7 @@ mod tests {
                     .sum();
                 let int = idot::<false>(&v8, &q);
                 #[cfg(target_arch = "x86_64")]
-                if crate::llm::ggml_ops::has_avx2_fma() {
+                if crate::cpu::has_avx2_fma() {
                     // SAFETY: the CPU has AVX2.
                     assert_eq!(unsafe { idot_avx2(&v8, &q.q8, &q.abs8) }, int);
                 }

@@ -33,8 +33,11 @@ fn ids(v: &serde_json::Value) -> Vec<u32> {
 }
 
 /// The optional Gemma 3 270M file, when it was fetched.
-fn gemma() -> Option<PathBuf> {
-    quire::models::find("gemma-3-270m-q4_k_m.gguf").ok()
+/// Gemma 3 270M: the test set-up fetches it (`models/fetch.sh --gemma`), so its
+/// absence is a failure, not a skip.
+fn gemma() -> PathBuf {
+    quire::models::find("gemma-3-270m-q4_k_m.gguf")
+        .expect("gemma-3-270m-q4_k_m.gguf missing: run `models/fetch.sh --gemma` (make test does)")
 }
 
 fn check_tokenizer(path: &Path, model: &str) {
@@ -76,10 +79,7 @@ fn tokenizer_matches_llamacpp_smollm2() {
 
 #[test]
 fn tokenizer_matches_llamacpp_gemma3() {
-    let Some(p) = gemma() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
-        return;
-    };
+    let p = gemma();
     check_tokenizer(&p, "gemma-3-270m-q4_k_m");
 }
 
@@ -165,10 +165,7 @@ fn greedy_with_requantized_weights_stays_close() {
 #[test]
 #[ignore = "the shared Gemma 3 reference is not reproducible by llama.cpp here: it gives 7/32, 0/32, 4/32, 32/32, and so does Quire (see the comment above)"]
 fn greedy_matches_llamacpp_gemma3() {
-    let Some(p) = gemma() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
-        return;
-    };
+    let p = gemma();
     check_greedy(&p, "gemma-3-270m-q4_k_m", false, 16);
 }
 
@@ -179,10 +176,7 @@ fn greedy_matches_llamacpp_gemma3() {
 /// (within 0.01), so this needs llama.cpp's arithmetic, not only its graph.
 #[test]
 fn gemma3_greedy_matches_llamacpp_run_here() {
-    let Some(p) = gemma() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
-        return;
-    };
+    let p = gemma();
     let lines = jsonl(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gemma3_greedy_llamacpp_here.jsonl"),
     );
@@ -204,19 +198,18 @@ fn gemma3_greedy_matches_llamacpp_run_here() {
 #[test]
 fn long_prompt_greedy_matches_llamacpp_run_here() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let mut runs = vec![(
-        util::default_llm(),
-        "SmolLM2 (llama.cpp here)",
-        "smollm2_long_greedy_llamacpp_here.jsonl",
-    )];
-    match gemma() {
-        Some(p) => runs.push((
-            p,
+    let runs = [
+        (
+            util::default_llm(),
+            "SmolLM2 (llama.cpp here)",
+            "smollm2_long_greedy_llamacpp_here.jsonl",
+        ),
+        (
+            gemma(),
             "gemma-3-270m-q4_k_m (llama.cpp here)",
             "gemma3_long_greedy_llamacpp_here.jsonl",
-        )),
-        None => eprintln!("Gemma 3 skipped: not fetched (models/fetch.sh --gemma)"),
-    }
+        ),
+    ];
     for (path, model, file) in runs {
         let lines = jsonl(&data.join(file));
         assert!(ids(&lines[0]["prompt_ids"]).len() > 700);
@@ -229,10 +222,7 @@ fn long_prompt_greedy_matches_llamacpp_run_here() {
 /// repeated tokens 198 199 there). Runs when the optional file was fetched.
 #[test]
 fn gemma3_follows_llamacpp_where_there_is_no_near_tie() {
-    let Some(p) = gemma() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
-        return;
-    };
+    let p = gemma();
     let llm = GgufLlm::load_with(&p, &LoadOptions::default()).expect("load");
     let line = reference("gemma-3-270m-q4_k_m", "greedy.jsonl")
         .into_iter()
@@ -496,9 +486,6 @@ fn logits_are_llamacpps_bit_for_bit_smollm2() {
 
 #[test]
 fn logits_are_llamacpps_bit_for_bit_gemma3() {
-    let Some(p) = gemma() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not fetched (models/fetch.sh --gemma)");
-        return;
-    };
+    let p = gemma();
     check_logits(&p, "gemma3_logits_llamacpp_here.jsonl");
 }

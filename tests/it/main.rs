@@ -5,6 +5,7 @@ mod util;
 
 mod embed;
 mod index;
+mod layout;
 mod llm;
 mod pdf;
 mod plumbing;

@@ -4,8 +4,8 @@
 //!
 //! Loading follows candle-transformers 0.11.1 `models/quantized_llama.rs` (Apache-2.0/
 //! MIT, © the candle authors); the forward pass is Quire's own, on the CPU, over plain
-//! buffers, computing each operation as llama.cpp does (`ggml_ops`, `qmatmul`,
-//! `kquants`) so that greedy decoding gives llama.cpp's tokens:
+//! buffers, computing each operation as llama.cpp does (`ops`, `attention`,
+//! `matmul`) so that greedy decoding gives llama.cpp's tokens:
 //! - a KV cache in f16 that can be truncated, so a new prompt that shares a prefix
 //!   with the previous one reuses its keys and values;
 //! - grouped-query attention reads the shared K/V head directly;
@@ -26,8 +26,10 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Result, Tensor};
 use rayon::prelude::*;
 
-use super::ggml_ops::{self, AttnScratch, KvCache};
-use super::qmatmul::{QLinear, Rows, Stacked};
+use super::attention::{self, AttnScratch};
+use super::kv_cache::KvCache;
+use super::matmul::{QLinear, Rows, Stacked};
+use super::ops;
 
 /// Read tensor `name`, requantizing slow types to Q8_0 when `requant` is set.
 pub(crate) fn load_tensor<R: Read + Seek>(
@@ -123,7 +125,7 @@ impl SeqCache {
 }
 
 /// A dense llama-architecture model with a reusable KV cache, computed on the CPU
-/// the way llama.cpp computes it (see `ggml_ops` and `qmatmul`).
+/// the way llama.cpp computes it (see `ops`, `attention` and `matmul`).
 #[derive(Debug, Clone)]
 pub struct Llama {
     embeddings: Rows,
@@ -472,7 +474,7 @@ impl Llama {
                     .iter()
                     .map(|&p| {
                         let mut c = Vec::new();
-                        ggml_ops::rope_cache(
+                        ops::rope_cache(
                             p,
                             self.rope_pairs,
                             rope.theta_scale,
@@ -485,14 +487,14 @@ impl Llama {
             })
             .collect();
         let rotate = if style.neox {
-            ggml_ops::rope_neox
+            ops::rope_neox
         } else {
-            ggml_ops::rope_norm
+            ops::rope_norm
         };
         let act = if style.gelu {
-            ggml_ops::geglu
+            ops::geglu
         } else {
-            ggml_ops::swiglu_fast
+            ops::swiglu_fast
         };
         // The norm of `v` by `w` (rows of `w.len()`), in place (through one buffer
         // reused for the whole pass).
@@ -500,7 +502,7 @@ impl Llama {
         let mut norm_in_place = |v: &mut Vec<f32>, w: &[f32]| {
             src.clear();
             src.extend_from_slice(v);
-            ggml_ops::rms_norm(&src, w, self.eps, v);
+            ops::rms_norm(&src, w, self.eps, v);
         };
         let mut h = vec![0f32; rows * hidden];
         let mut att = vec![0f32; rows * nh * hd];
@@ -513,7 +515,7 @@ impl Llama {
         let mut y = Vec::new();
         let mut probs = Vec::new();
         for (li, l) in self.layers.iter().enumerate() {
-            ggml_ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
+            ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
             l.wqkv.forward_into(&h, rows, batch, &mut qkv)?;
             let [q, k, v] = &mut qkv[..] else {
                 candle_core::bail!("q, k, v projections missing");
@@ -559,11 +561,11 @@ impl Llama {
             let heads: Vec<&KvCache> = seqs.iter().map(|s| &s.0.layers[li]).collect();
             let lens: Vec<usize> = seqs.iter().map(|s| s.1.len()).collect();
             // One token with many keys: split by key and dimension (see `attend_split`).
-            let split = (rows == 1 && ggml_ops::attend_steps_are_fast())
+            let split = (rows == 1 && attention::attend_steps_are_fast())
                 .then(|| (l.first_key(row_pos[0]), row_pos[0] + 1))
                 .filter(|&(first, total)| total - first >= SPLIT_KEYS);
             if let Some((first, total)) = split {
-                ggml_ops::round_f16(q);
+                ops::round_f16(q);
                 attend_split(q, heads[0], rep, first, total, scale, &mut probs, &mut att);
             } else {
                 // Per row and KV head: `per` of its `rep` query heads (adjacent) at once;
@@ -586,7 +588,7 @@ impl Llama {
                         let kv = heads[si].head(g);
                         let pos = row_pos[i];
                         let first = l.first_key(pos);
-                        ggml_ops::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
+                        attention::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
                     },
                 );
             }
@@ -597,7 +599,7 @@ impl Llama {
             for (xi, oi) in x.iter_mut().zip(&o) {
                 *xi += oi;
             }
-            ggml_ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
+            ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
             l.w13.forward_into(&h, rows, batch, &mut gu)?;
             let [g, u] = &gu[..] else {
                 candle_core::bail!("gate and up projections missing");
@@ -623,7 +625,7 @@ impl Llama {
         for (si, (cache, tokens, pos)) in seqs.iter_mut().enumerate() {
             end += tokens.len();
             cache.len = *pos + tokens.len();
-            ggml_ops::rms_norm(
+            ops::rms_norm(
                 &x[(end - 1) * hidden..end * hidden],
                 &self.norm,
                 self.eps,
@@ -647,7 +649,7 @@ const SPLIT_KEYS: usize = 256;
 /// One token's attention over positions `first..total` of `kv`, in three parallel
 /// steps so that the cores share every KV head's work and each reads its own part of
 /// the cache: the scores by key range, the softmax by query head, the outputs by
-/// dimension range. The bits are [`ggml_ops::attend`]'s (tested). `q`: the token's
+/// dimension range. The bits are [`attention::attend`]'s (tested). `q`: the token's
 /// query heads, already f16-rounded, `rep` per KV head; `att` gets each head's output.
 #[allow(clippy::too_many_arguments)]
 fn attend_split(
@@ -676,7 +678,7 @@ fn attend_split(
         .map(|(g, ja, jb)| {
             let mut out = vec![0f32; rep * (jb - ja)];
             let qg = &q[g * rep * hd..(g + 1) * rep * hd];
-            ggml_ops::attend_scores(true, qg, kv.head(g), ja, jb, scale, &mut out);
+            attention::attend_scores(true, qg, kv.head(g), ja, jb, scale, &mut out);
             (g, ja, jb, out)
         })
         .collect();
@@ -690,7 +692,7 @@ fn attend_split(
     }
     probs
         .par_chunks_mut(padded)
-        .for_each(|row| ggml_ops::attend_softmax(row, first, total));
+        .for_each(|row| attention::attend_softmax(row, first, total));
     // Outputs: each KV head's dimensions in `parts` ranges (multiples of 4).
     let step = hd.div_ceil(parts).div_ceil(4) * 4;
     let ranges: Vec<(usize, usize, usize)> = (0..kv.heads())
@@ -703,7 +705,7 @@ fn attend_split(
         .map(|(g, da, db)| {
             let mut out = vec![0f32; rep * (db - da)];
             let p = &probs[g * rep * padded..(g + 1) * rep * padded];
-            ggml_ops::attend_values(true, kv.head(g), p, padded, first, da, db, &mut out);
+            attention::attend_values(true, kv.head(g), p, padded, first, da, db, &mut out);
             (g, da, db, out)
         })
         .collect();

@@ -26,7 +26,8 @@
 
 use rayon::prelude::*;
 
-use super::qmatmul::{f16_at, row_tasks, scatter};
+use crate::cpu::f16_at;
+use crate::cpu::split::{row_tasks, scatter};
 
 /// Values per super-block.
 pub(crate) const QK_K: usize = 256;
@@ -661,8 +662,7 @@ mod banded {
 fn wide() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *OK.get_or_init(|| std::env::var_os("QUIRE_NO_VNNI").is_none() && super::vnni::available())
+        crate::cpu::has_vnni()
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
@@ -674,8 +674,8 @@ pub(crate) struct KWeight {
     kind: KKind,
     n: usize,
     k: usize,
-    /// On huge pages (see [`Huge`](super::huge::Huge)).
-    data: super::huge::Huge<u8>,
+    /// On huge pages (see [`Huge`](crate::cpu::huge::Huge)).
+    data: crate::cpu::huge::Huge<u8>,
 }
 
 impl KWeight {
@@ -701,7 +701,7 @@ impl KWeight {
                 raw.len()
             );
         }
-        let data = super::huge::Huge::copy_of(&repack(kind, &raw));
+        let data = crate::cpu::huge::Huge::copy_of(&repack(kind, &raw));
         Ok(Some(Self { kind, n, k, data }))
     }
 
@@ -829,7 +829,7 @@ mod tests {
     use candle_core::quantized::{GgmlDType, QTensor};
     use candle_core::{Device, Tensor};
 
-    use crate::llm::qmatmul::tests::rnd;
+    use crate::llm::runtime::matmul::tests::rnd;
 
     #[test]
     fn q8k_quantization_is_ggmls() {

@@ -1,4 +1,4 @@
-//! AVX-512 VNNI kernels for [`qmatmul`](super::qmatmul), with the same bits as its
+//! AVX-512 VNNI kernels for [`plain`](super::plain), with the same bits as its
 //! AVX2 ports of ggml's `ggml_vec_dot_*`.
 //!
 //! ggml's AVX2 kernels reduce each 32-value block to 8 integer lanes (lane `l` = the
@@ -13,7 +13,8 @@
 
 use std::arch::x86_64::*;
 
-use super::qmatmul::{f16_at, Kind, Q8Block, QK};
+use super::q8::{Kind, Q8Block, QK};
+use crate::cpu::f16_at;
 
 /// Two activation rows' quantized block `b`, laid out for one 512-bit register each:
 /// `qs` = row 0's 32 values then row 1's; `d` and `s` = each row's scale (and Q8_1
@@ -24,15 +25,6 @@ pub(crate) struct Pair {
     qs: [i8; 2 * QK],
     d: [f32; 16],
     s: [f32; 16],
-}
-
-/// Whether the CPU has what the kernels here use.
-pub(crate) fn available() -> bool {
-    std::is_x86_feature_detected!("avx512f")
-        && std::is_x86_feature_detected!("avx512bw")
-        && std::is_x86_feature_detected!("avx512vl")
-        && std::is_x86_feature_detected!("avx512vnni")
-        && std::is_x86_feature_detected!("fma")
 }
 
 /// `q` (`m` rows of `nb` blocks) as pairs of rows, block by block: `out[p·nb + b]`;
@@ -118,8 +110,8 @@ impl WeightRow {
 /// `out[2p + h]` = the dot product of the weight row with row `h` of pair `p`, for
 /// the pairs in `ps` (each `nb` blocks, `nb` = the row's blocks).
 pub(crate) fn rows(w: &WeightRow, ps: &[Pair], out: &mut [f32]) {
-    // SAFETY: `WeightRow`s and `Pair`s exist only where `available()` said yes
-    // (see `qmatmul`), so the CPU has every feature `rows_512` is compiled for.
+    // SAFETY: `WeightRow`s and `Pair`s exist only where `cpu::has_vnni()` said yes
+    // (see `plain`), so the CPU has every feature `rows_512` is compiled for.
     unsafe { rows_512(w, ps, out) }
 }
 
@@ -221,7 +213,7 @@ fn finish(acc: __m512, sm: __m512, out: &mut [f32]) {
 /// One activation row (generation): the dot product of a weight row of `kind`
 /// (raw blocks) with `ys`, 8 lanes per block as ggml.
 pub(crate) fn row(kind: Kind, w: &[u8], ys: &[Q8Block]) -> f32 {
-    // SAFETY: only called where `available()` said yes (see `qmatmul`).
+    // SAFETY: only called where `cpu::has_vnni()` said yes (see `plain`).
     unsafe { row_256(kind, w, ys) }
 }
 

@@ -20,10 +20,10 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::huge::Huge;
+use super::q8::{quantize_row_q8, Kind, Q8Block, QK};
 #[cfg(test)]
-use super::qmatmul::f16_at;
-use super::qmatmul::{quantize_row_q8, Kind, Q8Block, QK};
+use crate::cpu::f16_at;
+use crate::cpu::huge::Huge;
 
 /// Output columns per packed group (one 512-bit register of f32).
 pub(crate) const GROUP: usize = 16;
@@ -305,7 +305,7 @@ impl Packed {
                         let rows = o.len() / w;
                         let a = &acts[r0 * nb..(r0 + rows) * nb];
                         // SAFETY: `Packed` exists only where the CPU has AVX-512 VNNI
-                        // (see `qmatmul`).
+                        // (see `plain`).
                         unsafe { self.rows(a, rows, g0, g0 + w / GROUP, o, w) };
                     }
                 });
@@ -769,9 +769,9 @@ mod tests {
         out
     }
 
-    /// ggml's AVX2 arithmetic: the portable kernels of `qmatmul`.
+    /// ggml's AVX2 arithmetic: the portable kernels of `portable`.
     fn lanes_dot(kind: Kind, w: &[u8], x: &[f32]) -> f32 {
-        use super::super::qmatmul::portable;
+        use super::super::portable;
         let mut q = vec![Q8Block::default(); x.len() / QK];
         quantize_row_q8(x, &mut q);
         match kind {
@@ -783,7 +783,7 @@ mod tests {
 
     #[test]
     fn packed_matches_ggml_arithmetic_bit_for_bit() {
-        if !super::super::qmatmul::packed_available() {
+        if !crate::cpu::has_vnni() {
             eprintln!("skipped: no AVX-512 VNNI here");
             return;
         }

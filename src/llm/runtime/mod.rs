@@ -1,0 +1,23 @@
+//! The numeric runtime under [`GgufLlm`](super::GgufLlm): Quire's own forward passes
+//! on the CPU, computing each operation as llama.cpp's CPU backend does, so that
+//! logits and greedy tokens are llama.cpp's bit for bit (tested against llama.cpp run
+//! here).
+//!
+//! - [`llama`]: the decoders (llama, Gemma 3): loading their weights and the forward
+//!   pass over a batch of sequences, with prefix reuse.
+//! - [`attention`]: scores, softmax and weighted values of one layer, whole or split.
+//! - [`kv_cache`]: the per-layer cache of keys and values.
+//! - [`ops`]: element-wise steps (norms, rotary embeddings, activations, f16 rounding);
+//!   [`wide`] holds their AVX-512 register forms.
+//! - [`matmul`]: quantized matrix products, one file per arithmetic.
+//!
+//! Imports point one way: `llama` → `attention`, `kv_cache`, `ops`, `matmul`;
+//! `attention` → `kv_cache`, `ops`, `wide`; `ops` → `wide`; and all of them → `crate::cpu`.
+
+pub(crate) mod attention;
+pub(crate) mod kv_cache;
+pub mod llama;
+pub(crate) mod matmul;
+pub(crate) mod ops;
+#[cfg(target_arch = "x86_64")]
+mod wide;

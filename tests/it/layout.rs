@@ -1,0 +1,234 @@
+//! The rooms of the code base and which may import which (ARCHITECTURE.md), checked
+//! by reading the sources: a shell names only the engine's types, `synth` knows no
+//! store or retriever, `llm` knows no engine, embedder or retriever, `cpu` is below
+//! everything, and only the HTTP server names axum.
+
+use std::path::{Path, PathBuf};
+
+use crate::util;
+
+/// The rooms (`crate::X` / `quire::X`) a source file names, with the line of each.
+fn rooms_named(src: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    // Comments are not imports: drop `//` to the end of each line.
+    let code: String = src
+        .lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let bytes = code.as_bytes();
+    for prefix in ["crate::", "quire::"] {
+        let mut from = 0;
+        while let Some(i) = code[from..].find(prefix) {
+            let at = from + i;
+            from = at + prefix.len();
+            // `foo_crate::` or `my_quire::` are other paths.
+            if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+                continue;
+            }
+            let line = code[..at].matches('\n').count() + 1;
+            let rest = &code[from..];
+            if let Some(group) = rest.strip_prefix('{') {
+                // `use crate::{a, b::{c, d}, e}`: the top-level names of the group.
+                let mut depth = 0usize;
+                let mut name = String::new();
+                let mut names = Vec::new();
+                for c in group.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            names.push(std::mem::take(&mut name));
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        name.push(c);
+                    }
+                }
+                names.push(name);
+                for n in names {
+                    let head: String = n
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !head.is_empty() {
+                        out.push((line, head));
+                    }
+                }
+            } else {
+                let head: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !head.is_empty() {
+                    out.push((line, head));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every `.rs` file under `dir` (or `dir` itself if it is a file).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    if dir.is_file() {
+        return vec![dir.to_path_buf()];
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for e in entries {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(!files.is_empty(), "no sources under {}", dir.display());
+    files
+}
+
+/// Where the files under each of `dirs` name one of `forbidden` rooms.
+fn violations(dirs: &[&str], forbidden: &[&str]) -> Vec<String> {
+    let root = util::repo();
+    let mut bad = Vec::new();
+    for d in dirs {
+        for f in rust_files(&root.join(d)) {
+            let src = std::fs::read_to_string(&f).expect("source");
+            for (line, room) in rooms_named(&src) {
+                if forbidden.contains(&room.as_str()) {
+                    let rel = f.strip_prefix(&root).unwrap_or(&f).display().to_string();
+                    bad.push(format!("{rel}:{line} names `{room}`"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn assert_none(what: &str, bad: Vec<String>) {
+    assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_checker_sees_every_form_of_import() {
+    let src = "use crate::store::Store;\n\
+               use quire::{engine::Engine, retrieve::FusionMode};\n\
+               // use crate::synth::x; (a comment)\n\
+               fn f() { let _ = crate::synth::ResponseMode::Refine; }\n\
+               use crate::{\n    llm::{Cancel, Llm},\n    Result,\n};\n\
+               use my_crate::store;\n";
+    let named: Vec<(usize, String)> = rooms_named(src);
+    let names: Vec<&str> = named.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(
+        names,
+        ["store", "synth", "llm", "Result", "engine", "retrieve"],
+        "{named:?}"
+    );
+    assert_eq!(named[1].0, 4, "the line of `crate::synth`");
+}
+
+#[test]
+fn shells_use_only_the_engines_types() {
+    let shells = ["src/main.rs", "src/cli", "src/server", "src-tauri/src"];
+    assert_none(
+        "a shell names store, retrieve or synth (use the engine's types)",
+        violations(&shells, &["store", "retrieve", "synth"]),
+    );
+}
+
+#[test]
+fn synth_knows_no_store_or_retriever() {
+    assert_none(
+        "synth imports store, retrieve, engine or ingest",
+        violations(
+            &["src/synth"],
+            &["store", "retrieve", "engine", "ingest", "server"],
+        ),
+    );
+}
+
+#[test]
+fn llm_knows_no_engine_embedder_or_retriever() {
+    assert_none(
+        "llm imports engine, embed, retrieve or another room above it",
+        violations(
+            &["src/llm"],
+            &[
+                "engine", "embed", "retrieve", "store", "synth", "ingest", "server", "settings",
+            ],
+        ),
+    );
+}
+
+#[test]
+fn embed_knows_no_room_above_it() {
+    assert_none(
+        "embed imports llm, retrieve or a room above it",
+        violations(
+            &["src/embed"],
+            &[
+                "llm", "retrieve", "engine", "store", "synth", "ingest", "server", "settings",
+            ],
+        ),
+    );
+}
+
+#[test]
+fn cpu_and_text_are_below_everything() {
+    assert_none(
+        "cpu or text imports another room",
+        violations(
+            &["src/cpu", "src/text.rs"],
+            &[
+                "llm", "embed", "retrieve", "engine", "store", "synth", "ingest", "server",
+                "settings", "models",
+            ],
+        ),
+    );
+}
+
+#[test]
+fn lower_rooms_do_not_reach_up_to_the_engine() {
+    assert_none(
+        "a room below the engine imports it (or the server)",
+        violations(
+            &[
+                "src/ingest",
+                "src/store",
+                "src/embed",
+                "src/retrieve",
+                "src/synth",
+                "src/llm",
+            ],
+            &["engine", "server"],
+        ),
+    );
+}
+
+#[test]
+fn only_the_server_names_axum() {
+    let root = util::repo();
+    let mut bad = Vec::new();
+    for f in rust_files(&root.join("src")) {
+        if f.starts_with(root.join("src/server")) {
+            continue;
+        }
+        let src = std::fs::read_to_string(&f).expect("source");
+        if src.contains("axum::") || src.contains("tauri::") {
+            bad.push(f.display().to_string());
+        }
+    }
+    assert_none("the core names axum or tauri outside src/server", bad);
+}
