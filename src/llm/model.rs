@@ -9,7 +9,7 @@ use std::time::Instant;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::{quantized_phi3, quantized_qwen2, quantized_qwen3};
+use candle_transformers::models::{quantized_phi3, quantized_qwen3};
 
 use super::chat::{ChatTemplate, Message};
 use super::gguf::GgufFile;
@@ -101,7 +101,6 @@ impl Default for LoadOptions {
 
 enum Net {
     Llama(Llama),
-    Qwen2(quantized_qwen2::ModelWeights),
     Qwen3(quantized_qwen3::ModelWeights),
     Phi3(quantized_phi3::ModelWeights),
 }
@@ -115,7 +114,6 @@ impl Net {
         let x = Tensor::new(tokens, device)?.unsqueeze(0)?;
         let out = match self {
             Net::Llama(_) => unreachable_llama()?,
-            Net::Qwen2(m) => m.forward(&x, pos)?,
             Net::Qwen3(m) => {
                 if pos == 0 {
                     m.clear_kv_cache();
@@ -210,12 +208,9 @@ impl GgufLlm {
         let mut r = BufReader::new(file);
         let GgufFile { content, .. } = g;
         let net = match arch.as_str() {
-            "llama" | "gemma3" => Net::Llama(
+            "llama" | "gemma3" | "qwen2" => Net::Llama(
                 Llama::from_gguf(&content, &mut r, &device, window, opts.requantize)
                     .map_err(bad)?,
-            ),
-            "qwen2" => Net::Qwen2(
-                quantized_qwen2::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
             ),
             "qwen3" => Net::Qwen3(
                 quantized_qwen3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,

@@ -18,6 +18,10 @@
 //! (whose own scale is then 1); a key is visible on a sliding layer while
 //! `query_pos − key_pos < window`; norms after attention and after the feed-forward,
 //! which is GELU-gated (`LLM_FFN_GELU`, `LLM_FFN_PAR`); output tied to the embeddings.
+//!
+//! Qwen2 as llama.cpp's `llm_build_qwen2` builds it: llama's graph with a bias added
+//! to each of the q, k and v projections (`ggml_add` after the matmul, in f32) and
+//! NeoX rotary pairs with base `rope.freq_base` (10⁶ for Qwen2.5).
 
 use std::io::{Read, Seek};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,6 +67,8 @@ struct Layer {
     w2: QLinear,
     attn_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
+    /// Qwen2: biases added to the q, k and v projections.
+    qkv_bias: Option<[Vec<f32>; 3]>,
     /// Gemma: RMS norms of each query and key head.
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
@@ -166,7 +172,7 @@ fn vector(
 }
 
 impl Llama {
-    /// Load a `llama` or `gemma3` GGUF file; `max_seq` bounds the positions.
+    /// Load a `llama`, `gemma3` or `qwen2` GGUF file; `max_seq` bounds the positions.
     pub fn from_gguf<R: Read + Seek>(
         ct: &gguf_file::Content,
         r: &mut R,
@@ -178,10 +184,13 @@ impl Llama {
             Some(v) => v.to_string()?.clone(),
             None => "llama".to_string(),
         };
-        let gemma = match arch.as_str() {
-            "llama" => false,
-            "gemma3" => true,
-            other => candle_core::bail!("architecture {other:?} is not a llama or gemma3 model"),
+        let (gemma, qwen2) = match arch.as_str() {
+            "llama" => (false, false),
+            "gemma3" => (true, false),
+            "qwen2" => (false, true),
+            other => candle_core::bail!(
+                "architecture {other:?} is not a llama, gemma3 or qwen2 model"
+            ),
         };
         let key = |s: &str| format!("{arch}.{s}");
         let md = |s: &str| match ct.metadata.get(&key(s)) {
@@ -249,7 +258,7 @@ impl Llama {
             }
         } else {
             Style {
-                neox: false,
+                neox: qwen2,
                 gelu: false,
                 embed_scale: None,
                 q_scale: None,
@@ -295,6 +304,17 @@ impl Llama {
             } else {
                 (None, None, None, None)
             };
+            let qkv_bias = if qwen2 {
+                let kv = n_kv_head * head_dim;
+                let mut b = |n: &str, len: usize| vector(ct, r, &format!("{p}.{n}.bias"), len);
+                Some([
+                    b("attn_q", n_head * head_dim)?,
+                    b("attn_k", kv)?,
+                    b("attn_v", kv)?,
+                ])
+            } else {
+                None
+            };
             let sliding = gemma && !(i + 1).is_multiple_of(pattern);
             layers.push(Layer {
                 wqkv,
@@ -303,6 +323,7 @@ impl Llama {
                 w2,
                 attn_norm,
                 ffn_norm,
+                qkv_bias,
                 q_norm,
                 k_norm,
                 post_attn_norm,
@@ -520,6 +541,13 @@ impl Llama {
             let [q, k, v] = &mut qkv[..] else {
                 candle_core::bail!("q, k, v projections missing");
             };
+            if let Some(biases) = &l.qkv_bias {
+                for (out, b) in [&mut *q, &mut *k, &mut *v].into_iter().zip(biases) {
+                    for row in out.chunks_exact_mut(b.len()) {
+                        row.iter_mut().zip(b).for_each(|(o, b)| *o += b);
+                    }
+                }
+            }
             if let Some(w) = &l.q_norm {
                 norm_in_place(q, w);
             }
