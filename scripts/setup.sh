@@ -51,10 +51,10 @@ if [ "$want_test" = 1 ] && ! command -v tauri-driver >/dev/null && [ ! -x "$HOME
   cargo install tauri-driver --locked --quiet
 fi
 
-# Tests also check Gemma 3 270M against llama.cpp (its logits bit for bit), so the test
-# set-up fetches that optional model too.
+# Tests also check Gemma 3 270M and Qwen2.5-Coder 0.5B against llama.cpp (their logits
+# bit for bit), so the test set-up fetches those models too.
 if [ "$want_test" = 1 ]; then
-  models/fetch.sh --gemma
+  models/fetch.sh --gemma --qwen
 else
   models/fetch.sh
 fi

@@ -21,6 +21,23 @@ use crate::{Error, Result};
 /// The architectures Quire can run, by `general.architecture`.
 pub const ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "gemma3", "phi3"];
 
+/// The architectures that run on Quire's own forward pass and kernels (bit for bit
+/// with llama.cpp's CPU backend, and faster); the others run on candle's generic
+/// quantized model code, the slow path.
+pub const OWN_RUNTIME: &[&str] = &["llama", "qwen2", "gemma3"];
+
+/// "fast" for an architecture on Quire's own runtime, "slow path" for one on candle's
+/// generic code, "unsupported" otherwise.
+pub fn speed_path(architecture: &str) -> &'static str {
+    if OWN_RUNTIME.contains(&architecture) {
+        "fast"
+    } else if ARCHITECTURES.contains(&architecture) {
+        "slow path"
+    } else {
+        "unsupported"
+    }
+}
+
 /// Where the model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeviceKind {

@@ -40,10 +40,30 @@ fn gemma() -> PathBuf {
         .expect("gemma-3-270m-q4_k_m.gguf missing: run `models/fetch.sh --gemma` (make test does)")
 }
 
+/// Qwen2.5-Coder 0.5B Instruct (qwen2): the test set-up fetches it
+/// (`models/fetch.sh --qwen`), so its absence is a failure.
+fn qwen2() -> PathBuf {
+    quire::models::find("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").expect(
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf missing: run `models/fetch.sh --qwen` (make test does)",
+    )
+}
+
+/// A reference recorded here by `scripts/llamacpp_*.py` (in `tests/data`).
+fn here(file: &str) -> Vec<serde_json::Value> {
+    jsonl(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(file),
+    )
+}
+
 fn check_tokenizer(path: &Path, model: &str) {
+    check_tokenizer_lines(path, reference(model, "tokenize.jsonl"));
+}
+
+fn check_tokenizer_lines(path: &Path, lines: Vec<serde_json::Value>) {
     let tok = Tokenizer::open(path).expect("tokenizer");
     let mut bad = Vec::new();
-    let lines = reference(model, "tokenize.jsonl");
     assert!(lines.len() >= 10);
     for line in &lines {
         let text = line["text"].as_str().expect("text");
@@ -132,7 +152,7 @@ fn check_greedy_lines(
 
 // SmolLM2 follows llama.cpp's greedy output token for token (32/32, 25/25, 32/32,
 // 32/32): Quire's llama forward computes every operation with llama.cpp's own
-// rounding (src/llm/ggml_ops.rs, src/llm/qmatmul.rs), so all reference tokens must
+// rounding (src/llm/runtime/), so all reference tokens must
 // match, not only the first 16 the issue asks for.
 #[test]
 fn greedy_matches_llamacpp_smollm2() {
@@ -488,4 +508,31 @@ fn logits_are_llamacpps_bit_for_bit_smollm2() {
 fn logits_are_llamacpps_bit_for_bit_gemma3() {
     let p = gemma();
     check_logits(&p, "gemma3_logits_llamacpp_here.jsonl");
+}
+
+/// Qwen2 (Qwen2.5-Coder 0.5B Instruct, Q4_K_M: Q5_0, Q8_0, Q4_K and Q6_K weights, q/k/v
+/// biases) on Quire's own forward pass: the tokenizer, the logits bit for bit and the
+/// greedy tokens are llama.cpp's as run here (`scripts/llamacpp_reference_here.py`,
+/// then `scripts/llamacpp_logits.py`, llama-cpp-python 0.3.36, plain CPU kernels).
+#[test]
+fn tokenizer_matches_llamacpp_qwen2() {
+    check_tokenizer_lines(&qwen2(), here("qwen2_tokenize_llamacpp_here.jsonl"));
+}
+
+#[test]
+fn logits_are_llamacpps_bit_for_bit_qwen2() {
+    check_logits(&qwen2(), "qwen2_logits_llamacpp_here.jsonl");
+}
+
+#[test]
+fn qwen2_greedy_matches_llamacpp_run_here() {
+    let lines = here("qwen2_greedy_llamacpp_here.jsonl");
+    assert_eq!(lines.len(), 4);
+    check_greedy_lines(
+        &qwen2(),
+        "qwen2.5-coder-0.5b (llama.cpp here)",
+        lines,
+        false,
+        usize::MAX,
+    );
 }

@@ -188,9 +188,9 @@ impl Llama {
             "llama" => (false, false),
             "gemma3" => (true, false),
             "qwen2" => (false, true),
-            other => candle_core::bail!(
-                "architecture {other:?} is not a llama, gemma3 or qwen2 model"
-            ),
+            other => {
+                candle_core::bail!("architecture {other:?} is not a llama, gemma3 or qwen2 model")
+            }
         };
         let key = |s: &str| format!("{arch}.{s}");
         let md = |s: &str| match ct.metadata.get(&key(s)) {
