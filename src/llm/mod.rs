@@ -1,7 +1,6 @@
 //! The local LLM: the [`Llm`] trait the synthesizers call, generation parameters,
 //! cancellation, and GGUF model files ([`gguf`]).
 
-pub mod bench;
 pub mod chat;
 pub mod constrain;
 pub(crate) mod ggml_ops;

@@ -8,7 +8,6 @@ mod index;
 mod llm;
 mod pdf;
 mod plumbing;
-mod retrieve;
 mod server;
 mod synth;
 mod synth_model;
