@@ -7,7 +7,7 @@ CARGO ?= cargo
 .PHONY: run test setup setup-test models build lint fmt
 
 run: setup
-	$(CARGO) build --release -p quire -p quire-desktop
+	$(CARGO) build --release -p quire -p quire-bench -p quire-desktop
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
 	  exec ./target/release/quire-desktop; \
 	else \
@@ -17,7 +17,7 @@ run: setup
 
 test: setup-test
 	$(CARGO) fmt --all -- --check
-	$(CARGO) build -p quire -p quire-desktop
+	$(CARGO) build -p quire -p quire-bench -p quire-desktop
 	$(CARGO) test --workspace
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
 	cd tests/e2e && xvfb-run -a npm run test:tauri

@@ -1,5 +1,6 @@
 //! The `quire` command line: a thin adapter over the library.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -95,9 +96,13 @@ enum Cmd {
     /// Extract one PDF in this process and print it as JSON (the isolated extractor's child).
     #[command(name = "__extract", hide = true)]
     ExtractChild { file: PathBuf },
-    /// Benchmarks: print figures (one JSON object with --json).
-    #[command(subcommand)]
-    Bench(BenchCmd),
+    /// Benchmarks: runs the `quire-bench` binary next to this one with the same
+    /// arguments (`quire bench --help` lists them).
+    #[command(disable_help_flag = true)]
+    Bench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -106,89 +111,6 @@ enum DocsCmd {
     Rm {
         /// Document id (see `quire docs`) or the file's path.
         doc: String,
-    },
-}
-
-#[derive(Subcommand)]
-enum BenchCmd {
-    /// Embedding throughput: 256 chunks of 200 words, batch 32, median of 3, side by
-    /// side with sentence-transformers' figure.
-    Embed {
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// sentence-transformers' speed.json.
-        #[arg(long, default_value = "../shared/reference/speed.json")]
-        reference: PathBuf,
-        /// Number of chunks.
-        #[arg(long, default_value_t = 256)]
-        chunks: usize,
-        /// Runs (the median is reported).
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-    },
-    /// Prompt processing and generation speed vs llama.cpp's figures.
-    Llm {
-        /// A GGUF file instead of the default LLM.
-        #[arg(long)]
-        model: Option<PathBuf>,
-        /// llama.cpp's speed.json for the same file (default: the shared reference).
-        #[arg(long)]
-        reference: Option<PathBuf>,
-        /// Requantize Q4_1/Q5_0/Q5_1 weights to Q8_0 at load (not bit-exact with llama.cpp).
-        #[arg(long)]
-        requantize: bool,
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-    },
-    /// PDF text extraction against `pdftotext -layout`: per-page word F1 and pages/s.
-    Extract {
-        /// Folder of PDFs (default: ../shared/corpus/pdfs).
-        dir: Option<PathBuf>,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
-    /// fused, by language.
-    Retrieval {
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// The PDFs to index.
-        #[arg(long, default_value = "../shared/corpus/pdfs")]
-        pdfs: PathBuf,
-        /// One JSON question a line (id, lang, file, pages, question).
-        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
-        questions: PathBuf,
-        /// Fusion mode of the fused set.
-        #[arg(long, default_value = "reciprocal_rerank")]
-        fusion: quire::retrieve::FusionMode,
-        /// Search this Quire index (built by `quire index`, Quire's own extraction and
-        /// splitting) instead of indexing `--pdfs` with pdftotext pages.
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-    },
-    /// Answers per response mode over the corpus questions, through the engine: median
-    /// seconds per question, LLM calls, tokens generated, share of answers containing
-    /// every `must_contain` string.
-    Answer(cli::bench::AnswerArgs),
-    /// tree_summarize with each level's summaries one by one, then as one batch on
-    /// the local model: seconds per question side by side, and whether the calls
-    /// were the same.
-    TreeBatch(cli::bench::TreeBatchArgs),
-    /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
-    RetrievalScale {
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// Comma-separated index sizes.
-        #[arg(long, default_value = "10000,100000,1000000")]
-        sizes: String,
-        /// Queries timed per size.
-        #[arg(long, default_value_t = 50)]
-        queries: usize,
     },
 }
 
@@ -283,35 +205,33 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Cmd::Generate(a) => cli::generate::generate(a),
         Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),
-        Cmd::Bench(b) => match b {
-            BenchCmd::Embed {
-                json,
-                reference,
-                chunks,
-                runs,
-            } => cli::bench::embed(json, &reference, chunks, runs),
-            BenchCmd::Llm {
-                model,
-                reference,
-                requantize,
-                json,
-            } => cli::bench::llm(model, reference, requantize, json),
-            BenchCmd::Extract { dir, json } => cli::bench::extract(dir, json),
-            BenchCmd::Retrieval {
-                json,
-                pdfs,
-                questions,
-                fusion,
-                data_dir,
-            } => cli::bench::retrieval(json, &pdfs, &questions, fusion, data_dir),
-            BenchCmd::Answer(a) => cli::bench::answer(&a),
-            BenchCmd::TreeBatch(a) => cli::bench::tree_batch(&a),
-            BenchCmd::RetrievalScale {
-                json,
-                sizes,
-                queries,
-            } => cli::bench::retrieval_scale(json, &sizes, queries),
-        },
+        Cmd::Bench { args } => bench(&args),
+    }
+}
+
+/// `quire bench ...`: the benchmarks are their own binary, `quire-bench` (the `bench/`
+/// member), built next to this one; run it with `args` and exit with its status.
+fn bench(args: &[OsString]) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?
+        .with_file_name(format!("quire-bench{}", std::env::consts::EXE_SUFFIX));
+    anyhow::ensure!(
+        exe.is_file(),
+        "quire-bench is not built: run `cargo build -p quire-bench` (or `--release`)"
+    );
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args(args);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let e = cmd.exec();
+        Err(e).with_context(|| format!("running {}", exe.display()))
+    }
+    #[cfg(not(unix))]
+    {
+        let status = cmd
+            .status()
+            .with_context(|| format!("running {}", exe.display()))?;
+        std::process::exit(status.code().unwrap_or(1));
     }
 }
 

@@ -1,7 +1,6 @@
 //! The bodies of the `quire` subcommands (the binary's own modules, not the library's).
 
 pub mod ask;
-pub mod bench;
 pub mod generate;
 pub mod index;
 pub mod search;

@@ -1,8 +1,6 @@
-//! Text embeddings: the [`Embedder`] trait, the candle BERT embedder ([`bert`]) and
-//! its speed benchmark ([`bench`]).
+//! Text embeddings: the [`Embedder`] trait and the candle BERT embedder ([`bert`]).
 
 pub mod amx;
-pub mod bench;
 pub mod bert;
 pub mod encoder;
 pub mod ops;

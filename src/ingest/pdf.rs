@@ -12,7 +12,6 @@ use std::path::Path;
 use super::{ExtractedDoc, ExtractedPage};
 use crate::{Error, Result};
 
-pub mod bench;
 mod builtin;
 mod cid;
 mod cmap;

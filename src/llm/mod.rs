@@ -8,7 +8,6 @@
 //! KV cache, quantized matrix products) lives below it in [`runtime`], which nothing
 //! outside `llm` reaches into.
 
-pub mod bench;
 pub mod chat;
 pub mod constrain;
 pub mod gguf;

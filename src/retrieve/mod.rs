@@ -10,7 +10,6 @@
 //! The indexes here are plain in-memory structures ([`RetrievalIndex`]) that the
 //! store fills; this room knows nothing of SQLite.
 
-pub mod bench;
 pub mod bm25;
 pub mod fusion;
 pub mod query_gen;

@@ -7,7 +7,6 @@
 //! llama-index-core prompt for prompt (see the parity test); [`synthesize`] is the
 //! entry point the engine calls.
 
-pub mod bench;
 pub mod modes;
 pub mod prompt_helper;
 pub mod scripted;

@@ -9,7 +9,6 @@ mod layout;
 mod llm;
 mod pdf;
 mod plumbing;
-mod retrieve;
 mod server;
 mod synth;
 mod synth_model;

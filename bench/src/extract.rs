@@ -12,12 +12,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
+use quire::ingest::pdf::{self, Extractor};
+use quire::{Error, Result};
 use serde::Serialize;
 
-use crate::{Error, Result};
+use crate::pdftotext::{self, Layout};
 
 /// The figures for one PDF.
 #[derive(Debug, Clone, Serialize)]
@@ -30,7 +31,7 @@ pub struct DocBench {
     pub seconds: f64,
     /// pdftotext's time on the same file, in seconds.
     pub pdftotext_seconds: f64,
-    /// Quire's time in a child process ([`super::Extractor`]), when it could run.
+    /// Quire's time in a child process ([`Extractor`]), when it could run.
     pub isolated_seconds: Option<f64>,
     /// Pages where Quire finds no text (scans, figures, blank pages).
     pub pages_without_text: usize,
@@ -77,7 +78,7 @@ fn is_cjk(c: char) -> bool {
 
 /// The words of `text`, as described in the module docs.
 pub fn words(text: &str) -> Vec<String> {
-    let text = super::encoding::normalize_ligatures(text);
+    let text = pdf::normalize_ligatures(text);
     let mut out = Vec::new();
     let mut cur = String::new();
     for c in text.chars() {
@@ -129,46 +130,6 @@ pub fn f1(ours: &str, reference: &str) -> Option<f64> {
     })
 }
 
-/// `pdftotext -layout` of `file`, one string per page, and the time it took.
-pub fn pdftotext(file: &Path) -> Result<(Vec<String>, f64)> {
-    let t = Instant::now();
-    let out = Command::new("pdftotext")
-        .arg("-layout")
-        .arg("-q")
-        .arg(file)
-        .arg("-")
-        .output()
-        .map_err(|e| {
-            Error::Invalid(format!("cannot run pdftotext ({e}); install poppler-utils"))
-        })?;
-    let secs = t.elapsed().as_secs_f64();
-    if !out.status.success() {
-        return Err(Error::Pdf {
-            file: file.to_path_buf(),
-            page: None,
-            reason: format!("pdftotext failed: {}", String::from_utf8_lossy(&out.stderr)),
-        });
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut pages: Vec<String> = text.split('\u{c}').map(str::to_string).collect();
-    // pdftotext ends every page with a form feed: the last piece is empty.
-    if pages.last().is_some_and(|p| p.trim().is_empty()) {
-        pages.pop();
-    }
-    Ok((pages, secs))
-}
-
-/// The PDFs of `dir`, sorted by name.
-fn pdfs(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
 /// Each timing is the best of this many runs (the machine is shared; the best run is
 /// the one least disturbed).
 pub const RUNS: usize = 3;
@@ -189,10 +150,10 @@ fn best_of<T>(mut f: impl FnMut() -> T) -> (T, f64) {
 }
 
 /// Benchmark one PDF; with `isolated`, also time extraction in a child process.
-pub fn bench_file(file: &Path, isolated: Option<&super::Extractor>) -> Result<DocBench> {
-    let (reference, pdftotext_seconds) = best_of(|| pdftotext(file));
-    let (reference, _) = reference?;
-    let (ours, seconds) = best_of(|| super::extract(file));
+pub fn bench_file(file: &Path, isolated: Option<&Extractor>) -> Result<DocBench> {
+    let (reference, pdftotext_seconds) = best_of(|| pdftotext::pages(file, Layout::Physical));
+    let reference = reference?;
+    let (ours, seconds) = best_of(|| pdf::extract(file));
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -250,11 +211,11 @@ pub fn bench_file(file: &Path, isolated: Option<&super::Extractor>) -> Result<Do
 
 /// Benchmark every PDF of `dir`.
 pub fn bench(dir: &Path) -> Result<ExtractBench> {
-    let files = pdfs(dir)?;
+    let files = crate::pdfs(dir)?;
     if files.is_empty() {
         return Err(Error::Invalid(format!("no PDF in {}", dir.display())));
     }
-    let isolated = super::Extractor::from_env().ok();
+    let isolated = Extractor::from_env().ok();
     let mut docs = Vec::with_capacity(files.len());
     for f in &files {
         docs.push(bench_file(f, isolated.as_ref())?);

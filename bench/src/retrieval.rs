@@ -7,26 +7,26 @@
 //! page. Reported per retriever set and language: hit@1, hit@3, hit@5, hit@10 and
 //! MRR (over the first 10).
 //!
-//! Until the store lands, [`pdf_pages`] and [`chunk_pages`] stand in for ingestion:
-//! pages come from poppler's `pdftotext` (installed by the test set-up) and are cut
+//! Without `--data-dir`, [`index_pdf_dir`] stands in for ingestion: pages come from
+//! poppler's `pdftotext` (installed by the test set-up) and [`chunk_pages`] cuts them
 //! into windows of the embedder's tokens, one page at a time.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-use super::bm25::Bm25Builder;
-use super::vector::{VectorIndexBuilder, VectorRetriever};
-use super::{
+use quire::embed::Embedder;
+use quire::llm::{Cancel, Llm};
+use quire::retrieve::bm25::Bm25Builder;
+use quire::retrieve::vector::{VectorIndexBuilder, VectorRetriever};
+use quire::retrieve::{
     retrieve, ChunkInfo, FusionMode, IndexedChunk, RetrievalIndex, RetrieveOptions, Retriever,
     RetrieverKind,
 };
-use crate::embed::Embedder;
-use crate::llm::{Cancel, Llm};
-use crate::{Error, Result};
+use quire::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::pdftotext::{self, Layout};
 
 /// One question of the corpus.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,36 +43,7 @@ pub struct Question {
 
 /// Read a `questions.jsonl` file (other fields are ignored).
 pub fn load_questions(path: &Path) -> Result<Vec<Question>> {
-    crate::jsonl::read(path)
-}
-
-/// The text of each page of `pdf`, by poppler's `pdftotext` (pages are separated by
-/// form feeds). A stand-in for the ingestion pipeline in benchmarks.
-pub fn pdf_pages(pdf: &Path) -> Result<Vec<String>> {
-    let out = Command::new("pdftotext")
-        .args(["-q", "-enc", "UTF-8"])
-        .arg(pdf)
-        .arg("-")
-        .output()
-        .map_err(|e| Error::Pdf {
-            file: pdf.to_path_buf(),
-            page: None,
-            reason: format!("cannot run pdftotext (install poppler-utils): {e}"),
-        })?;
-    if !out.status.success() {
-        return Err(Error::Pdf {
-            file: pdf.to_path_buf(),
-            page: None,
-            reason: format!("pdftotext failed: {}", String::from_utf8_lossy(&out.stderr)),
-        });
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut pages: Vec<String> = text.split('\u{c}').map(str::to_string).collect();
-    // pdftotext ends the last page with a form feed too.
-    if pages.last().is_some_and(|p| p.trim().is_empty()) {
-        pages.pop();
-    }
-    Ok(pages)
+    quire::jsonl::read(path)
 }
 
 /// A piece of a page, before embedding.
@@ -160,12 +131,7 @@ pub fn embed_chunks(chunks: &[PageChunk], embedder: &dyn Embedder) -> Result<Vec
 /// Index every PDF in `dir` (sorted by name) with the stand-in pipeline: pdftotext
 /// pages, windows of 200 tokens overlapping by 40, embedded by `embedder`.
 pub fn index_pdf_dir(dir: &Path, embedder: &dyn Embedder) -> Result<Vec<IndexedChunk>> {
-    let mut pdfs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
-        .collect();
-    pdfs.sort();
+    let pdfs = crate::pdfs(dir)?;
     if pdfs.is_empty() {
         return Err(Error::Invalid(format!("no PDF in {}", dir.display())));
     }
@@ -178,7 +144,7 @@ pub fn index_pdf_dir(dir: &Path, embedder: &dyn Embedder) -> Result<Vec<IndexedC
             .unwrap_or_default();
         chunks.extend(chunk_pages(
             &name,
-            &pdf_pages(pdf)?,
+            &pdftotext::pages(pdf, Layout::Reading)?,
             embedder,
             window,
             window / 5,

@@ -5,8 +5,9 @@ use std::sync::OnceLock;
 
 use quire::embed::bert::BertEmbedder;
 use quire::llm::Cancel;
-use quire::retrieve::bench::{self, PageChunk};
 use quire::retrieve::{FusionMode, IndexedChunk, RetrievalIndex, RetrieveOptions, RetrieverKind};
+use quire_bench::pdftotext::{self, Layout};
+use quire_bench::retrieval::{self as bench, PageChunk};
 
 use crate::util;
 
@@ -24,7 +25,7 @@ fn corpus() -> &'static (BertEmbedder, Vec<PageChunk>, RetrievalIndex) {
         let emb = BertEmbedder::open(util::default_embedder()).expect("embedder");
         let mut chunks = Vec::new();
         for f in FILES {
-            let pages = bench::pdf_pages(&pdf(f)).expect("pdftotext (poppler-utils) runs");
+            let pages = pdftotext::pages(&pdf(f), Layout::Reading).expect("pdftotext (poppler-utils) runs");
             chunks.extend(bench::chunk_pages(f, &pages, &emb, 200, 40).expect("chunking"));
         }
         let indexed: Vec<IndexedChunk> = bench::embed_chunks(&chunks, &emb).expect("embedding");

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::model::{GgufLlm, LoadOptions};
-use super::{Cancel, GenParams, Llm};
-use crate::{Error, Result};
+use quire::llm::chat::Message;
+use quire::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
+use quire::{Error, Result};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -171,7 +171,7 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
     };
     let chat = llm
         .chat_template()
-        .render(&[super::chat::Message::user("What is the capital of France?")])?;
+        .render(&[Message::user("What is the capital of France?")])?;
     llm.complete_raw(&chat, &params, &Cancel::new(), &mut |_s: &str| {
         first_at.get_or_insert_with(|| t.elapsed().as_secs_f64());
         Ok(true)

@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::time::Instant;
 
+use quire::embed::bert::BATCH_SIZE;
+use quire::embed::Embedder;
+use quire::{Error, Result};
 use serde::Serialize;
-
-use super::Embedder;
-use crate::{Error, Result};
 
 /// The figures of one benchmark run.
 #[derive(Debug, Clone, Serialize)]
@@ -54,7 +54,7 @@ pub fn run(
         tokens += embedder.count_tokens(t)?.min(embedder.max_tokens());
     }
     // One warm-up batch: page in the weights, fill the allocator.
-    embedder.embed(&texts[..texts.len().min(super::bert::BATCH_SIZE)])?;
+    embedder.embed(&texts[..texts.len().min(BATCH_SIZE)])?;
     let mut rates = Vec::new();
     for _ in 0..runs.max(1) {
         let t = Instant::now();
@@ -73,8 +73,8 @@ pub fn run(
         chunks: texts.len(),
         words_per_chunk,
         mean_tokens_per_chunk: tokens as f64 / texts.len().max(1) as f64,
-        batch_size: super::bert::BATCH_SIZE,
-        threads: candle_core::utils::get_num_threads(),
+        batch_size: BATCH_SIZE,
+        threads: crate::llm::threads(),
         runs: rates.iter().map(|r| round1(*r)).collect(),
         chunks_per_s_median: round1(median),
         reference_chunks_per_s,

@@ -6,12 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+use quire::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig, IndexEvent};
+use quire::llm::{Cancel, GenParams, Llm};
+use quire::synth::{synthesize, Event, Node, Request, Response, ResponseMode, RunOptions};
+use quire::{Error, Result};
 use serde::{Deserialize, Serialize};
-
-use super::{synthesize, Event, Node, Request, ResponseMode};
-use crate::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig, IndexEvent};
-use crate::llm::{Cancel, Llm};
-use crate::{Error, Result};
 
 /// One question of `questions.jsonl` (other fields are ignored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +60,7 @@ pub fn figures(mode: ResponseMode, questions: &[Question], samples: &[Sample]) -
 
 /// Read a JSON-lines question file; blank lines are skipped.
 pub fn load_questions(path: &Path) -> Result<Vec<Question>> {
-    crate::jsonl::read(path)
+    quire::jsonl::read(path)
 }
 
 /// Whether `answer` contains every one of `must` (exact substrings).
@@ -343,9 +342,9 @@ pub fn tree_batch(
             ));
             let req = Request {
                 mode: ResponseMode::TreeSummarize,
-                options: super::RunOptions {
+                options: RunOptions {
                     context_window: Some(context_window),
-                    params: crate::llm::GenParams {
+                    params: GenParams {
                         max_tokens,
                         repeat_penalty: 1.15,
                         ..Default::default()
@@ -365,7 +364,7 @@ pub fn tree_batch(
                 &mut quiet,
             )?);
         }
-        let calls = |r: &super::Response| -> Vec<(String, String, String)> {
+        let calls = |r: &Response| -> Vec<(String, String, String)> {
             r.calls
                 .iter()
                 .map(|c| (c.label.clone(), c.prompt.clone(), c.output.clone()))
@@ -444,7 +443,7 @@ pub fn parse_modes(list: &str) -> Result<Vec<ResponseMode>> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::synth::ScriptedLlm;
+    use quire::synth::ScriptedLlm;
 
     #[test]
     fn figures_from_the_scripted_llm() {

@@ -1,0 +1,31 @@
+//! Quire's benchmarks: measurements that print numbers, built on the public API of the
+//! `quire` library only. The `quire-bench` binary (and `quire bench`, which runs it)
+//! prints each one as a table, or as one JSON object with `--json`.
+//!
+//! One module per benchmark: [`embed`] (embedding throughput), [`llm`] (prompt and
+//! generation speed), [`extract`] (PDF text against `pdftotext -layout`),
+//! [`retrieval`] (quality over the corpus, latency at scale) and [`answer`] (answers
+//! per response mode through the engine, and tree_summarize batched); [`pdftotext`]
+//! is the one runner of poppler's `pdftotext` that extract and retrieval share.
+
+pub mod answer;
+pub mod embed;
+pub mod extract;
+pub mod llm;
+pub mod pdftotext;
+pub mod retrieval;
+
+use std::path::{Path, PathBuf};
+
+use quire::{Error, Result};
+
+/// The PDFs of `dir` (not its subfolders), sorted by name.
+pub fn pdfs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
+        .collect();
+    files.sort();
+    Ok(files)
+}

@@ -1,0 +1,362 @@
+//! `quire-bench` (also run as `quire bench`): each subcommand prints a table, or one
+//! JSON object with `--json`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "quire-bench",
+    version,
+    about = "Benchmarks: print figures (one JSON object with --json)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: BenchCmd,
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Embedding throughput: 256 chunks of 200 words, batch 32, median of 3, side by
+    /// side with sentence-transformers' figure.
+    Embed {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// sentence-transformers' speed.json.
+        #[arg(long, default_value = "../shared/reference/speed.json")]
+        reference: PathBuf,
+        /// Number of chunks.
+        #[arg(long, default_value_t = 256)]
+        chunks: usize,
+        /// Runs (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+    /// Prompt processing and generation speed vs llama.cpp's figures.
+    Llm {
+        /// A GGUF file instead of the default LLM.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// llama.cpp's speed.json for the same file (default: the shared reference).
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// Requantize Q4_1/Q5_0/Q5_1 weights to Q8_0 at load (not bit-exact with llama.cpp).
+        #[arg(long)]
+        requantize: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// PDF text extraction against `pdftotext -layout`: per-page word F1 and pages/s.
+    Extract {
+        /// Folder of PDFs (default: ../shared/corpus/pdfs).
+        dir: Option<PathBuf>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
+    /// fused, by language.
+    Retrieval {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// The PDFs to index.
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        /// One JSON question a line (id, lang, file, pages, question).
+        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+        questions: PathBuf,
+        /// Fusion mode of the fused set.
+        #[arg(long, default_value = "reciprocal_rerank")]
+        fusion: quire::retrieve::FusionMode,
+        /// Search this Quire index (built by `quire index`, Quire's own extraction and
+        /// splitting) instead of indexing `--pdfs` with pdftotext pages.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// Answers per response mode over the corpus questions, through the engine: median
+    /// seconds per question, LLM calls, tokens generated, share of answers containing
+    /// every `must_contain` string.
+    Answer(AnswerArgs),
+    /// tree_summarize with each level's summaries one by one, then as one batch on
+    /// the local model: seconds per question side by side, and whether the calls
+    /// were the same.
+    TreeBatch(TreeBatchArgs),
+    /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
+    RetrievalScale {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Comma-separated index sizes.
+        #[arg(long, default_value = "10000,100000,1000000")]
+        sizes: String,
+        /// Queries timed per size.
+        #[arg(long, default_value_t = 50)]
+        queries: usize,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli.cmd) {
+        eprintln!("quire-bench: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cmd: BenchCmd) -> anyhow::Result<()> {
+    match cmd {
+        BenchCmd::Embed {
+            json,
+            reference,
+            chunks,
+            runs,
+        } => embed(json, &reference, chunks, runs),
+        BenchCmd::Llm {
+            model,
+            reference,
+            requantize,
+            json,
+        } => llm(model, reference, requantize, json),
+        BenchCmd::Extract { dir, json } => extract(dir, json),
+        BenchCmd::Retrieval {
+            json,
+            pdfs,
+            questions,
+            fusion,
+            data_dir,
+        } => retrieval(json, &pdfs, &questions, fusion, data_dir),
+        BenchCmd::Answer(a) => answer(&a),
+        BenchCmd::TreeBatch(a) => tree_batch(&a),
+        BenchCmd::RetrievalScale {
+            json,
+            sizes,
+            queries,
+        } => retrieval_scale(json, &sizes, queries),
+    }
+}
+
+/// Print `r` as one JSON object or as its table.
+fn emit<T: serde::Serialize + std::fmt::Display>(r: &T, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+    } else {
+        print!("{r}");
+    }
+    Ok(())
+}
+
+fn embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Result<()> {
+    let dir = quire::models::default_embedder()?;
+    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
+    let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3")
+        .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
+    let chunks = quire_bench::embed::chunks_of_words(&text, n, 200);
+    let reference = reference.is_file().then_some(reference);
+    let r = quire_bench::embed::run(&emb, "all-MiniLM-L6-v2", &chunks, 200, runs, reference)?;
+    emit(&r, json)
+}
+
+fn llm(
+    model: Option<PathBuf>,
+    reference: Option<PathBuf>,
+    requantize: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let path = match model {
+        Some(p) => p,
+        None => quire::models::default_llm()?,
+    };
+    let opts = quire_bench::llm::BenchOptions {
+        reference,
+        load: quire::llm::LoadOptions {
+            requantize,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let b = quire_bench::llm::bench(&path, &opts)?;
+    if json {
+        println!("{}", serde_json::to_string(&b)?);
+    } else {
+        println!("{b}");
+    }
+    Ok(())
+}
+
+fn extract(dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
+    let report = quire_bench::extract::bench(&dir)?;
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
+fn retrieval(
+    json: bool,
+    pdfs: &Path,
+    questions: &Path,
+    fusion: quire::retrieve::FusionMode,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let qs = quire_bench::retrieval::load_questions(questions)?;
+    let emb = quire::embed::bert::BertEmbedder::open(quire::models::default_embedder()?)?;
+    let index = match data_dir {
+        Some(dir) => {
+            let engine = quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(dir))?)?;
+            engine.retrieval_index()?
+        }
+        None => {
+            eprintln!("indexing {} ...", pdfs.display());
+            let chunks = quire_bench::retrieval::index_pdf_dir(pdfs, &emb)?;
+            std::sync::Arc::new(quire::retrieve::RetrievalIndex::build(chunks)?)
+        }
+    };
+    let r = quire_bench::retrieval::quality(&index, &emb, None, &qs, fusion, 1)?;
+    emit(&r, json)
+}
+
+fn retrieval_scale(json: bool, sizes: &str, queries: usize) -> anyhow::Result<()> {
+    let sizes = sizes
+        .split(',')
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<Result<Vec<_>, _>>()
+        .context("--sizes: comma-separated numbers")?;
+    let params = quire_bench::retrieval::ScaleParams {
+        sizes,
+        queries,
+        ..Default::default()
+    };
+    let r = quire_bench::retrieval::scale(&params, |m| eprintln!("{m}"))?;
+    emit(&r, json)
+}
+
+/// `quire-bench answer`.
+#[derive(clap::Args)]
+struct AnswerArgs {
+    /// The PDFs to index.
+    #[arg(long, default_value = "../shared/corpus/pdfs")]
+    pdfs: PathBuf,
+    /// One JSON question a line (id, question, must_contain).
+    #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+    questions: PathBuf,
+    /// Comma-separated response modes, or `all`.
+    #[arg(long, default_value = "all")]
+    modes: String,
+    /// Only the first N questions.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Source nodes per question (default: the settings' default, 4).
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Most tokens generated per LLM call (default: the settings' default, 256).
+    #[arg(long)]
+    max_tokens: Option<usize>,
+    /// Index into (and keep) this data directory instead of a temporary one; a later
+    /// run with the same directory reuses the index.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct TreeBatchArgs {
+    /// The Quire index to search (built by `quire index`).
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// One JSON question a line (id, question, must_contain).
+    #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+    questions: PathBuf,
+    /// Only the first N questions.
+    #[arg(long, default_value_t = 4)]
+    limit: usize,
+    /// Source nodes per question.
+    #[arg(long, default_value_t = 8)]
+    top_k: usize,
+    /// Tokens each prompt is packed into; small enough that the nodes make a tree.
+    #[arg(long, default_value_t = 1024)]
+    context_window: usize,
+    /// Most tokens generated per LLM call.
+    #[arg(long, default_value_t = 64)]
+    max_tokens: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+fn tree_batch(a: &TreeBatchArgs) -> anyhow::Result<()> {
+    let mut questions = quire_bench::answer::load_questions(&a.questions)?;
+    questions.truncate(a.limit);
+    let engine =
+        quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(a.data_dir.clone()))?)?;
+    let cancel = quire::llm::Cancel::new();
+    let opts = quire::retrieve::RetrieveOptions {
+        top_k: a.top_k,
+        ..Default::default()
+    };
+    let mut cases = Vec::with_capacity(questions.len());
+    for q in questions {
+        let r = engine.search(&q.question, &opts, &cancel)?;
+        let nodes = quire::engine::synth_nodes(&r);
+        anyhow::ensure!(
+            !nodes.is_empty(),
+            "nothing indexed in {}",
+            a.data_dir.display()
+        );
+        cases.push((q, nodes));
+    }
+    let llm = engine.llm()?;
+    let r = quire_bench::answer::tree_batch(
+        llm.as_ref(),
+        &cases,
+        a.context_window,
+        a.max_tokens,
+        &cancel,
+        &mut |m| eprintln!("{m}"),
+    )?;
+    emit(&r, a.json)
+}
+
+fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
+    let mut questions = quire_bench::answer::load_questions(&a.questions)?;
+    if let Some(n) = a.limit {
+        questions.truncate(n);
+    }
+    anyhow::ensure!(
+        !questions.is_empty(),
+        "no questions in {}",
+        a.questions.display()
+    );
+    let (data_dir, temp) = match &a.data_dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("quire-bench-answer-{}", std::process::id())),
+            true,
+        ),
+    };
+    let opts = quire_bench::answer::AnswerBenchOptions {
+        pdfs: a.pdfs.clone(),
+        data_dir: data_dir.clone(),
+        questions,
+        modes: quire_bench::answer::parse_modes(&a.modes)?,
+        overrides: quire::engine::AskOverrides {
+            top_k: a.top_k,
+            max_tokens: a.max_tokens,
+            ..Default::default()
+        },
+    };
+    let r = quire_bench::answer::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| eprintln!("{m}"));
+    if temp {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    emit(&r?, a.json)
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the benchmarks that need the real models and the shared corpus
+//! (one binary, a module per benchmark).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod util;
+
+mod answer;
+mod retrieval;
