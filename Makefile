@@ -7,7 +7,8 @@ CARGO ?= cargo
 .PHONY: run test setup setup-test models build lint fmt
 
 run: setup
-	$(CARGO) build --release -p quire -p quire-bench -p quire-desktop
+	$(CARGO) build --release -p quire -p quire-bench
+	$(CARGO) build --release -p quire-desktop
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
 	  exec ./target/release/quire-desktop; \
 	else \
@@ -15,9 +16,13 @@ run: setup
 	  exec ./target/release/quire serve; \
 	fi
 
+# The desktop app is built in a cargo invocation of its own: cargo unifies the features
+# of the packages built together, and the window must get the core without its HTTP
+# server (no axum in quire-desktop).
 test: setup-test
 	$(CARGO) fmt --all -- --check
-	$(CARGO) build -p quire -p quire-bench -p quire-desktop
+	$(CARGO) build -p quire -p quire-bench
+	$(CARGO) build -p quire-desktop
 	$(CARGO) test --workspace
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
 	cd tests/e2e && xvfb-run -a npm run test:tauri

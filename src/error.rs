@@ -33,6 +33,10 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
 
+    /// Input of a kind Quire does not take (a file that is not a PDF).
+    #[error("{0}")]
+    Unsupported(String),
+
     /// Something asked for (a document, a conversation) does not exist.
     #[error("not found: {0}")]
     NotFound(String),

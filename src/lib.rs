@@ -16,6 +16,7 @@ pub mod jsonl;
 pub mod llm;
 pub mod models;
 pub mod retrieve;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod settings;
 pub mod store;

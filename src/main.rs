@@ -64,7 +64,7 @@ enum Cmd {
         top_k: usize,
         /// reciprocal_rerank, relative_score, dist_based_score or simple.
         #[arg(long, default_value = "reciprocal_rerank")]
-        fusion: quire::retrieve::FusionMode,
+        fusion: quire::engine::FusionMode,
         /// Queries in all, the question included (above 1 the LLM writes the rest).
         #[arg(long, default_value_t = 1)]
         queries: usize,
@@ -179,11 +179,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             data,
         } => {
-            let opts = quire::retrieve::RetrieveOptions {
+            let opts = quire::engine::RetrieveOptions {
                 top_k,
                 fusion,
                 num_queries: queries,
-                retrievers: quire::retrieve::RetrieverKind::parse_list(&retrievers)?,
+                retrievers: quire::engine::RetrieverKind::parse_list(&retrievers)?,
                 ..Default::default()
             };
             cli::search::search(&data.engine()?, &question, &opts, json)
@@ -241,12 +241,13 @@ fn models(model: Option<PathBuf>) -> anyhow::Result<()> {
         None => quire::models::default_llm()?,
     };
     let g = quire::llm::gguf::GgufFile::open(&llm)?;
+    let arch = g.architecture()?;
     println!(
-        "llm       {}  architecture={} context={} tensors={}",
+        "llm       {}  architecture={arch} context={} tensors={} speed={}",
         llm.display(),
-        g.architecture()?,
         g.context_length()?,
-        g.content.tensor_infos.len()
+        g.content.tensor_infos.len(),
+        quire::llm::model::speed_path(arch)
     );
     let emb = quire::models::default_embedder()?;
     let b = quire::embed::bert::BertFiles::open(&emb).context("embedding model")?;

@@ -183,6 +183,8 @@ pub struct AnswerBenchOptions {
     pub modes: Vec<ResponseMode>,
     /// Departures from the default settings (top_k, max_tokens).
     pub overrides: AskOverrides,
+    /// The LLM (a file name in the model folders, or a path) instead of the settings'.
+    pub model: Option<String>,
 }
 
 /// The figures of `quire bench answer`.
@@ -217,6 +219,11 @@ pub fn answer_bench(
     progress: &mut dyn FnMut(&str),
 ) -> Result<AnswerBench> {
     let engine = Engine::open(EngineConfig::new(Some(opts.data_dir.clone()))?)?;
+    if let Some(model) = &opts.model {
+        let mut s = engine.settings();
+        s.model = model.clone();
+        engine.set_settings(s)?;
+    }
     let settings = opts.overrides.apply(engine.settings())?;
     progress(&format!("indexing {} ...", opts.pdfs.display()));
     let mut failed = Vec::new();

@@ -259,6 +259,10 @@ struct AnswerArgs {
     /// Most tokens generated per LLM call (default: the settings' default, 256).
     #[arg(long)]
     max_tokens: Option<usize>,
+    /// The LLM: a GGUF file name in the model folders, or a path (default: the
+    /// settings' model).
+    #[arg(long)]
+    model: Option<String>,
     /// Index into (and keep) this data directory instead of a temporary one; a later
     /// run with the same directory reuses the index.
     #[arg(long)]
@@ -353,8 +357,11 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
             max_tokens: a.max_tokens,
             ..Default::default()
         },
+        model: a.model.clone(),
     };
-    let r = quire_bench::answer::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| eprintln!("{m}"));
+    let r = quire_bench::answer::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| {
+        eprintln!("{m}")
+    });
     if temp {
         let _ = std::fs::remove_dir_all(&data_dir);
     }

@@ -6,8 +6,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use quire::engine::{self, AskEvent, AskRequest, Engine, EngineConfig, IndexEvent};
-use quire::settings::Settings;
+use quire::engine::{
+    self, AskEvent, AskRequest, Conversation, ConversationInfo, Engine, EngineConfig, IndexEvent,
+    Settings,
+};
 use tauri::ipc::Channel;
 use tauri::{Manager, State, WindowEvent};
 
@@ -76,18 +78,13 @@ async fn save_settings(engine: Eng<'_>, settings: Settings) -> CmdResult<engine:
 }
 
 #[tauri::command]
-async fn conversations(
-    engine: Eng<'_>,
-) -> CmdResult<Vec<quire::store::conversations::ConversationInfo>> {
+async fn conversations(engine: Eng<'_>) -> CmdResult<Vec<ConversationInfo>> {
     let e = engine.inner().clone();
     blocking(move || e.conversations()).await
 }
 
 #[tauri::command]
-async fn conversation(
-    engine: Eng<'_>,
-    id: i64,
-) -> CmdResult<quire::store::conversations::Conversation> {
+async fn conversation(engine: Eng<'_>, id: i64) -> CmdResult<Conversation> {
     let e = engine.inner().clone();
     blocking(move || e.conversation(id)).await
 }

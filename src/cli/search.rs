@@ -3,7 +3,7 @@
 pub fn search(
     engine: &quire::engine::Engine,
     question: &str,
-    opts: &quire::retrieve::RetrieveOptions,
+    opts: &quire::engine::RetrieveOptions,
     json: bool,
 ) -> anyhow::Result<()> {
     let cancel = quire::llm::Cancel::new();

@@ -108,6 +108,15 @@ impl Engine {
         index.search(question, embedder.as_ref(), llm, opts, cancel)
     }
 
+    /// Refuse a request that cannot be answered, before anything runs: an empty
+    /// question. (Shells that answer a request before streaming call it first.)
+    pub fn check_ask(&self, req: &AskRequest) -> Result<()> {
+        if req.question.trim().is_empty() {
+            return Err(Error::Invalid("the question is empty".into()));
+        }
+        Ok(())
+    }
+
     /// Answer a question, streaming events to `on` (which returns false once nobody
     /// listens, and that stops the work too). One generation runs at a time; others
     /// wait here, and can be cancelled while they wait.
@@ -117,10 +126,8 @@ impl Engine {
         cancel: &Cancel,
         on: &mut dyn FnMut(AskEvent) -> bool,
     ) -> Result<()> {
+        self.check_ask(&req)?;
         let question = req.question.trim().to_string();
-        if question.is_empty() {
-            return Err(Error::Invalid("the question is empty".into()));
-        }
         let settings = req.overrides.apply(self.settings())?;
         let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
         let mode: ResponseMode = mode_name.parse()?;

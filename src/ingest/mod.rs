@@ -1,9 +1,12 @@
 //! PDF ingestion: text extraction ([`pdf`]), splitting into chunks, and the indexing
-//! pipeline.
+//! pipeline with its progress events ([`IndexEvent`]).
 
+mod events;
 pub mod pdf;
 pub mod pipeline;
 pub mod split;
+
+pub use events::IndexEvent;
 
 /// The text of one page.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

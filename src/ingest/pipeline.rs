@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 use super::split::{split, SplitConfig};
 use super::ExtractedDoc;
+use super::IndexEvent;
 use crate::embed::Embedder;
-use crate::engine::IndexEvent;
 use crate::llm::Cancel;
 use crate::store::{NewDocument, Store};
 use crate::{Error, Result};

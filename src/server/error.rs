@@ -28,6 +28,7 @@ impl From<Error> for ApiError {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Invalid(_) | Error::Template(_) => StatusCode::BAD_REQUEST,
             Error::Pdf { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::ModelMissing { .. } | Error::ModelFormat { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }

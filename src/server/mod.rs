@@ -21,8 +21,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use futures_util::stream::Stream;
 
-use crate::engine::{self, AskRequest, Engine};
-use crate::settings::Settings;
+use crate::engine::{self, AskRequest, Conversation, ConversationInfo, Engine, Settings};
 pub use error::{ApiError, ApiResult};
 
 /// The Content-Security-Policy of every response: nothing but our own scripts and
@@ -209,9 +208,7 @@ async fn put_settings(
     Ok(Json(st.engine.settings_view()))
 }
 
-async fn conversations(
-    State(st): State<AppState>,
-) -> ApiResult<Json<Vec<crate::store::conversations::ConversationInfo>>> {
+async fn conversations(State(st): State<AppState>) -> ApiResult<Json<Vec<ConversationInfo>>> {
     let e = st.engine.clone();
     Ok(Json(blocking(move || e.conversations()).await?))
 }
@@ -219,7 +216,7 @@ async fn conversations(
 async fn conversation(
     State(st): State<AppState>,
     UrlPath(id): UrlPath<i64>,
-) -> ApiResult<Json<crate::store::conversations::Conversation>> {
+) -> ApiResult<Json<Conversation>> {
     let e = st.engine.clone();
     Ok(Json(blocking(move || e.conversation(id)).await?))
 }
@@ -245,12 +242,7 @@ async fn ask(
     State(st): State<AppState>,
     Json(req): Json<AskRequest>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    if req.question.trim().is_empty() {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "the question is empty",
-        ));
-    }
+    st.engine.check_ask(&req)?;
     let handle = engine::spawn_ask(st.engine.clone(), req);
     let stream = futures_util::stream::unfold(handle, |mut h| async move {
         let ev = h.events.recv().await?;
@@ -259,16 +251,13 @@ async fn ask(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-/// Upload PDFs (multipart, field `file`, any number); they are saved into the data
-/// directory's `uploads/` and indexed, with progress streamed as server-sent events.
+/// Upload PDFs (multipart, field `file`, any number): each is handed to the engine,
+/// which keeps it in its uploads folder, then all are indexed, with progress streamed
+/// as server-sent events.
 async fn upload(
     State(st): State<AppState>,
     mut form: Multipart,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let dir = st.engine.data_dir().join("uploads");
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let mut paths = Vec::new();
     loop {
         let field = match form.next_field().await {
@@ -276,22 +265,13 @@ async fn upload(
             Ok(None) => break,
             Err(e) => return Err(upload_error(e, st.max_upload)),
         };
-        let name = sanitize_file_name(field.file_name().unwrap_or("upload.pdf"));
+        let name = field.file_name().unwrap_or("upload.pdf").to_string();
         let bytes = field
             .bytes()
             .await
             .map_err(|e| upload_error(e, st.max_upload))?;
-        if !bytes.starts_with(b"%PDF-") && !bytes.windows(5).take(1024).any(|w| w == b"%PDF-") {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("{name} is not a PDF (no %PDF- header)"),
-            ));
-        }
-        let path = unique_path(&dir, &name);
-        tokio::fs::write(&path, &bytes)
-            .await
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        paths.push(path);
+        let e = st.engine.clone();
+        paths.push(blocking(move || e.save_upload(&name, &bytes)).await?);
     }
     if paths.is_empty() {
         return Err(ApiError::new(
@@ -319,49 +299,5 @@ fn upload_error(e: axum::extract::multipart::MultipartError, max: usize) -> ApiE
         )
     } else {
         ApiError::new(e.status(), format!("upload rejected: {}", e.body_text()))
-    }
-}
-
-/// A file name safe to create: the last path part, no control characters.
-fn sanitize_file_name(name: &str) -> String {
-    let base = name.rsplit(['/', '\\']).next().unwrap_or("");
-    let clean: String = base
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect::<String>()
-        .trim_start_matches('.')
-        .to_string();
-    if clean.is_empty() {
-        "upload.pdf".into()
-    } else {
-        clean
-    }
-}
-
-fn unique_path(dir: &std::path::Path, name: &str) -> PathBuf {
-    let p = dir.join(name);
-    if !p.exists() {
-        return p;
-    }
-    let (stem, ext) = match name.rsplit_once('.') {
-        Some((s, e)) => (s.to_string(), format!(".{e}")),
-        None => (name.to_string(), String::new()),
-    };
-    (1..)
-        .map(|i| dir.join(format!("{stem} ({i}){ext}")))
-        .find(|p| !p.exists())
-        .unwrap_or(p)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names_are_sanitized() {
-        assert_eq!(sanitize_file_name("../../etc/passwd"), "passwd");
-        assert_eq!(sanitize_file_name("C:\\x\\a.pdf"), "a.pdf");
-        assert_eq!(sanitize_file_name(".."), "upload.pdf");
-        assert_eq!(sanitize_file_name("ok.pdf"), "ok.pdf");
     }
 }

@@ -232,3 +232,32 @@ fn only_the_server_names_axum() {
     }
     assert_none("the core names axum or tauri outside src/server", bad);
 }
+
+#[test]
+fn the_desktop_app_does_not_link_axum() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "quire-desktop",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(util::repo())
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.lines().any(|l| l.starts_with("quire v")), "{tree}");
+    assert!(tree.lines().any(|l| l.starts_with("tauri v")), "{tree}");
+    let axum: Vec<&str> = tree.lines().filter(|l| l.starts_with("axum")).collect();
+    assert!(axum.is_empty(), "quire-desktop links {axum:?}");
+}

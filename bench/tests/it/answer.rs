@@ -33,6 +33,7 @@ fn answer_bench_goes_through_the_engine() {
             max_tokens: Some(8),
             ..Default::default()
         },
+        model: None,
     };
     let mut lines = Vec::new();
     let r = answer_bench(&opts, &Cancel::new(), &mut |l| lines.push(l.to_string())).unwrap();

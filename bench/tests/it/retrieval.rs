@@ -25,7 +25,8 @@ fn corpus() -> &'static (BertEmbedder, Vec<PageChunk>, RetrievalIndex) {
         let emb = BertEmbedder::open(util::default_embedder()).expect("embedder");
         let mut chunks = Vec::new();
         for f in FILES {
-            let pages = pdftotext::pages(&pdf(f), Layout::Reading).expect("pdftotext (poppler-utils) runs");
+            let pages =
+                pdftotext::pages(&pdf(f), Layout::Reading).expect("pdftotext (poppler-utils) runs");
             chunks.extend(bench::chunk_pages(f, &pages, &emb, 200, 40).expect("chunking"));
         }
         let indexed: Vec<IndexedChunk> = bench::embed_chunks(&chunks, &emb).expect("embedding");

@@ -1,0 +1,190 @@
+//! The engine's public types: everything a shell (the CLI, the HTTP server, the Tauri
+//! window) names. Requests and their options, the events of an ask and of indexing,
+//! views of documents, conversations, settings and status. Shells use these and
+//! [`Engine`](super::Engine)'s methods, never the types of `store`, `retrieve` or
+//! `synth` directly: the few of those a shell must name are re-exported here.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::ingest::IndexEvent;
+pub use crate::llm::Cancel;
+pub use crate::retrieve::{FusionMode, RetrieveOptions, RetrieverKind};
+pub use crate::settings::Settings;
+pub use crate::store::conversations::{Conversation, ConversationInfo, Message};
+use crate::{Error, Result};
+
+/// Where the engine keeps its data and finds its models.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Holds the index database and settings.
+    pub data_dir: PathBuf,
+}
+
+impl EngineConfig {
+    /// The user's data directory (XDG), or `dir` when given.
+    pub fn new(dir: Option<PathBuf>) -> Result<Self> {
+        let data_dir = dir.or_else(crate::models::data_dir).ok_or_else(|| {
+            Error::Invalid("no data directory: set HOME or pass --data-dir".into())
+        })?;
+        Ok(Self { data_dir })
+    }
+}
+
+/// A question as the UI sends it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AskRequest {
+    /// Continue this conversation; `None` starts a new one.
+    pub conversation_id: Option<i64>,
+    pub question: String,
+    /// Response mode; `None` uses the settings' mode.
+    pub mode: Option<String>,
+    /// This question's departures from the settings.
+    pub overrides: AskOverrides,
+}
+
+/// Per-question overrides of the settings (`quire ask --top-k --template --var`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AskOverrides {
+    /// Source nodes kept after fusion.
+    pub top_k: Option<usize>,
+    /// Custom text-QA (and summary) template; it must use `{context_str}` and
+    /// `{query_str}`.
+    pub template: Option<String>,
+    /// Template variables, over the settings' own.
+    pub vars: std::collections::BTreeMap<String, String>,
+    /// Most tokens generated per LLM call.
+    pub max_tokens: Option<usize>,
+}
+
+impl AskOverrides {
+    /// `settings` with these overrides applied, validated.
+    pub fn apply(&self, mut settings: Settings) -> Result<Settings> {
+        if let Some(k) = self.top_k {
+            settings.top_k = k;
+        }
+        if let Some(t) = &self.template {
+            settings.text_qa_template = Some(t.clone());
+        }
+        if let Some(m) = self.max_tokens {
+            settings.max_tokens = m;
+        }
+        settings
+            .template_vars
+            .extend(self.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        settings.validate()?;
+        Ok(settings)
+    }
+}
+
+/// One retriever's view of a source: which query found it, at which rank and score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub retriever: String,
+    pub query_index: usize,
+    /// 0-based.
+    pub rank: usize,
+    pub score: f32,
+}
+
+/// A source node as the side panel shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub chunk_id: i64,
+    pub doc_id: i64,
+    pub file: String,
+    pub page_start: u32,
+    pub page_end: u32,
+    pub score: f32,
+    pub text: String,
+    pub evidence: Vec<Evidence>,
+}
+
+/// Figures of a finished answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AskStats {
+    pub llm_calls: usize,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    pub secs: f64,
+    pub tokens_per_s: f64,
+}
+
+/// What an ask streams, in order: started, queries, sources, then steps with their
+/// prompts and tokens, then done (or error / cancelled).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AskEvent {
+    Started {
+        ask_id: u64,
+        conversation_id: i64,
+    },
+    Queries {
+        queries: Vec<String>,
+    },
+    Sources {
+        sources: Vec<Source>,
+        /// Remarks on the retrieval, e.g. a retriever left out for the language.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
+    },
+    /// A step (one LLM call) begins; `final` marks the one whose text is the answer.
+    Step {
+        step: usize,
+        label: String,
+        #[serde(rename = "final")]
+        is_final: bool,
+    },
+    Prompt {
+        step: usize,
+        prompt: String,
+    },
+    Token {
+        step: usize,
+        text: String,
+        #[serde(rename = "final")]
+        is_final: bool,
+    },
+    Done {
+        answer: String,
+        stats: AskStats,
+    },
+    Error {
+        message: String,
+    },
+    Cancelled,
+}
+
+/// What the UI needs to know at start: which models are there, what is missing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub data_dir: String,
+    pub llm: Option<String>,
+    pub embedder: Option<String>,
+    /// Human-readable problems, e.g. a missing model and how to fetch it.
+    pub problems: Vec<String>,
+}
+
+/// Settings plus the choices the dialog offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsView {
+    #[serde(flatten)]
+    pub settings: Settings,
+    pub available_models: Vec<String>,
+}
+
+/// A document as the document list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentView {
+    pub id: i64,
+    pub path: String,
+    pub file_name: String,
+    pub title: Option<String>,
+    pub pages: u32,
+    pub chunks: usize,
+    pub status: String,
+    pub error: Option<String>,
+}

@@ -1,0 +1,44 @@
+//! Indexing progress, as the ingestion pipeline reports it and the shells show it.
+
+use serde::{Deserialize, Serialize};
+
+/// Indexing progress as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum IndexEvent {
+    /// File `index` (1-based) of `total` starts.
+    File {
+        index: usize,
+        total: usize,
+        path: String,
+    },
+    Page {
+        path: String,
+        page: u32,
+        pages: u32,
+    },
+    /// `chunks` of the file's `total` are embedded.
+    Embedded {
+        path: String,
+        chunks: usize,
+        total: usize,
+        /// Estimated seconds left for the whole batch.
+        eta_secs: Option<f64>,
+    },
+    FileDone {
+        path: String,
+        doc_id: i64,
+        chunks: usize,
+        /// Already in the index with the same content.
+        skipped: bool,
+    },
+    FileFailed {
+        path: String,
+        reason: String,
+    },
+    Finished {
+        indexed: usize,
+        failed: usize,
+        secs: f64,
+    },
+}
