@@ -19,6 +19,9 @@ pub struct Question {
     pub question: String,
     #[serde(default)]
     pub must_contain: Vec<String>,
+    /// The question's language (`en`, `zh`, ...), when the file says.
+    #[serde(default)]
+    pub lang: String,
 }
 
 /// One answered question, as the figures need it.
@@ -55,7 +58,56 @@ pub fn figures(mode: ResponseMode, questions: &[Question], samples: &[Sample]) -
         tokens_total: tokens,
         must_contain_share: share(&|s, q| contains_all(&s.answer, &q.must_contain)),
         sources_share: share(&|s, q| contains_all(&s.context, &q.must_contain)),
+        looping_share: share(&|s, _| loops(&s.answer)),
+        zh_in_zh_share: {
+            let zh: Vec<&Sample> = samples
+                .iter()
+                .zip(questions)
+                .filter(|(_, q)| q.lang == "zh")
+                .map(|(s, _)| s)
+                .collect();
+            (!zh.is_empty()).then(|| {
+                zh.iter().filter(|s| mostly_chinese(&s.answer)).count() as f64 / zh.len() as f64
+            })
+        },
     }
+}
+
+/// Whether `answer` repeats itself the way a looping model does: some run of 8 words
+/// (or, in text without spaces, 16 characters) occurs 3 times or more.
+pub fn loops(answer: &str) -> bool {
+    use std::collections::HashMap;
+    let words: Vec<&str> = answer.split_whitespace().collect();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    if words.len() >= 24 {
+        for w in words.windows(8) {
+            let n = seen.entry(w.join(" ")).or_default();
+            *n += 1;
+            if *n >= 3 {
+                return true;
+            }
+        }
+    }
+    seen.clear();
+    let chars: Vec<char> = answer.chars().filter(|c| !c.is_whitespace()).collect();
+    if chars.iter().filter(|c| quire::text::is_cjk(**c)).count() >= 48 {
+        for w in chars.windows(16) {
+            let n = seen.entry(w.iter().collect()).or_default();
+            *n += 1;
+            if *n >= 3 {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Whether most of the letters of `answer` are Chinese (an answer in Chinese, code and
+/// Latin names aside): CJK characters are at least a third of the letters.
+pub fn mostly_chinese(answer: &str) -> bool {
+    let letters = answer.chars().filter(|c| c.is_alphabetic()).count();
+    let cjk = answer.chars().filter(|c| quire::text::is_cjk(*c)).count();
+    letters > 0 && cjk * 3 >= letters
 }
 
 /// Read a JSON-lines question file; blank lines are skipped.
@@ -86,6 +138,11 @@ pub struct ModeFigures {
     /// Share (0..=1) of questions whose sources, together, contain every
     /// `must_contain` string: what retrieval left the model to find.
     pub sources_share: f64,
+    /// Share (0..=1) of answers that repeat themselves ([`loops`]).
+    pub looping_share: f64,
+    /// Share (0..=1) of the Chinese questions answered in Chinese ([`mostly_chinese`]);
+    /// `None` without Chinese questions.
+    pub zh_in_zh_share: Option<f64>,
 }
 
 /// The median of `xs` (0 when empty).
@@ -417,19 +474,32 @@ pub fn tree_batch(
 /// The figures as a text table.
 pub fn table(figs: &[ModeFigures]) -> String {
     let mut s = format!(
-        "{:<20} {:>9} {:>12} {:>9} {:>10} {:>14} {:>12}\n",
-        "mode", "questions", "median s/q", "calls/q", "tokens/q", "must_contain", "in sources"
+        "{:<20} {:>9} {:>12} {:>9} {:>10} {:>14} {:>12} {:>8} {:>9}\n",
+        "mode",
+        "questions",
+        "median s/q",
+        "calls/q",
+        "tokens/q",
+        "must_contain",
+        "in sources",
+        "looping",
+        "zh in zh"
     );
     for f in figs {
+        let zh = f
+            .zh_in_zh_share
+            .map_or("-".to_string(), |z| format!("{:.0}%", z * 100.0));
         s.push_str(&format!(
-            "{:<20} {:>9} {:>12.2} {:>9.2} {:>10.1} {:>13.0}% {:>11.0}%\n",
+            "{:<20} {:>9} {:>12.2} {:>9.2} {:>10.1} {:>13.0}% {:>11.0}% {:>7.0}% {:>9}\n",
             f.mode.name(),
             f.questions,
             f.median_secs,
             f.calls_per_question,
             f.tokens_per_question,
             f.must_contain_share * 100.0,
-            f.sources_share * 100.0
+            f.sources_share * 100.0,
+            f.looping_share * 100.0,
+            zh
         ));
     }
     s
@@ -453,12 +523,32 @@ mod tests {
     use quire::synth::ScriptedLlm;
 
     #[test]
+    fn loops_and_languages_are_told() {
+        let looped = "The answer is yes and I will tell you more. ".repeat(4);
+        assert!(loops(&looped));
+        assert!(!loops(
+            "A short answer that says one thing once, then stops."
+        ));
+        assert!(!loops(
+            &(0..60)
+                .map(|i| format!("w{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+        assert!(loops(&"响应合成器使用用户查询和文本块生成响应。".repeat(4)));
+        assert!(mostly_chinese("使用 \\ch 命令：例如 \\ch{H2O}。"));
+        assert!(!mostly_chinese("Use \\ch{H2O} for water."));
+        assert!(!mostly_chinese(""));
+    }
+
+    #[test]
     fn figures_from_the_scripted_llm() {
         let llm = ScriptedLlm::new(2000);
         let q = |id: &str, must: &[&str]| Question {
             id: id.into(),
             question: "q?".into(),
             must_contain: must.iter().map(|s| s.to_string()).collect(),
+            lang: "en".into(),
         };
         let nodes = vec![Node::new("a", "alpha"), Node::new("b", "beta")];
         let cases = vec![
@@ -501,6 +591,7 @@ mod tests {
             id: "Q1".into(),
             question: "q?".into(),
             must_contain: Vec::new(),
+            lang: String::new(),
         };
         let r = tree_batch(&llm, &[(q, nodes)], 600, 32, &Cancel::new(), &mut |_| {}).unwrap();
         let row = &r.rows[0];
