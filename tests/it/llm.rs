@@ -40,12 +40,11 @@ fn gemma() -> PathBuf {
         .expect("gemma-3-270m-q4_k_m.gguf missing: run `models/fetch.sh --gemma` (make test does)")
 }
 
-/// Qwen2.5-Coder 0.5B Instruct (qwen2): the test set-up fetches it
-/// (`models/fetch.sh --qwen`), so its absence is a failure.
+/// Qwen2.5-Coder 0.5B Instruct (qwen2), the default LLM: the set-up fetches it, so its
+/// absence is a failure.
 fn qwen2() -> PathBuf {
-    quire::models::find("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").expect(
-        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf missing: run `models/fetch.sh --qwen` (make test does)",
-    )
+    quire::models::default_llm()
+        .expect("the default LLM is missing: run `models/fetch.sh` (make test does)")
 }
 
 /// A reference recorded here by `scripts/llamacpp_*.py` (in `tests/data`).
@@ -94,7 +93,7 @@ fn check_tokenizer_lines(path: &Path, lines: Vec<serde_json::Value>) {
 
 #[test]
 fn tokenizer_matches_llamacpp_smollm2() {
-    check_tokenizer(&util::default_llm(), "SmolLM2-135M-Instruct.Q4_1");
+    check_tokenizer(&util::smollm2(), "SmolLM2-135M-Instruct.Q4_1");
 }
 
 #[test]
@@ -157,7 +156,7 @@ fn check_greedy_lines(
 #[test]
 fn greedy_matches_llamacpp_smollm2() {
     check_greedy(
-        &util::default_llm(),
+        &util::smollm2(),
         "SmolLM2-135M-Instruct.Q4_1",
         false,
         usize::MAX,
@@ -168,7 +167,7 @@ fn greedy_matches_llamacpp_smollm2() {
 /// still agree on the first 8 tokens of every prompt.
 #[test]
 fn greedy_with_requantized_weights_stays_close() {
-    check_greedy(&util::default_llm(), "SmolLM2-135M-Instruct.Q4_1", true, 8);
+    check_greedy(&util::smollm2(), "SmolLM2-135M-Instruct.Q4_1", true, 8);
 }
 
 // Gemma 3 270M against the shared reference: 7/32, 0/32, 4/32, 32/32 — exactly what
@@ -220,7 +219,7 @@ fn long_prompt_greedy_matches_llamacpp_run_here() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let runs = [
         (
-            util::default_llm(),
+            util::smollm2(),
             "SmolLM2 (llama.cpp here)",
             "smollm2_long_greedy_llamacpp_here.jsonl",
         ),
@@ -326,7 +325,7 @@ fn load_rejects_a_truncated_file() {
     let p = write_tmp(&dir, "cut-header.gguf", &full[..40]);
     assert_model_error(&p, "gguf");
     // The real model, cut in half.
-    let real = std::fs::read(util::default_llm()).expect("read model");
+    let real = std::fs::read(util::smollm2()).expect("read model");
     let p = write_tmp(&dir, "half.gguf", &real[..real.len() / 2]);
     assert_model_error(&p, "truncated");
 }
@@ -365,7 +364,7 @@ fn greedy_margins_smollm2() {
             requantize,
             ..LoadOptions::default()
         };
-        let llm = GgufLlm::load_with(util::default_llm(), &opts).expect("load");
+        let llm = GgufLlm::load_with(util::smollm2(), &opts).expect("load");
         for line in reference("SmolLM2-135M-Instruct.Q4_1", "greedy.jsonl") {
             let mut ctx = ids(&line["prompt_ids"]);
             let mut row = Vec::new();
@@ -401,7 +400,7 @@ fn greedy_margins_smollm2() {
 #[test]
 fn a_batch_of_prompts_gives_what_each_gives_alone() {
     use quire::llm::{Cancel, GenParams, Llm};
-    let llm = GgufLlm::load_with(util::default_llm(), &LoadOptions::default()).expect("load");
+    let llm = GgufLlm::load_with(util::smollm2(), &LoadOptions::default()).expect("load");
     let head = "Context information from multiple sources is below.\n";
     let prompts: Vec<String> = [
         "The Eiffel Tower is in Paris. Where is the Eiffel Tower?",
@@ -501,7 +500,7 @@ fn check_logits(path: &Path, data: &str) {
 
 #[test]
 fn logits_are_llamacpps_bit_for_bit_smollm2() {
-    check_logits(&util::default_llm(), "smollm2_logits_llamacpp_here.jsonl");
+    check_logits(&util::smollm2(), "smollm2_logits_llamacpp_here.jsonl");
 }
 
 #[test]

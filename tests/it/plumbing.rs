@@ -9,7 +9,7 @@ use crate::util;
 
 #[test]
 fn default_gguf_header_and_metadata_load() {
-    let g = GgufFile::open(util::default_llm()).expect("open gguf");
+    let g = GgufFile::open(util::smollm2()).expect("open gguf");
     assert_eq!(g.architecture().unwrap(), "llama");
     assert_eq!(g.context_length().unwrap(), 8192);
     assert_eq!(g.get_u64("llama.block_count").unwrap(), 30);
@@ -52,7 +52,7 @@ fn non_gguf_file_is_a_clear_error() {
 fn truncated_gguf_is_a_clear_error() {
     let dir = tempdir();
     let p = dir.join("truncated.gguf");
-    let bytes = std::fs::read(util::default_llm()).unwrap();
+    let bytes = std::fs::read(util::smollm2()).unwrap();
     std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
     let msg = GgufFile::open(&p).unwrap_err().to_string();
     assert!(

@@ -21,7 +21,7 @@ fn model() -> &'static GgufLlm {
             max_context: 2048,
             ..LoadOptions::default()
         };
-        GgufLlm::load_with(util::default_llm(), &opts).expect("load default LLM")
+        GgufLlm::load_with(util::smollm2(), &opts).expect("load default LLM")
     })
 }
 

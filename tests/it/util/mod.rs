@@ -15,9 +15,12 @@ pub fn shared() -> PathBuf {
         .unwrap_or_else(|| repo().join("../shared"))
 }
 
-/// The default LLM; the test suite's setup fetches it, so its absence is a failure.
-pub fn default_llm() -> PathBuf {
-    quire::models::default_llm().expect("default LLM missing: run `make models`")
+/// SmolLM2-135M-Instruct, the smallest model, used where any model proves the point
+/// (and the one the shared llama.cpp references were recorded with); the test set-up
+/// fetches it, so its absence is a failure.
+pub fn smollm2() -> PathBuf {
+    quire::models::find(quire::models::SMOLLM2)
+        .expect("SmolLM2 missing: run `models/fetch.sh --smollm2` (make test does)")
 }
 
 /// The default embedding model's folder.
