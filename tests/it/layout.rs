@@ -261,3 +261,82 @@ fn the_desktop_app_does_not_link_axum() {
     let axum: Vec<&str> = tree.lines().filter(|l| l.starts_with("axum")).collect();
     assert!(axum.is_empty(), "quire-desktop links {axum:?}");
 }
+
+/// The sibling modules each file under `dir` names through `super::` (outside its
+/// tests), as edges `file → sibling`.
+fn sibling_imports(dir: &Path) -> Vec<(String, String)> {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mod.rs"))
+        .collect();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_stem().expect("stem").to_string_lossy().into_owned())
+        .collect();
+    let mut edges = Vec::new();
+    for (f, name) in files.iter().zip(&names) {
+        let src = std::fs::read_to_string(f).expect("source");
+        let code = src.split("\nmod tests {").next().unwrap_or("");
+        let code = code.replace("super::", "crate::");
+        for (_, room) in rooms_named(&code) {
+            if names.contains(&room) && room != *name {
+                edges.push((name.clone(), room));
+            }
+        }
+    }
+    edges.sort();
+    edges.dedup();
+    edges
+}
+
+/// A cycle in `edges`, if there is one.
+fn cycle(edges: &[(String, String)]) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        edges: &[(String, String)],
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            let mut c = path[i..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.iter().any(|d| d == n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for (_, to) in edges.iter().filter(|(from, _)| from == n) {
+            if let Some(c) = visit(to, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(n.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    edges
+        .iter()
+        .find_map(|(from, _)| visit(from, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_cycle_finder_finds_cycles() {
+    let e = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(cycle(&[e("a", "b"), e("b", "c")]), None);
+    assert_eq!(
+        cycle(&[e("a", "b"), e("b", "c"), e("c", "a")]),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+}
+
+#[test]
+fn the_llm_runtime_has_no_import_circles() {
+    for dir in ["src/llm/runtime", "src/llm/runtime/matmul"] {
+        let edges = sibling_imports(&util::repo().join(dir));
+        assert!(!edges.is_empty(), "{dir}: no imports found");
+        assert_eq!(cycle(&edges), None, "{dir}: {edges:?}");
+    }
+}

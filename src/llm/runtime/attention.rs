@@ -6,7 +6,8 @@
 //! Matches llama.cpp's `ggml/src/ggml-cpu/{ops.cpp,vec.h,vec.cpp,llamafile/sgemm.cpp}`.
 
 use super::kv_cache::HeadKv;
-use super::ops::{expf, round_f16, to_f16, LANES};
+use super::ops::{expf, round_f16, to_f16};
+use super::tables::LANES;
 #[cfg(target_arch = "x86_64")]
 use super::wide;
 #[cfg(target_arch = "x86_64")]

@@ -12,12 +12,14 @@
 //! - [`matmul`]: quantized matrix products, one file per arithmetic.
 //!
 //! Imports point one way: `llama` → `attention`, `kv_cache`, `ops`, `matmul`;
-//! `attention` → `kv_cache`, `ops`, `wide`; `ops` → `wide`; and all of them → `crate::cpu`.
+//! `attention` → `kv_cache`, `ops`, `wide`, `tables`; `ops` → `wide`, `tables`;
+//! `wide` → `tables`; and all of them → `crate::cpu`.
 
 pub(crate) mod attention;
 pub(crate) mod kv_cache;
 pub mod llama;
 pub(crate) mod matmul;
 pub(crate) mod ops;
+mod tables;
 #[cfg(target_arch = "x86_64")]
 mod wide;

@@ -10,13 +10,11 @@
 
 use half::f16;
 
+use super::tables::{GELU_F16, LANES};
 #[cfg(target_arch = "x86_64")]
 use super::wide;
 #[cfg(target_arch = "x86_64")]
 use crate::cpu::{has_avx2_fma, has_avx512};
-
-/// Lanes of an AVX-512 register of f32.
-pub(super) const LANES: usize = 16;
 
 /// `ggml_v_expf` (AVX-512 variant): a polynomial with `_mm512_scalef_ps`.
 #[inline(always)]
@@ -174,24 +172,6 @@ fn rope_impl<const NEOX: bool>(x: &mut [f32], cache: &[(f32, f32)]) {
         x[b] = x0.mul_add(s, x1 * c);
     }
 }
-
-/// `ggml_table_gelu_f16`: GELU (tanh approximation) of every f16 value, as f16.
-static GELU_F16: std::sync::LazyLock<Vec<f16>> = std::sync::LazyLock::new(|| {
-    const GELU_COEF_A: f32 = 0.044715;
-    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    (0..=u16::MAX)
-        .map(|b| {
-            let x = f16::from_bits(b).to_f32();
-            // GCC contracts `1 + a·x·x` into a fused multiply-add.
-            let inner = SQRT_2_OVER_PI * x * (GELU_COEF_A * x).mul_add(x, 1.0);
-            to_f16(0.5 * x * (1.0 + inner.tanh()))
-        })
-        .collect()
-});
-
-/// [`GELU_F16`] widened, for a gather.
-pub(super) static GELU_F32: std::sync::LazyLock<Vec<f32>> =
-    std::sync::LazyLock::new(|| GELU_F16.iter().map(|v| v.to_f32()).collect());
 
 /// `ggml_vec_geglu_f32` (with `GGML_GELU_FP16`): `gelu(gate) · up`, GELU read from
 /// the f16 table at the gate rounded to f16; 0 at or below −10, the gate itself at

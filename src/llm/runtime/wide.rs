@@ -5,7 +5,7 @@
 //! trips) and of tinyBLAS' f16 dot products (`ggml-cpu/llamafile/sgemm.cpp`).
 #![cfg(target_arch = "x86_64")]
 
-use super::ops::{GELU_F32, LANES};
+use super::tables::{GELU_F32, LANES};
 use std::arch::x86_64::*;
 
 /// `ggml_v_expf` (AVX-512), the original of the scalar [`expf`](super::ops::expf).
