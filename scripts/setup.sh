@@ -52,10 +52,11 @@ if [ "$want_test" = 1 ] && ! command -v tauri-driver >/dev/null && [ ! -x "$HOME
 fi
 
 # Tests also check SmolLM2 (the smallest model, used wherever any model proves the
-# point) and Gemma 3 270M against llama.cpp (their logits bit for bit), so the test
-# set-up fetches those models too.
+# point) and Gemma 3 270M against llama.cpp (their logits bit for bit), and
+# re-embedding with a second embedding model (m3e-small), so the test set-up fetches
+# those models too.
 if [ "$want_test" = 1 ]; then
-  models/fetch.sh --smollm2 --gemma
+  models/fetch.sh --smollm2 --gemma --m3e
 else
   models/fetch.sh
 fi

@@ -37,6 +37,11 @@ pub enum Error {
     #[error("{0}")]
     Unsupported(String),
 
+    /// The index is not in a state to do this yet: its vectors were made by another
+    /// embedding model than the one chosen (re-embed first).
+    #[error("{0}")]
+    Conflict(String),
+
     /// Something asked for (a document, a conversation) does not exist.
     #[error("not found: {0}")]
     NotFound(String),

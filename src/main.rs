@@ -17,11 +17,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Check the model files and print what they are.
+    /// List the model files (every GGUF and embedding model folder in the model
+    /// folders) and what they are.
     Models {
-        /// A GGUF file to inspect instead of the default LLM.
+        /// One GGUF file to inspect instead.
         #[arg(long)]
         model: Option<PathBuf>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-embed the index with the chosen embedding model (after changing it).
+    Reembed {
+        /// Choose this embedding model (a folder name in the model folders, or a
+        /// path) first.
+        #[arg(long)]
+        embedder: Option<String>,
+        /// Print each progress event as one JSON line on stdout.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        data: DataDir,
     },
     /// Serve the UI and the API over HTTP (loopback by default).
     Serve {
@@ -139,7 +155,12 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
-        Cmd::Models { model } => models(model),
+        Cmd::Models { model, json } => models(model, json),
+        Cmd::Reembed {
+            embedder,
+            json,
+            data,
+        } => cli::index::reembed(&data.engine()?, embedder, json),
         Cmd::Serve {
             host,
             port,
@@ -235,28 +256,81 @@ fn bench(args: &[OsString]) -> anyhow::Result<()> {
     }
 }
 
-fn models(model: Option<PathBuf>) -> anyhow::Result<()> {
-    let llm = match model {
-        Some(p) => p,
-        None => quire::models::default_llm()?,
+fn models(model: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    use quire::embed::catalog::EmbedderInfo;
+    use quire::llm::catalog::LlmInfo;
+    let llms: Vec<LlmInfo> = match model {
+        Some(p) => vec![quire::llm::catalog::describe(&p)],
+        None => quire::models::gguf_files()
+            .iter()
+            .map(|p| quire::llm::catalog::describe(p))
+            .collect(),
     };
-    let g = quire::llm::gguf::GgufFile::open(&llm)?;
-    let arch = g.architecture()?;
-    println!(
-        "llm       {}  architecture={arch} context={} tensors={} speed={}",
-        llm.display(),
-        g.context_length()?,
-        g.content.tensor_infos.len(),
-        quire::llm::model::speed_path(arch)
+    let embedders: Vec<EmbedderInfo> = quire::models::embedder_dirs()
+        .iter()
+        .map(|p| quire::embed::catalog::describe(p))
+        .collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "llms": llms, "embedders": embedders })
+        );
+    } else {
+        let mb = |b: u64| format!("{:.0} MB", b as f64 / 1e6);
+        for m in &llms {
+            match &m.error {
+                Some(e) => println!("llm       {}  {}  UNUSABLE: {e}", m.path, mb(m.bytes)),
+                None => println!(
+                    "llm       {}  {}  architecture={} size={} quant={} context={} speed={}{}",
+                    m.path,
+                    mb(m.bytes),
+                    m.architecture.as_deref().unwrap_or("?"),
+                    m.size_label.clone().unwrap_or_else(|| format!(
+                        "{:.2}B",
+                        m.parameters.unwrap_or(0) as f64 / 1e9
+                    )),
+                    m.quantization.as_deref().unwrap_or("?"),
+                    m.context.unwrap_or(0),
+                    m.speed.as_deref().unwrap_or("?"),
+                    if m.chat_template {
+                        ""
+                    } else {
+                        " (base model: no chat template)"
+                    }
+                ),
+            }
+        }
+        for e in &embedders {
+            match &e.error {
+                Some(err) => println!("embedder  {}  UNUSABLE: {err}", e.path),
+                None => println!(
+                    "embedder  {}  {}  dims={} layers={} pooling={:?} languages={}",
+                    e.path,
+                    mb(e.bytes),
+                    e.dims.unwrap_or(0),
+                    e.layers.unwrap_or(0),
+                    e.pooling.unwrap_or_default(),
+                    if e.languages.is_empty() {
+                        "?".into()
+                    } else {
+                        e.languages.join(",")
+                    }
+                ),
+            }
+        }
+    }
+    anyhow::ensure!(
+        !llms.is_empty(),
+        "no GGUF model found: run `models/fetch.sh` (searched {})",
+        quire::models::search_dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    let emb = quire::models::default_embedder()?;
-    let b = quire::embed::bert::BertFiles::open(&emb).context("embedding model")?;
-    println!(
-        "embedder  {}  hidden={} layers={} vocab={}",
-        emb.display(),
-        b.config.hidden_size,
-        b.config.num_hidden_layers,
-        b.tokenizer.get_vocab_size(true)
+    anyhow::ensure!(
+        !embedders.is_empty(),
+        "no embedding model found: run `models/fetch.sh`"
     );
     Ok(())
 }

@@ -38,6 +38,42 @@ pub fn search_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// Every entry of the model folders for which `keep` holds, one per name (the first in
+/// search order: the one [`find`] would use), sorted by name.
+pub fn entries(keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut seen = std::collections::BTreeMap::new();
+    for dir in search_dirs() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if keep(&p) {
+                seen.entry(e.file_name()).or_insert(p);
+            }
+        }
+    }
+    seen.into_values().collect()
+}
+
+/// The GGUF files in the model folders.
+pub fn gguf_files() -> Vec<PathBuf> {
+    entries(|p| {
+        p.is_file()
+            && p.extension()
+                .is_some_and(|x| x.eq_ignore_ascii_case("gguf"))
+    })
+}
+
+/// The embedding model folders in the model folders: a `config.json` beside a
+/// `model.safetensors` or `pytorch_model.bin`.
+pub fn embedder_dirs() -> Vec<PathBuf> {
+    entries(|p| {
+        p.join("config.json").is_file()
+            && (p.join("model.safetensors").is_file() || p.join("pytorch_model.bin").is_file())
+    })
+}
+
 /// The user's data directory for Quire (`$XDG_DATA_HOME/quire`, else `~/.local/share/quire`).
 pub fn data_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {

@@ -16,6 +16,9 @@ pub struct Settings {
     pub mode: String,
     /// GGUF file name in the models folder (or a path).
     pub model: String,
+    /// Embedding model folder name in the models folder (or a path). The index
+    /// records which model made its vectors; changing it means re-embedding.
+    pub embedder: String,
     /// Source nodes kept after fusion.
     pub top_k: usize,
     pub temperature: f64,
@@ -42,6 +45,7 @@ impl Default for Settings {
         Self {
             mode: "compact".into(),
             model: crate::models::DEFAULT_LLM.into(),
+            embedder: crate::models::DEFAULT_EMBEDDER.into(),
             top_k: 4,
             temperature: 0.0,
             repeat_penalty: 1.15,
@@ -111,6 +115,9 @@ impl Settings {
         }
         if self.model.trim().is_empty() {
             return bad("model must name a GGUF file".into());
+        }
+        if self.embedder.trim().is_empty() {
+            return bad("embedder must name an embedding model folder".into());
         }
         Ok(())
     }

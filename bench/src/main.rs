@@ -77,6 +77,10 @@ enum BenchCmd {
         /// splitting) instead of indexing `--pdfs` with pdftotext pages.
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// The embedding model (a folder name in the model folders, or a path)
+        /// instead of the default.
+        #[arg(long)]
+        embedder: Option<String>,
     },
     /// Answers per response mode over the corpus questions, through the engine: median
     /// seconds per question, LLM calls, tokens generated, share of answers containing
@@ -129,7 +133,8 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             questions,
             fusion,
             data_dir,
-        } => retrieval(json, &pdfs, &questions, fusion, data_dir),
+            embedder,
+        } => retrieval(json, &pdfs, &questions, fusion, data_dir, embedder),
         BenchCmd::Answer(a) => answer(&a),
         BenchCmd::TreeBatch(a) => tree_batch(&a),
         BenchCmd::RetrievalScale {
@@ -205,9 +210,15 @@ fn retrieval(
     questions: &Path,
     fusion: quire::retrieve::FusionMode,
     data_dir: Option<PathBuf>,
+    embedder: Option<String>,
 ) -> anyhow::Result<()> {
     let qs = quire_bench::retrieval::load_questions(questions)?;
-    let emb = quire::embed::bert::BertEmbedder::open(quire::models::default_embedder()?)?;
+    let dir = match embedder {
+        Some(name) => quire::models::find(&name)?,
+        None => quire::models::default_embedder()?,
+    };
+    eprintln!("embedding model: {}", dir.display());
+    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
     let index = match data_dir {
         Some(dir) => {
             let engine = quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(dir))?)?;

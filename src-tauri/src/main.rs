@@ -128,6 +128,19 @@ async fn index_paths(
     Ok(())
 }
 
+/// Re-embed the index with the embedding model the settings choose; progress goes
+/// to `channel`.
+#[tauri::command]
+async fn reembed(engine: Eng<'_>, channel: Channel<IndexEvent>) -> CmdResult<()> {
+    let mut handle = engine::spawn_reembed(engine.inner().clone());
+    while let Some(ev) = handle.events.recv().await {
+        if channel.send(ev).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// The native file picker, for PDFs.
 #[tauri::command]
 async fn pick_files(app: tauri::AppHandle) -> Vec<PathBuf> {
@@ -172,6 +185,7 @@ fn main() {
             ask,
             cancel,
             index_paths,
+            reembed,
             pick_files
         ])
         .on_window_event(|window, event| {

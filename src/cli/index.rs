@@ -68,6 +68,20 @@ pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> a
                 line.clear();
                 None
             }
+            E::Reembedded {
+                model,
+                done,
+                total,
+                eta_secs,
+            } => {
+                let eta = eta_secs
+                    .map(|s| format!(", ETA {}", fmt_secs(s)))
+                    .unwrap_or_default();
+                Some(format!(
+                    "re-embedding with {model} {} chunks {done}/{total}{eta}",
+                    bar(*done, *total, 20)
+                ))
+            }
             E::Page { .. } | E::Finished { .. } => None,
         };
         if let (Some(s), true) = (status, tty) {
@@ -137,5 +151,44 @@ pub fn docs(engine: &quire::engine::Engine) -> anyhow::Result<()> {
             ),
         }
     }
+    Ok(())
+}
+
+/// `quire reembed`: choose the embedding model (when given) and re-embed every chunk
+/// another model made, with a progress line; resumes a stopped one.
+pub fn reembed(
+    engine: &quire::engine::Engine,
+    embedder: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    if let Some(name) = embedder {
+        engine.set_settings(quire::settings::Settings {
+            embedder: name,
+            ..engine.settings()
+        })?;
+    }
+    let cancel = quire::llm::Cancel::new();
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut on = |ev: quire::engine::IndexEvent| {
+        if json {
+            if let Ok(s) = serde_json::to_string(&ev) {
+                let mut out = std::io::stdout().lock();
+                return writeln!(out, "{s}").and_then(|_| out.flush()).is_ok();
+            }
+        } else if let (quire::engine::IndexEvent::Reembedded { done, total, .. }, true) = (&ev, tty)
+        {
+            eprint!(
+                "\r\x1b[Kre-embedding {} {done}/{total}",
+                bar(*done, *total, 20)
+            );
+        }
+        true
+    };
+    let n = engine.reembed(&cancel, &mut on)?;
+    if tty && !json {
+        eprintln!();
+    }
+    eprintln!("re-embedded {n} chunks with {}", engine.embedder_name());
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! The files of a sentence-transformers BERT model (all-MiniLM-L6-v2 by default):
-//! `config.json`, `tokenizer.json`, `model.safetensors`.
+//! `config.json`, `tokenizer.json`, `model.safetensors` (or `pytorch_model.bin`), and when present
+//! `1_Pooling/config.json` (mean or [CLS] pooling) and the query and passage prompts
+//! of `config_sentence_transformers.json`.
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +9,7 @@ use candle_transformers::models::bert::{Config, HiddenAct};
 use tokenizers::Tokenizer;
 
 use crate::embed::amx::Amx;
-use crate::embed::encoder::{Dims, Encoder};
+use crate::embed::encoder::{Dims, Encoder, Pooling};
 use crate::embed::Embedder;
 use crate::{Error, Result};
 
@@ -19,6 +21,71 @@ pub struct BertFiles {
     pub weights: PathBuf,
     /// The languages the model card declares (empty: unknown).
     pub languages: Vec<String>,
+    /// From `1_Pooling/config.json`; mean when the folder has none.
+    pub pooling: Pooling,
+    /// Text put before a question and before a passage, from the `prompts` of
+    /// `config_sentence_transformers.json` (`query: ` and `passage: ` for e5).
+    pub query_prompt: String,
+    pub passage_prompt: String,
+}
+
+/// The weights of the model folder `dir`: `model.safetensors`, else PyTorch's
+/// `pytorch_model.bin` (older sentence-transformers folders ship only that).
+pub fn weights_file(dir: &Path) -> Option<PathBuf> {
+    ["model.safetensors", "pytorch_model.bin"]
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+}
+
+/// sentence-transformers' `1_Pooling/config.json`.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct PoolingConfig {
+    pooling_mode_cls_token: bool,
+    pooling_mode_mean_tokens: bool,
+    pooling_mode_max_tokens: bool,
+    pooling_mode_mean_sqrt_len_tokens: bool,
+    pooling_mode_weightedmean_tokens: bool,
+    pooling_mode_lasttoken: bool,
+}
+
+pub(crate) fn read_pooling(dir: &Path) -> Result<Pooling> {
+    let p = dir.join("1_Pooling").join("config.json");
+    let Ok(text) = std::fs::read_to_string(&p) else {
+        return Ok(Pooling::Mean);
+    };
+    let c: PoolingConfig = serde_json::from_str(&text)
+        .map_err(|e| Error::model_format(&p, format!("not a pooling config: {e}")))?;
+    let others = c.pooling_mode_max_tokens
+        || c.pooling_mode_mean_sqrt_len_tokens
+        || c.pooling_mode_weightedmean_tokens
+        || c.pooling_mode_lasttoken;
+    match (c.pooling_mode_cls_token, c.pooling_mode_mean_tokens, others) {
+        (true, false, false) => Ok(Pooling::Cls),
+        (false, true, false) => Ok(Pooling::Mean),
+        _ => Err(Error::model_format(
+            &p,
+            "only [CLS] or mean pooling is supported (one of pooling_mode_cls_token, \
+             pooling_mode_mean_tokens)",
+        )),
+    }
+}
+
+/// The query and passage prompts of `config_sentence_transformers.json`.
+fn read_prompts(dir: &Path) -> (String, String) {
+    let v: serde_json::Value =
+        std::fs::read_to_string(dir.join("config_sentence_transformers.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+    let prompt = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| v["prompts"][k].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (prompt(&["query"]), prompt(&["passage", "document"]))
 }
 
 impl BertFiles {
@@ -35,22 +102,28 @@ impl BertFiles {
         let tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| {
             Error::model_format(&tok_path, format!("not a tokenizers tokenizer.json: {e}"))
         })?;
-        let weights = dir.join("model.safetensors");
-        if !weights.is_file() {
+        let Some(weights) = weights_file(&dir) else {
             return Err(Error::ModelMissing {
-                path: weights,
-                hint: "run models/fetch.sh".into(),
+                path: dir.join("model.safetensors"),
+                hint: "an embedding model folder needs model.safetensors or pytorch_model.bin \
+                       beside its config.json; run models/fetch.sh for the default one"
+                    .into(),
             });
-        }
+        };
         let languages = std::fs::read_to_string(dir.join("README.md"))
             .map(|card| crate::embed::card_languages(&card))
             .unwrap_or_default();
+        let pooling = read_pooling(&dir)?;
+        let (query_prompt, passage_prompt) = read_prompts(&dir);
         Ok(Self {
             dir,
             config,
             tokenizer,
             weights,
             languages,
+            pooling,
+            query_prompt,
+            passage_prompt,
         })
     }
 }
@@ -62,10 +135,13 @@ pub const MAX_TOKENS: usize = 256;
 /// How many texts go through the model at once.
 pub const BATCH_SIZE: usize = 32;
 
-/// A sentence-transformers BERT embedder on candle: mean pooling over the attention
-/// mask, L2-normalized vectors.
+/// A sentence-transformers BERT embedder on Quire's own encoder: the folder's pooling,
+/// L2-normalized vectors.
 pub struct BertEmbedder {
     model: Encoder,
+    pooling: Pooling,
+    query_prompt: String,
+    passage_prompt: String,
     /// No truncation, no padding: used to count tokens and for offsets.
     tokenizer: Tokenizer,
     max_tokens: usize,
@@ -99,6 +175,9 @@ impl BertEmbedder {
             mut tokenizer,
             weights,
             languages,
+            pooling,
+            query_prompt,
+            passage_prompt,
             ..
         } = files;
         // The packaged tokenizer.json truncates and pads to 128: we count, truncate
@@ -131,6 +210,9 @@ impl BertEmbedder {
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
         Ok(Self {
             model,
+            pooling,
+            query_prompt,
+            passage_prompt,
             tokenizer,
             max_tokens,
             dims: config.hidden_size,
@@ -158,22 +240,8 @@ impl BertEmbedder {
         Ok(ids)
     }
 
-    /// Embed one batch of token id sequences (packed, no padding).
-    fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        self.model.embed(seqs)
-    }
-}
-
-impl Embedder for BertEmbedder {
-    fn dims(&self) -> usize {
-        self.dims
-    }
-
-    fn max_tokens(&self) -> usize {
-        self.max_tokens
-    }
-
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    /// Embed `texts` as they are (no prompt put before them).
+    pub fn embed_raw(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let seqs = texts
             .iter()
             .map(|t| self.tokenize(t))
@@ -189,6 +257,38 @@ impl Embedder for BertEmbedder {
             }
         }
         Ok(out)
+    }
+
+    /// Embed one batch of token id sequences (packed, no padding).
+    fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        self.model.embed(seqs, self.pooling)
+    }
+}
+
+impl Embedder for BertEmbedder {
+    fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if self.passage_prompt.is_empty() {
+            self.embed_raw(texts)
+        } else {
+            let with: Vec<String> = texts
+                .iter()
+                .map(|t| format!("{}{t}", self.passage_prompt))
+                .collect();
+            self.embed_raw(&with.iter().map(String::as_str).collect::<Vec<_>>())
+        }
+    }
+
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let text = format!("{}{query}", self.query_prompt);
+        Ok(self.embed_raw(&[&text])?.remove(0))
     }
 
     fn covers(&self, text: &str) -> bool {

@@ -74,7 +74,7 @@ impl Dense {
     }
 }
 
-/// A BERT encoder with mean pooling, as sentence-transformers runs it.
+/// A BERT encoder with sentence-transformers' pooling and normalization.
 pub struct Encoder {
     hidden: usize,
     heads: usize,
@@ -92,6 +92,34 @@ pub struct Encoder {
     amx: Option<Amx>,
 }
 
+/// How token vectors become one sentence vector (sentence-transformers'
+/// `1_Pooling/config.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pooling {
+    /// The mean over the tokens (all-MiniLM, multilingual-e5, text2vec).
+    #[default]
+    Mean,
+    /// The first token's vector, `[CLS]` (the bge family).
+    Cls,
+}
+
+/// The tensors of a safetensors file, or of a PyTorch pickle (`.bin`, `.pt`,
+/// `.pth`), by name.
+fn load_tensors(path: &Path) -> Result<std::collections::HashMap<String, Tensor>> {
+    let pickle = path
+        .extension()
+        .is_some_and(|x| x == "bin" || x == "pt" || x == "pth");
+    if pickle {
+        let all = candle_core::pickle::read_all(path)
+            .map_err(|e| Error::model_format(path, format!("not a PyTorch weights file: {e}")))?;
+        Ok(all.into_iter().collect())
+    } else {
+        candle_core::safetensors::load(path, &Device::Cpu)
+            .map_err(|e| Error::model_format(path, format!("not a safetensors file: {e}")))
+    }
+}
+
 /// Model sizes from `config.json`.
 #[derive(Debug, Clone, Copy)]
 pub struct Dims {
@@ -103,12 +131,12 @@ pub struct Dims {
 }
 
 impl Encoder {
-    /// Load `model.safetensors` (names with or without a `bert.` prefix); the dense
+    /// Load the weights (`model.safetensors`, or PyTorch's `pytorch_model.bin`; names
+    /// with or without a `bert.` prefix); the dense
     /// layers run on AMX tiles in bf16 when `amx` is given.
     pub fn load(path: &Path, dims: Dims, amx: Option<Amx>) -> Result<Self> {
         let bad = |m: String| Error::model_format(path, m);
-        let tensors = candle_core::safetensors::load(path, &Device::Cpu)
-            .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
+        let tensors = load_tensors(path)?;
         let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
             let t: &Tensor = tensors
                 .get(name)
@@ -195,9 +223,9 @@ impl Encoder {
         })
     }
 
-    /// Mean-pooled, L2-normalized embeddings of `seqs` (token ids with their special
+    /// Pooled, L2-normalized embeddings of `seqs` (token ids with their special
     /// tokens; none longer than the position table).
-    pub fn embed(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+    pub fn embed(&self, seqs: &[&[u32]], pooling: Pooling) -> Result<Vec<Vec<f32>>> {
         let h = self.hidden;
         let rows: usize = seqs.iter().map(|s| s.len()).sum();
         if rows == 0 {
@@ -249,11 +277,17 @@ impl Encoder {
             .iter()
             .map(|&(s, n)| {
                 let mut v = vec![0f32; h];
-                for row in x[s * h..(s + n) * h].chunks_exact(h) {
-                    v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+                match pooling {
+                    Pooling::Mean => {
+                        for row in x[s * h..(s + n) * h].chunks_exact(h) {
+                            v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+                        }
+                        let inv_n = 1.0 / n.max(1) as f32;
+                        v.iter_mut().for_each(|a| *a *= inv_n);
+                    }
+                    Pooling::Cls if n > 0 => v.copy_from_slice(&x[s * h..(s + 1) * h]),
+                    Pooling::Cls => {}
                 }
-                let inv_n = 1.0 / n.max(1) as f32;
-                v.iter_mut().for_each(|a| *a *= inv_n);
                 let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
                 v.iter_mut().for_each(|a| *a /= norm);
                 v

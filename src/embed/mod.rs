@@ -2,6 +2,7 @@
 
 pub mod amx;
 pub mod bert;
+pub mod catalog;
 pub mod encoder;
 pub mod ops;
 
@@ -17,8 +18,16 @@ pub trait Embedder: Send + Sync {
     /// be split before (the splitter does), else it is truncated as
     /// sentence-transformers does.
     fn max_tokens(&self) -> usize;
-    /// Same order as input, L2-normalized.
+    /// Passages (chunks of documents) to vectors: same order as input, L2-normalized.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+
+    /// A question to a vector. Models trained with a query prompt (e5's `query: `)
+    /// put it first; the default embeds the question as a passage.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let mut v = self.embed(&[query])?;
+        v.pop()
+            .ok_or_else(|| crate::Error::Invalid("the embedder returned no vector".into()))
+    }
 
     /// Byte ranges in `text` of the model's tokens, special tokens left out.
     ///

@@ -104,6 +104,7 @@ impl Engine {
                 "nothing is indexed yet: add PDFs first (drop them on the window)".into(),
             ));
         }
+        self.check_index_embedder()?;
         let embedder: Arc<dyn Embedder> = self.embedder()?;
         index.search(question, embedder.as_ref(), llm, opts, cancel)
     }
@@ -295,6 +296,9 @@ impl Engine {
         let gen_secs: f64 = response.calls.iter().map(|c| c.gen_secs).sum();
         let output_tokens = response.output_tokens();
         record.stats = Some(AskStats {
+            model: llm
+                .as_ref()
+                .map(|_| super::models::setting_name(&settings.model)),
             llm_calls: response.calls.len(),
             prompt_tokens: response.prompt_tokens(),
             output_tokens,

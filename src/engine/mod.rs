@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::mpsc;
 
-use crate::embed::bert::BertEmbedder;
 use crate::embed::Embedder;
 use crate::ingest::pipeline::{self, Extractor, Pipeline};
 use crate::ingest::split::SplitConfig;
@@ -16,6 +15,7 @@ use crate::store::Store;
 use crate::{Error, Result};
 
 mod ask;
+mod models;
 mod types;
 mod uploads;
 
@@ -27,8 +27,8 @@ pub use types::*;
 pub struct Engine {
     config: EngineConfig,
     db: Mutex<Store>,
-    /// Loaded on first use, then kept.
-    embedder: Mutex<Option<Arc<BertEmbedder>>>,
+    /// Loaded on first use, then kept until the settings name another.
+    embedder: Mutex<models::EmbedderSlot>,
     extractor: Extractor,
     settings: Mutex<Settings>,
     /// Held for the whole of a generation: asks queue here.
@@ -74,8 +74,12 @@ impl Engine {
         lock(&self.settings).clone()
     }
 
-    /// Validate, save and apply new settings.
+    /// Validate, save and apply new settings. A new model choice must be usable (the
+    /// folder a BERT model, the file a GGUF Quire runs); a new embedding model leaves
+    /// the index to re-embed ([`Engine::reembed`]) before it is searched again.
     pub fn set_settings(&self, s: Settings) -> Result<Settings> {
+        s.validate()?;
+        self.check_model_choices(&s)?;
         s.save(&self.config.data_dir.join("settings.json"))?;
         *lock(&self.settings) = s.clone();
         Ok(s)
@@ -206,19 +210,25 @@ pub fn spawn_index(engine: Arc<Engine>, paths: Vec<PathBuf>) -> IndexHandle {
     IndexHandle { events: rx, cancel }
 }
 
-/// GGUF files in the model search path, by file name.
-pub fn available_models() -> Vec<String> {
-    let mut out: Vec<String> = crate::models::search_dirs()
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".gguf"))
-        .collect();
-    out.sort();
-    out.dedup();
-    out
+/// Run [`Engine::reembed`] on a blocking thread, with progress on a bounded channel
+/// (the same events as indexing).
+pub fn spawn_reembed(engine: Arc<Engine>) -> IndexHandle {
+    let (tx, rx) = mpsc::channel(256);
+    let cancel = Cancel::new();
+    let c = cancel.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut send = |ev: IndexEvent| tx.blocking_send(ev).is_ok();
+        match engine.reembed(&c, &mut send) {
+            Ok(_) | Err(Error::Cancelled) => {}
+            Err(e) => {
+                let _ = tx.blocking_send(IndexEvent::FileFailed {
+                    path: String::new(),
+                    reason: format!("re-embedding failed: {e}"),
+                });
+            }
+        }
+    });
+    IndexHandle { events: rx, cancel }
 }
 
 impl Engine {
@@ -235,7 +245,7 @@ impl Engine {
                 None
             }
         };
-        let embedder = match crate::models::default_embedder() {
+        let embedder = match crate::models::find(&self.settings().embedder) {
             Ok(p) => Some(p.display().to_string()),
             Err(e) => {
                 problems.push(format!(
@@ -244,19 +254,14 @@ impl Engine {
                 None
             }
         };
+        if let Err(e) = self.check_index_embedder() {
+            problems.push(format!("{e}."));
+        }
         Status {
             data_dir: self.config.data_dir.display().to_string(),
             llm,
             embedder,
             problems,
-        }
-    }
-
-    /// Settings and the models to choose from.
-    pub fn settings_view(&self) -> SettingsView {
-        SettingsView {
-            settings: self.settings(),
-            available_models: available_models(),
         }
     }
 }
@@ -271,17 +276,6 @@ impl Engine {
     /// The index database. Hold it briefly: indexing waits for it to write.
     pub fn store(&self) -> MutexGuard<'_, Store> {
         lock(&self.db)
-    }
-
-    /// The embedding model, loaded on first use.
-    pub fn embedder(&self) -> Result<Arc<BertEmbedder>> {
-        let mut slot = lock(&self.embedder);
-        if let Some(e) = slot.as_ref() {
-            return Ok(e.clone());
-        }
-        let e = Arc::new(BertEmbedder::open(crate::models::default_embedder()?)?);
-        *slot = Some(e.clone());
-        Ok(e)
     }
 
     /// Documents in the index, failed ones included, by id.
@@ -358,11 +352,13 @@ impl Engine {
         on: &mut dyn FnMut(IndexEvent) -> bool,
     ) -> Result<pipeline::Summary> {
         let _reg = self.register(cancel);
+        self.check_index_embedder()?;
         let embedder = self.embedder()?;
+        let model = self.embedder_name();
         let p = Pipeline {
             store: &self.db,
             embedder: embedder.as_ref() as &dyn Embedder,
-            model: crate::models::DEFAULT_EMBEDDER,
+            model: &model,
             extract: &self.extractor,
             split: SplitConfig::default(),
         };

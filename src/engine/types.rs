@@ -106,6 +106,9 @@ pub struct Source {
 /// Figures of a finished answer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AskStats {
+    /// The LLM file that answered (none when no LLM ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub llm_calls: usize,
     pub prompt_tokens: usize,
     pub output_tokens: usize,
@@ -173,7 +176,19 @@ pub struct Status {
 pub struct SettingsView {
     #[serde(flatten)]
     pub settings: Settings,
-    pub available_models: Vec<String>,
+    /// Every GGUF file in the model folders.
+    pub models: Vec<crate::llm::catalog::LlmInfo>,
+    /// Every embedding model folder in the model folders.
+    pub embedders: Vec<crate::embed::catalog::EmbedderInfo>,
+    /// Which embedding models made the index's vectors, with their chunk counts.
+    pub index_embedders: Vec<IndexEmbedder>,
+}
+
+/// An embedding model and how many of the index's chunks it embedded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEmbedder {
+    pub name: String,
+    pub chunks: usize,
 }
 
 /// A document as the document list shows it.

@@ -36,6 +36,14 @@ pub enum IndexEvent {
         path: String,
         reason: String,
     },
+    /// Re-embedding the index with `model`: `done` of `total` chunks.
+    Reembedded {
+        model: String,
+        done: usize,
+        total: usize,
+        /// Estimated seconds left.
+        eta_secs: Option<f64>,
+    },
     Finished {
         indexed: usize,
         failed: usize,

@@ -8,6 +8,7 @@
 //! KV cache, quantized matrix products) lives below it in [`runtime`], which nothing
 //! outside `llm` reaches into.
 
+pub mod catalog;
 pub mod chat;
 pub mod constrain;
 pub mod gguf;

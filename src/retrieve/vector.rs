@@ -494,10 +494,7 @@ impl Retriever for VectorRetriever<'_> {
         "vector"
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
-        let mut v = self.embedder.embed(&[query])?;
-        let q = v
-            .pop()
-            .ok_or_else(|| Error::Invalid("the embedder returned no vector".into()))?;
+        let q = self.embedder.embed_query(query)?;
         self.index.search(&q, top_k, filter)
     }
     fn covers(&self, query: &str) -> bool {

@@ -29,6 +29,7 @@ impl From<Error> for ApiError {
             Error::Invalid(_) | Error::Template(_) => StatusCode::BAD_REQUEST,
             Error::Pdf { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Error::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::Conflict(_) => StatusCode::CONFLICT,
             Error::ModelMissing { .. } | Error::ModelFormat { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }

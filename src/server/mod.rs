@@ -70,6 +70,7 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
             get(conversation).delete(remove_conversation),
         )
         .route("/ask", post(ask))
+        .route("/reembed", post(reembed))
         .route(
             "/upload",
             post(upload).layer(DefaultBodyLimit::max(opts.max_upload)),
@@ -280,6 +281,19 @@ async fn upload(
         ));
     }
     let handle = engine::spawn_index(st.engine.clone(), paths);
+    let stream = futures_util::stream::unfold(handle, |mut h| async move {
+        let ev = h.events.recv().await?;
+        Some((Ok(sse_event(&ev)), h))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Re-embed the index with the embedding model the settings choose, with progress
+/// streamed as server-sent events (the indexing events).
+async fn reembed(
+    State(st): State<AppState>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let handle = engine::spawn_reembed(st.engine.clone());
     let stream = futures_util::stream::unfold(handle, |mut h| async move {
         let ev = h.events.recv().await?;
         Some((Ok(sse_event(&ev)), h))

@@ -369,6 +369,44 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Which embedding models made the vectors of the index, with how many chunks
+    /// each, most chunks first. One entry (or none, when nothing is indexed) is the
+    /// normal case; more means a re-embedding was stopped half way.
+    pub fn embedding_models(&self) -> Result<Vec<(String, usize)>> {
+        let mut st = self.conn.prepare(
+            "SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY count(*) DESC, model",
+        )?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Up to `limit` chunks whose vectors were not made by `model`, as (chunk id,
+    /// text), in chunk id order.
+    pub fn chunks_not_embedded_by(&self, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
+        let mut st = self.conn.prepare(
+            "SELECT c.id, c.text FROM chunks c JOIN embeddings e ON e.chunk_id = c.id
+             WHERE e.model != ?1 ORDER BY c.id LIMIT ?2",
+        )?;
+        let rows = st.query_map(params![model, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Replace the vectors of these chunks with ones `model` made, in one
+    /// transaction. Chunks removed meanwhile are skipped.
+    pub fn replace_embeddings(&mut self, model: &str, rows: &[(i64, Vec<f32>)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut up =
+                tx.prepare("UPDATE embeddings SET model = ?1, vector = ?2 WHERE chunk_id = ?3")?;
+            for (id, v) in rows {
+                up.execute(params![model, vector_blob(v), id])?;
+            }
+        }
+        Self::bump(&tx)?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Chunk ids matching a full-text query (FTS5 syntax), best first (bm25).
     pub fn search_text(&self, query: &str, limit: usize) -> Result<Vec<(i64, f64)>> {
         let mut st = self.conn.prepare(

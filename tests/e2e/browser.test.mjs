@@ -151,3 +151,34 @@ test("document text is shown as text, never run", async () => {
   assert.deepEqual(pageErrors, []);
   await page.screenshot({ path: join(shots, "05-hostile.png") });
 });
+
+test("settings list the models; a new embedding model re-embeds the index with progress", async () => {
+  await page.click("#settings-btn");
+  await page.waitForSelector("#settings[open]");
+  const options = await page.locator("#settings select[name=model] option").allInnerTexts();
+  assert.ok(options.some((o) => o.startsWith("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf · qwen2 · 491 MB · fast")), options.join("; "));
+  assert.ok(options.some((o) => o.includes("SmolLM2") && o.includes("llama")), options.join("; "));
+  const info = await page.locator("#model-info").innerText();
+  assert.match(info, /qwen2 architecture · 0\.5B parameters · .* · 32,768-token context · fast: Quire's own kernels/);
+  // The Gemma file is a base model: choosing it says so.
+  await page.selectOption("#settings select[name=model]", "gemma-3-270m-q4_k_m.gguf");
+  assert.match(await page.locator("#model-info").innerText(), /base model/);
+  await page.selectOption("#settings select[name=model]", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+  // Choosing another embedding model says what saving will do.
+  await page.selectOption("#settings select[name=embedder]", "m3e-small");
+  assert.match(await page.locator("#embedder-info").innerText(), /512 dimensions .* languages: zh — saving re-embeds the \d+ indexed chunks \(made by all-MiniLM-L6-v2\)/);
+  await page.screenshot({ path: join(shots, "06-settings-light.png") });
+  await page.click("#theme-btn");
+  await page.screenshot({ path: join(shots, "06-settings-dark.png") });
+  await page.click("#theme-btn");
+  await page.click("#settings-save");
+  const row = page.locator('#progress li:has-text("Re-embedding with m3e-small")');
+  await row.locator(".meta:has-text('done')").waitFor({ timeout: 300_000 });
+  await page.screenshot({ path: join(shots, "07-reembedded.png") });
+  // The index answers again, on the new model's vectors, and nothing is flagged.
+  const msg = await askIn("no_text", question.question);
+  assert.equal(await msg.locator(".error").count(), 0, await msg.innerText());
+  assert.ok(await page.locator("#sources li").count() > 0);
+  assert.ok(await page.locator("#banner").isHidden());
+  assert.deepEqual(pageErrors, []);
+});

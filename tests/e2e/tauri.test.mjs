@@ -119,3 +119,39 @@ for (const mode of ["compact", "tree_summarize"]) {
     writeFileSync(join(shots, `window-${mode}.png`), Buffer.from(png, "base64"));
   });
 }
+
+test("settings list the models, and the reembed command re-embeds with progress", async () => {
+  const view = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    window.__TAURI__.core.invoke("settings").then(done, (e) => done({ error: String(e) }));
+  `);
+  assert.ok(!view.error, view.error);
+  const qwen = view.models.find((m) => m.name === "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+  assert.equal(qwen?.architecture, "qwen2");
+  assert.equal(qwen?.speed, "fast");
+  assert.ok(view.embedders.some((m) => m.name === "m3e-small" && m.dims === 512), JSON.stringify(view.embedders));
+  const events = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const seen = [];
+    const invoke = window.__TAURI__.core.invoke;
+    (async () => {
+      const s = await invoke("settings");
+      for (const k of ["models", "embedders", "index_embedders"]) delete s[k];
+      await invoke("save_settings", { settings: { ...s, embedder: "m3e-small" } });
+      const ch = new window.__TAURI__.core.Channel();
+      ch.onmessage = (e) => seen.push(e);
+      await invoke("reembed", { channel: ch });
+      return seen;
+    })().then(done, (e) => done([{ type: "error", message: String(e) }]));
+  `);
+  const progress = events.filter((e) => e.type === "reembedded");
+  assert.ok(progress.length >= 2, JSON.stringify(events.slice(-3)));
+  const last = progress[progress.length - 1];
+  assert.equal(last.done, last.total);
+  assert.ok(last.total > 0);
+  const after = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    window.__TAURI__.core.invoke("settings").then(done, (e) => done({ error: String(e) }));
+  `);
+  assert.deepEqual(after.index_embedders.map((m) => m.name), ["m3e-small"]);
+});

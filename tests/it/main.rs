@@ -7,6 +7,7 @@ mod embed;
 mod index;
 mod layout;
 mod llm;
+mod models;
 mod pdf;
 mod plumbing;
 mod server;

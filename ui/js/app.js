@@ -25,10 +25,12 @@ applyTheme(localStorage.getItem("quire-theme") || (matchMedia("(prefers-color-sc
 $("theme-btn").addEventListener("click", () => applyTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
 
 // ---------- banner ----------
-function banner(text) {
-  const b = $("banner");
+function banner(text, action) {
+  const b = clear($("banner"));
   b.hidden = !text;
-  b.textContent = text || "";
+  if (!text) return;
+  b.append(document.createTextNode(text));
+  if (action) b.append(el("button", { onclick: action.run }, action.label));
 }
 
 // ---------- modes ----------
@@ -99,10 +101,35 @@ function onIndexEvent(ev) {
       r.li.classList.add("failed"); r.meta.textContent = ev.reason; r.li.title = ev.reason;
       break;
     }
+    case "reembedded": {
+      const r = progressRow(`Re-embedding with ${ev.model}`);
+      r.bar.max = Math.max(ev.total, 1); r.bar.value = ev.done;
+      const eta = ev.eta_secs ? `, ~${Math.ceil(ev.eta_secs)} s left` : "";
+      r.meta.textContent = ev.done >= ev.total ? `done, ${ev.total} chunks` : `${ev.done}/${ev.total} chunks${eta}`;
+      break;
+    }
     case "finished": loadDocuments(); break;
     default: break;
   }
 }
+
+/** Re-embed the index with the embedding model the settings choose. */
+async function reembed() {
+  banner("");
+  try {
+    await transport.reembed(onIndexEvent);
+  } catch (e) {
+    banner(`Re-embedding failed: ${e.message}`);
+  }
+  await checkStatus();
+  loadDocuments();
+}
+
+/** Whether the index holds vectors another embedding model made than the chosen one. */
+function indexNeedsReembed(s) {
+  return (s.index_embedders || []).some((m) => m.name !== modelName(s.embedder) && m.chunks > 0);
+}
+const modelName = (setting) => String(setting || "").split(/[\\/]/).pop();
 
 async function indexItems(items) {
   if (!items.length) return;
@@ -219,6 +246,7 @@ function assistantMessage(mode) {
 
 function statsLine(s) {
   const parts = [];
+  if (s.model) parts.push(s.model.replace(/\.gguf$/i, ""));
   if (s.llm_calls !== undefined) parts.push(`${s.llm_calls} LLM call${s.llm_calls === 1 ? "" : "s"}`);
   if (s.output_tokens !== undefined) parts.push(`${s.output_tokens} tokens`);
   if (s.tokens_per_s) parts.push(`${s.tokens_per_s.toFixed(1)} tokens/s`);
@@ -372,18 +400,71 @@ const form = $("settings-form");
 async function openSettings() {
   try { state.settings = await transport.settings(); } catch (e) { banner(e.message); return; }
   const s = state.settings;
-  const modelSel = form.elements.model;
-  clear(modelSel);
-  for (const m of s.available_models || [s.model]) modelSel.append(el("option", { value: m }, m));
-  for (const k of ["model", "top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries", "text_qa_template"]) {
+  const modelSel = clear(form.elements.model);
+  for (const m of s.models || []) {
+    modelSel.append(el("option", { value: m.name, disabled: !!m.error && m.name !== modelName(s.model) },
+      m.error ? `${m.name} (unusable)` : `${m.name} · ${m.architecture} · ${mb(m.bytes)} · ${m.speed}`));
+  }
+  const embSel = clear(form.elements.embedder);
+  for (const m of s.embedders || []) {
+    embSel.append(el("option", { value: m.name, disabled: !!m.error && m.name !== modelName(s.embedder) },
+      m.error ? `${m.name} (unusable)` : `${m.name} · ${m.dims} dims · ${(m.languages || []).join(", ") || "languages not declared"}`));
+  }
+  form.elements.embedder.value = modelName(s.embedder);
+  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries", "text_qa_template"]) {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
+  form.elements.model.value = modelName(s.model);
+  showModelInfo();
+  showEmbedderInfo();
   form.elements.structured_answer_filtering.checked = !!s.structured_answer_filtering;
   form.elements.template_vars.value = Object.entries(s.template_vars || {}).map(([k, v]) => `${k}=${v}`).join("\n");
   $("settings-error").hidden = true;
   $("settings").showModal();
 }
 $("settings-btn").addEventListener("click", openSettings);
+
+const mb = (bytes) => `${Math.round(bytes / 1e6)} MB`;
+/** What the chosen LLM is: architecture, size, context, and which code runs it. */
+function showModelInfo() {
+  const m = (state.settings?.models || []).find((x) => x.name === form.elements.model.value);
+  const info = $("model-info");
+  info.classList.toggle("warn", !!m && (!!m.error || m.speed !== "fast" || !m.chat_template));
+  if (!m) { info.textContent = ""; return; }
+  if (m.error) { info.textContent = `Unusable: ${m.error}`; return; }
+  const parts = [
+    m.title || m.architecture,
+    `${m.architecture} architecture`,
+    m.size_label ? `${m.size_label} parameters` : m.parameters ? `${(m.parameters / 1e9).toFixed(2)}B parameters` : null,
+    m.quantization,
+    mb(m.bytes),
+    m.context ? `${m.context.toLocaleString("en")}-token context` : null,
+    m.speed === "fast" ? "fast: Quire's own kernels" : `${m.speed}: candle's generic code`,
+    m.chat_template ? null : "base model (no chat template): follows instructions poorly",
+  ];
+  info.textContent = parts.filter(Boolean).join(" · ");
+}
+/** What the chosen embedding model is, and whether choosing it means re-embedding. */
+function showEmbedderInfo() {
+  const s = state.settings || {};
+  const name = form.elements.embedder.value;
+  const m = (s.embedders || []).find((x) => x.name === name);
+  const info = $("embedder-info");
+  if (!m) { info.textContent = ""; return; }
+  if (m.error) { info.textContent = `Unusable: ${m.error}`; info.classList.add("warn"); return; }
+  const other = (s.index_embedders || []).filter((x) => x.name !== name);
+  const chunks = other.reduce((n, x) => n + x.chunks, 0);
+  const parts = [
+    `${m.dims} dimensions`, `${m.layers} layers`, `${m.pooling} pooling`, mb(m.bytes),
+    m.languages?.length ? `languages: ${m.languages.join(", ")}` : "languages not declared",
+  ];
+  let text = parts.join(" · ");
+  if (chunks) text += ` — saving re-embeds the ${chunks} indexed chunks (made by ${other.map((x) => x.name).join(", ")}), with progress under Documents.`;
+  info.textContent = text;
+  info.classList.toggle("warn", chunks > 0);
+}
+form.elements.model.addEventListener("change", showModelInfo);
+form.elements.embedder.addEventListener("change", showEmbedderInfo);
 $("settings-save").addEventListener("click", async (e) => {
   e.preventDefault();
   const f = form.elements;
@@ -395,6 +476,7 @@ $("settings-save").addEventListener("click", async (e) => {
   const next = {
     ...state.settings,
     model: f.model.value,
+    embedder: f.embedder.value,
     top_k: Number(f.top_k.value),
     temperature: Number(f.temperature.value),
     repeat_penalty: Number(f.repeat_penalty.value),
@@ -405,10 +487,11 @@ $("settings-save").addEventListener("click", async (e) => {
     text_qa_template: f.text_qa_template.value.trim() ? f.text_qa_template.value : null,
     template_vars: vars,
   };
-  delete next.available_models;
+  for (const k of ["models", "embedders", "index_embedders"]) delete next[k];
   try {
     state.settings = await transport.saveSettings(next);
     $("settings").close();
+    if (indexNeedsReembed(state.settings)) reembed();
   } catch (err) {
     $("settings-error").textContent = err.message;
     $("settings-error").hidden = false;
@@ -416,15 +499,21 @@ $("settings-save").addEventListener("click", async (e) => {
 });
 
 // ---------- start ----------
-async function start() {
-  showModeHelp();
+/** Show what is missing or out of step, with a way to fix a stale index. */
+async function checkStatus() {
   try {
     const st = await transport.status();
-    if (st.problems && st.problems.length) banner(st.problems.join("\n"));
+    state.settings = await transport.settings();
+    const fix = indexNeedsReembed(state.settings) ? { label: "Re-embed now", run: reembed } : null;
+    banner((st.problems || []).join("\n"), fix);
   } catch (e) {
     banner(`Quire's engine is not reachable: ${e.message}`);
   }
-  try { state.settings = await transport.settings(); } catch (_) { /* shown on open */ }
+}
+
+async function start() {
+  showModeHelp();
+  await checkStatus();
   if (state.settings?.mode) $("mode").value = state.settings.mode;
   showModeHelp();
   await loadDocuments();

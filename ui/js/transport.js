@@ -81,6 +81,17 @@ const http = {
     }
     await readSse(r, onEvent);
   },
+  /** Re-embed the index with the chosen embedding model; progress streams to onEvent. */
+  async reembed(onEvent) {
+    const r = await fetch("/api/reembed", { method: "POST" });
+    if (!r.ok) {
+      const t = await r.text();
+      let msg = t;
+      try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
+      throw new Error(msg || `${r.status}`);
+    }
+    await readSse(r, onEvent);
+  },
   onFileDrop: null,
 };
 
@@ -113,6 +124,11 @@ const desktop = tauri && {
     const channel = new tauri.core.Channel();
     channel.onmessage = onEvent;
     await ipc("index_paths", { paths, channel });
+  },
+  async reembed(onEvent) {
+    const channel = new tauri.core.Channel();
+    channel.onmessage = onEvent;
+    await ipc("reembed", { channel });
   },
   pickFiles: () => ipc("pick_files"),
   /** Subscribe to native drag and drop: cb({ kind: "enter"|"leave"|"drop", paths }). */

@@ -1,0 +1,208 @@
+//! The models a person chooses in Settings: the lists, loading the embedding model
+//! the settings name, and keeping the index's vectors in step with it (the index
+//! records which model made each vector; a mismatch is a clear error until the index
+//! is re-embedded).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{lock, Cancel, Engine, IndexEmbedder, IndexEvent, SettingsView};
+use crate::embed::bert::{BertEmbedder, BertFiles};
+use crate::embed::Embedder;
+use crate::{Error, Result};
+
+/// Chunks embedded and written per step of a re-embedding (a stop takes effect
+/// between steps; each step is one transaction).
+const REEMBED_STEP: usize = 64;
+
+/// The name a model setting stands for: its file or folder name (the setting may be
+/// a path). The index records embedders by this name.
+pub(super) fn setting_name(setting: &str) -> String {
+    Path::new(setting)
+        .file_name()
+        .map_or_else(|| setting.to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+impl Engine {
+    /// Settings and the choices the dialog offers: every GGUF and embedding model in
+    /// the model folders, described from their headers, and which embedding models
+    /// made the index.
+    pub fn settings_view(&self) -> SettingsView {
+        let mut models: Vec<_> = crate::models::gguf_files()
+            .iter()
+            .map(|p| crate::llm::catalog::describe(p))
+            .collect();
+        let mut embedders: Vec<_> = crate::models::embedder_dirs()
+            .iter()
+            .map(|p| crate::embed::catalog::describe(p))
+            .collect();
+        let settings = self.settings();
+        // A setting that names a path outside the model folders is listed too.
+        if !models
+            .iter()
+            .any(|m| m.name == setting_name(&settings.model))
+        {
+            if let Ok(p) = crate::models::find(&settings.model) {
+                models.push(crate::llm::catalog::describe(&p));
+            }
+        }
+        if !embedders
+            .iter()
+            .any(|m| m.name == setting_name(&settings.embedder))
+        {
+            if let Ok(p) = crate::models::find(&settings.embedder) {
+                embedders.push(crate::embed::catalog::describe(&p));
+            }
+        }
+        SettingsView {
+            settings,
+            models,
+            embedders,
+            index_embedders: self.index_embedders().unwrap_or_default(),
+        }
+    }
+
+    /// Which embedding models made the index's vectors.
+    pub fn index_embedders(&self) -> Result<Vec<IndexEmbedder>> {
+        Ok(self
+            .store()
+            .embedding_models()?
+            .into_iter()
+            .map(|(name, chunks)| IndexEmbedder { name, chunks })
+            .collect())
+    }
+
+    /// The name of the embedding model the settings choose.
+    pub fn embedder_name(&self) -> String {
+        setting_name(&self.settings().embedder)
+    }
+
+    /// The embedding model the settings name, loaded on first use and kept until the
+    /// settings change it.
+    pub fn embedder(&self) -> Result<Arc<BertEmbedder>> {
+        let path = crate::models::find(&self.settings().embedder)?;
+        let mut slot = lock(&self.embedder);
+        if let Some((p, e)) = slot.as_ref() {
+            if *p == path {
+                return Ok(e.clone());
+            }
+        }
+        *slot = None;
+        let e = Arc::new(BertEmbedder::open(&path)?);
+        *slot = Some((path, e.clone()));
+        Ok(e)
+    }
+
+    /// Check that the settings' model choices can be used: the embedding model folder
+    /// opens as a BERT model, the GGUF file is one Quire runs.
+    pub(super) fn check_model_choices(&self, next: &crate::settings::Settings) -> Result<()> {
+        let now = self.settings();
+        if next.embedder != now.embedder {
+            let dir = crate::models::find(&next.embedder)?;
+            BertFiles::open(&dir)?;
+        }
+        if next.model != now.model {
+            let path = crate::models::find(&next.model)?;
+            if let Some(e) = crate::llm::catalog::describe(&path).error {
+                return Err(Error::model_format(&path, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// An error when vectors in the index were made by another embedding model than
+    /// the one chosen: comparing vectors of two models gives silent garbage.
+    pub fn check_index_embedder(&self) -> Result<()> {
+        let want = self.embedder_name();
+        let made = self.store().embedding_models()?;
+        let other: Vec<String> = made
+            .iter()
+            .filter(|(m, _)| *m != want)
+            .map(|(m, n)| format!("{m} ({n} chunks)"))
+            .collect();
+        if other.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Conflict(format!(
+            "the index's vectors were made by {} but the embedding model is {want}: \
+             re-embed the index (Settings → Embedding model, or `quire reembed`) \
+             or choose the model that made them",
+            other.join(" and ")
+        )))
+    }
+
+    /// Re-embed every chunk whose vector another model made with the chosen
+    /// embedding model, with progress through `on` (returning false cancels). It
+    /// resumes where a stopped one left off: only chunks not yet re-embedded are done.
+    pub fn reembed(
+        &self,
+        cancel: &Cancel,
+        on: &mut dyn FnMut(IndexEvent) -> bool,
+    ) -> Result<usize> {
+        let _reg = self.register(cancel);
+        let t0 = Instant::now();
+        let embedder = self.embedder()?;
+        let model = self.embedder_name();
+        let total: usize = self
+            .store()
+            .embedding_models()?
+            .iter()
+            .filter(|(m, _)| *m != model)
+            .map(|(_, n)| n)
+            .sum();
+        let mut done = 0;
+        let send = |on: &mut dyn FnMut(IndexEvent) -> bool, ev| {
+            if on(ev) {
+                Ok(())
+            } else {
+                Err(Error::Cancelled)
+            }
+        };
+        send(
+            on,
+            IndexEvent::Reembedded {
+                model: model.clone(),
+                done,
+                total,
+                eta_secs: None,
+            },
+        )?;
+        loop {
+            cancel.check()?;
+            let batch = self.store().chunks_not_embedded_by(&model, REEMBED_STEP)?;
+            if batch.is_empty() {
+                break;
+            }
+            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder.embed(&texts)?;
+            let rows: Vec<(i64, Vec<f32>)> = batch.iter().map(|(id, _)| *id).zip(vectors).collect();
+            self.store().replace_embeddings(&model, &rows)?;
+            done += rows.len();
+            let secs = t0.elapsed().as_secs_f64();
+            let eta_secs =
+                (done > 0 && total > done).then(|| secs / done as f64 * (total - done) as f64);
+            send(
+                on,
+                IndexEvent::Reembedded {
+                    model: model.clone(),
+                    done: done.min(total.max(done)),
+                    total: total.max(done),
+                    eta_secs,
+                },
+            )?;
+        }
+        send(
+            on,
+            IndexEvent::Finished {
+                indexed: 0,
+                failed: 0,
+                secs: t0.elapsed().as_secs_f64(),
+            },
+        )?;
+        Ok(done)
+    }
+}
+
+/// The loaded embedding model and the folder it came from.
+pub(super) type EmbedderSlot = Option<(PathBuf, Arc<BertEmbedder>)>;
