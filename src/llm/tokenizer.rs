@@ -163,7 +163,7 @@ impl Tokenizer {
         if n == 0 || n > u32::MAX as usize {
             return Err(bad(format!("tokenizer has {n} tokens")));
         }
-        let types: Vec<i32> = match g.get("tokenizer.ggml.token_type") {
+        let mut types: Vec<i32> = match g.get("tokenizer.ggml.token_type") {
             Some(v) => {
                 let arr = v
                     .to_vec()
@@ -187,6 +187,7 @@ impl Tokenizer {
             // The first id of a duplicated text wins, as in llama.cpp.
             ids.entry(t.clone()).or_insert(i as u32);
         }
+        let eog = end_of_generation(g, &ids, &mut types, n);
         let mut specials: Vec<u32> = (0..n as u32)
             .filter(|&i| {
                 let t = types[i as usize];
@@ -277,31 +278,6 @@ impl Tokenizer {
         let default_add_bos = matches!(model, Model::Spm { .. });
         let add_bos = meta_bool(g, "tokenizer.ggml.add_bos_token").unwrap_or(default_add_bos)
             && bos.is_some();
-        // End-of-generation tokens: eos, eot, eom, and the usual chat end markers.
-        let mut eog: Vec<u32> = [
-            "tokenizer.ggml.eos_token_id",
-            "tokenizer.ggml.eot_token_id",
-            "tokenizer.ggml.eom_token_id",
-        ]
-        .iter()
-        .filter_map(|k| meta_id(g, k, n))
-        .collect();
-        for t in [
-            "<|eot_id|>",
-            "<|im_end|>",
-            "<|end|>",
-            "<end_of_turn>",
-            "<|endoftext|>",
-            "<|eom_id|>",
-            "<EOT>",
-            "</s>",
-        ] {
-            if let Some(&i) = ids.get(t) {
-                if types[i as usize] == TYPE_CONTROL && !eog.contains(&i) {
-                    eog.push(i);
-                }
-            }
-        }
         Ok(Self {
             model,
             tokens,
@@ -697,6 +673,106 @@ impl Utf8Stream {
         let s = String::from_utf8_lossy(&self.pending).into_owned();
         self.pending.clear();
         s
+    }
+}
+
+/// The end-of-generation tokens, as llama.cpp's `llama_vocab::load` finds them (its
+/// `special_eog_ids`): the fill-in-the-middle pad, repo and file-separator tokens
+/// (from the metadata, else by their text), the tokens whose text is a known end
+/// marker, whatever their type, and the eos, eot and eom ids of the metadata (eot,
+/// when the metadata has none, is the first known end-of-turn text). A text-matched
+/// token that is not a control token becomes one, as in llama.cpp.
+fn end_of_generation(
+    g: &GgufFile,
+    ids: &HashMap<String, u32>,
+    types: &mut [i32],
+    n: usize,
+) -> Vec<u32> {
+    let by_text = |texts: &[&str]| texts.iter().find_map(|t| ids.get(*t).copied());
+    let mut eog: Vec<u32> = Vec::new();
+    let add = |id: u32, eog: &mut Vec<u32>| {
+        if !eog.contains(&id) {
+            eog.push(id);
+        }
+    };
+    let fim = [
+        (
+            "tokenizer.ggml.fim_pad_token_id",
+            &["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"][..],
+        ),
+        (
+            "tokenizer.ggml.fim_rep_token_id",
+            &[
+                "<|fim_repo|>",
+                "<|repo_name|>",
+                "<fim-repo>",
+                "<REPO>",
+                "<reponame>",
+            ][..],
+        ),
+        ("tokenizer.ggml.fim_sep_token_id", &["<|file_sep|>"][..]),
+    ];
+    for (key, texts) in fim {
+        let id = meta_id(g, key, n).or_else(|| {
+            let id = by_text(texts)?;
+            promote_to_control(types, id);
+            Some(id)
+        });
+        if let Some(id) = id {
+            add(id, &mut eog);
+        }
+    }
+    const END_MARKERS: &[&str] = &[
+        "<|eot_id|>",
+        "<|im_end|>",
+        "<|end|>",
+        "<|return|>",
+        "<|call|>",
+        "<end_of_turn>",
+        "<|endoftext|>",
+        "</s>",
+        "<|eom_id|>",
+        "<EOT>",
+        "_<EOT>",
+        "[EOT]",
+        "[EOS]",
+        "<|end_of_text|>",
+        "<end_of_utterance>",
+    ];
+    for t in END_MARKERS {
+        if let Some(&id) = ids.get(*t) {
+            promote_to_control(types, id);
+            add(id, &mut eog);
+        }
+    }
+    const END_OF_TURN: &[&str] = &[
+        "<|eot_id|>",
+        "<|im_end|>",
+        "<|end|>",
+        "<end_of_turn>",
+        "<|endoftext|>",
+        "<|end_of_text|>",
+        "<EOT>",
+        "_<EOT>",
+        "[EOT]",
+        "<end_of_utterance>",
+    ];
+    let eot = meta_id(g, "tokenizer.ggml.eot_token_id", n).or_else(|| by_text(END_OF_TURN));
+    let eom = meta_id(g, "tokenizer.ggml.eom_token_id", n).or_else(|| by_text(&["<|eom_id|>"]));
+    for id in [meta_id(g, "tokenizer.ggml.eos_token_id", n), eot, eom]
+        .into_iter()
+        .flatten()
+    {
+        add(id, &mut eog);
+    }
+    eog
+}
+
+fn promote_to_control(types: &mut [i32], id: u32) {
+    if let Some(t) = types.get_mut(id as usize) {
+        if *t != TYPE_CONTROL {
+            *t = TYPE_CONTROL;
+        }
     }
 }
 

@@ -535,3 +535,31 @@ fn qwen2_greedy_matches_llamacpp_run_here() {
         usize::MAX,
     );
 }
+
+/// Generation stops where llama.cpp's does: the end-of-generation tokens read from each
+/// GGUF (eos, eot, the chat end markers, and for code models the fill-in-the-middle
+/// ones) are the ids `llama_vocab_is_eog` accepts, recorded by
+/// `scripts/llamacpp_eog.py` (llama-cpp-python 0.3.36).
+#[test]
+fn stop_tokens_are_llamacpps() {
+    let lines = here("eog_llamacpp_here.jsonl");
+    assert!(lines.len() >= 3, "{lines:?}");
+    for line in lines {
+        let name = line["model"].as_str().expect("model");
+        let want = ids(&line["eog"]);
+        let path = quire::models::find(name)
+            .unwrap_or_else(|e| panic!("{name}: {e} (the test set-up fetches every model here)"));
+        let tok = Tokenizer::open(&path).expect("tokenizer");
+        let mut got = tok.eog_tokens().to_vec();
+        got.sort_unstable();
+        assert_eq!(got, want, "{name}: end-of-generation tokens");
+        // End markers that were not control tokens in the file became ones: text
+        // holding them tokenizes as llama.cpp's does.
+        let probe = line["probe"].as_str().expect("probe");
+        assert_eq!(
+            tok.encode(probe, true).expect("encode"),
+            ids(&line["probe_ids"]),
+            "{name}: {probe:?}"
+        );
+    }
+}
