@@ -33,10 +33,28 @@ pub struct Sample {
     pub llm_calls: usize,
     pub output_tokens: usize,
     pub secs: f64,
+    /// Each LLM call's output and how many tokens it generated.
+    pub calls: Vec<(String, usize)>,
+}
+
+impl Sample {
+    /// Whether one of the answer's LLM calls ran to the token limit repeating itself
+    /// ([`loops`]): the model looped instead of finishing. (Repetition across calls,
+    /// as accumulate's answers to similar chunks have, does not count.)
+    pub fn looped(&self, max_tokens: usize) -> bool {
+        self.calls
+            .iter()
+            .any(|(out, n)| *n >= max_tokens && loops(out))
+    }
 }
 
 /// The figures of `mode` from one sample per question (same order).
-pub fn figures(mode: ResponseMode, questions: &[Question], samples: &[Sample]) -> ModeFigures {
+pub fn figures(
+    mode: ResponseMode,
+    questions: &[Question],
+    samples: &[Sample],
+    max_tokens: usize,
+) -> ModeFigures {
     let n = samples.len().max(1) as f64;
     let secs: Vec<f64> = samples.iter().map(|s| s.secs).collect();
     let calls: usize = samples.iter().map(|s| s.llm_calls).sum();
@@ -58,7 +76,7 @@ pub fn figures(mode: ResponseMode, questions: &[Question], samples: &[Sample]) -
         tokens_total: tokens,
         must_contain_share: share(&|s, q| contains_all(&s.answer, &q.must_contain)),
         sources_share: share(&|s, q| contains_all(&s.context, &q.must_contain)),
-        looping_share: share(&|s, _| loops(&s.answer)),
+        looping_share: share(&|s, _| s.looped(max_tokens)),
         zh_in_zh_share: {
             let zh: Vec<&Sample> = samples
                 .iter()
@@ -138,7 +156,8 @@ pub struct ModeFigures {
     /// Share (0..=1) of questions whose sources, together, contain every
     /// `must_contain` string: what retrieval left the model to find.
     pub sources_share: f64,
-    /// Share (0..=1) of answers that repeat themselves ([`loops`]).
+    /// Share (0..=1) of answers with an LLM call that hit the token limit while
+    /// repeating itself ([`Sample::looped`]).
     pub looping_share: f64,
     /// Share (0..=1) of the Chinese questions answered in Chinese ([`mostly_chinese`]);
     /// `None` without Chinese questions.
@@ -183,11 +202,21 @@ pub fn run_modes(
                 llm_calls: r.calls.len(),
                 output_tokens: r.output_tokens(),
                 secs: r.secs,
+                calls: r
+                    .calls
+                    .iter()
+                    .map(|c| (c.output.clone(), c.output_tokens))
+                    .collect(),
                 answer: r.answer,
             });
         }
         let questions: Vec<Question> = cases.iter().map(|(q, _)| q.clone()).collect();
-        out.push(figures(mode, &questions, &samples));
+        out.push(figures(
+            mode,
+            &questions,
+            &samples,
+            base.options.params.max_tokens,
+        ));
     }
     Ok(out)
 }
@@ -211,8 +240,12 @@ pub fn ask_once(
         overrides: overrides.clone(),
     };
     let mut sample = Sample::default();
+    let mut conversation = None;
     engine.ask(req, cancel, &mut |ev| {
         match ev {
+            AskEvent::Started {
+                conversation_id, ..
+            } => conversation = Some(conversation_id),
             AskEvent::Sources { sources, .. } => {
                 sample.context = join_texts(sources.iter().map(|s| s.text.as_str()));
             }
@@ -226,6 +259,21 @@ pub fn ask_once(
         }
         true
     })?;
+    // The calls, with their outputs and token counts, are kept with the answer.
+    if let Some(id) = conversation {
+        let c = engine.conversation(id)?;
+        if let Some(m) = c.messages.iter().rev().find(|m| m.role == "assistant") {
+            if let Some(calls) = m.extra.get("calls").and_then(|v| v.as_array()) {
+                sample.calls = calls
+                    .iter()
+                    .map(|c| {
+                        let out = c["output"].as_str().unwrap_or_default().to_owned();
+                        (out, c["output_tokens"].as_u64().unwrap_or(0) as usize)
+                    })
+                    .collect();
+            }
+        }
+    }
     Ok(sample)
 }
 
@@ -311,7 +359,12 @@ pub fn answer_bench(
             ));
             samples.push(ask_once(&engine, q, mode, &opts.overrides, cancel)?);
         }
-        modes.push(figures(mode, &opts.questions, &samples));
+        modes.push(figures(
+            mode,
+            &opts.questions,
+            &samples,
+            settings.max_tokens,
+        ));
     }
     Ok(AnswerBench {
         pdfs: opts.pdfs.display().to_string(),
@@ -539,6 +592,24 @@ mod tests {
         assert!(mostly_chinese("使用 \\ch 命令：例如 \\ch{H2O}。"));
         assert!(!mostly_chinese("Use \\ch{H2O} for water."));
         assert!(!mostly_chinese(""));
+    }
+
+    #[test]
+    fn an_answer_loops_when_a_call_runs_to_the_limit_repeating_itself() {
+        let looped = "the answer is the answer is the answer is ".repeat(12);
+        let sample = |calls: Vec<(String, usize)>| Sample {
+            calls,
+            ..Sample::default()
+        };
+        assert!(sample(vec![("fine".into(), 3), (looped.clone(), 256)]).looped(256));
+        // Repeating but finished before the limit: not a loop.
+        assert!(!sample(vec![(looped.clone(), 100)]).looped(256));
+        // At the limit without repeating: cut short, not a loop.
+        let long: String = (0..300).map(|i| format!("w{i} ")).collect();
+        assert!(!sample(vec![(long, 256)]).looped(256));
+        // The same sentence in several calls (accumulate) is not a loop.
+        let same = "The context does not mention the option you ask about at all.".to_string();
+        assert!(!sample(vec![(same.clone(), 14); 4]).looped(256));
     }
 
     #[test]

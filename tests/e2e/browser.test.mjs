@@ -168,12 +168,14 @@ test("settings list the models; a new embedding model re-embeds the index with p
   await page.selectOption("#settings select[name=embedder]", "m3e-small");
   assert.match(await page.locator("#embedder-info").innerText(), /512 dimensions .* languages: zh — saving re-embeds the \d+ indexed chunks \(made by all-MiniLM-L6-v2\)/);
   await page.screenshot({ path: join(shots, "06-settings-light.png") });
-  await page.click("#theme-btn");
+  // The modal dialog covers the theme button: switch the theme underneath it.
+  const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+  await page.evaluate(() => { document.documentElement.dataset.theme = "dark"; });
   await page.screenshot({ path: join(shots, "06-settings-dark.png") });
-  await page.click("#theme-btn");
+  await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
   await page.click("#settings-save");
-  const row = page.locator('#progress li:has-text("Re-embedding with m3e-small")');
-  await row.locator(".meta:has-text('done')").waitFor({ timeout: 300_000 });
+  const row = page.locator('#progress li:has(.name[title="Re-embedding with m3e-small"])');
+  await row.locator(".meta:has-text('re-embedded')").waitFor({ timeout: 300_000 });
   await page.screenshot({ path: join(shots, "07-reembedded.png") });
   // The index answers again, on the new model's vectors, and nothing is flagged.
   const msg = await askIn("no_text", question.question);

@@ -68,12 +68,12 @@ async function removeDocument(d) {
 
 // ---------- indexing ----------
 const progressRows = new Map();
-function progressRow(name) {
+function progressRow(name, label) {
   let row = progressRows.get(name);
   if (!row) {
     const bar = el("progress", { max: 1, value: 0 });
     const meta = el("span", { class: "meta" }, "queued");
-    const li = el("li", {}, el("span", { class: "name", title: name }, name.split(/[\\/]/).pop()), bar, meta);
+    const li = el("li", {}, el("span", { class: "name", title: label || name }, label || name.split(/[\\/]/).pop()), bar, meta);
     $("progress").append(li);
     row = { li, bar, meta };
     progressRows.set(name, row);
@@ -102,10 +102,10 @@ function onIndexEvent(ev) {
       break;
     }
     case "reembedded": {
-      const r = progressRow(`Re-embedding with ${ev.model}`);
+      const r = progressRow(`re-embed:${ev.model}`, `Re-embedding with ${ev.model}`);
       r.bar.max = Math.max(ev.total, 1); r.bar.value = ev.done;
       const eta = ev.eta_secs ? `, ~${Math.ceil(ev.eta_secs)} s left` : "";
-      r.meta.textContent = ev.done >= ev.total ? `done, ${ev.total} chunks` : `${ev.done}/${ev.total} chunks${eta}`;
+      r.meta.textContent = ev.done >= ev.total ? `re-embedded ${ev.total} chunks` : `re-embedding ${ev.done}/${ev.total}${eta}`;
       break;
     }
     case "finished": loadDocuments(); break;
