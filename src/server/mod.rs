@@ -280,12 +280,17 @@ async fn upload(
             "no file in the upload",
         ));
     }
-    let handle = engine::spawn_index(st.engine.clone(), paths);
+    Ok(index_events(engine::spawn_index(st.engine.clone(), paths)))
+}
+
+/// Indexing (or re-embedding) progress as server-sent events; dropping the stream (the
+/// client went away) drops the handle, which cancels the work.
+fn index_events(handle: engine::IndexHandle) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let stream = futures_util::stream::unfold(handle, |mut h| async move {
         let ev = h.events.recv().await?;
         Some((Ok(sse_event(&ev)), h))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
 /// Re-embed the index with the embedding model the settings choose, with progress
@@ -293,12 +298,7 @@ async fn upload(
 async fn reembed(
     State(st): State<AppState>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let handle = engine::spawn_reembed(st.engine.clone());
-    let stream = futures_util::stream::unfold(handle, |mut h| async move {
-        let ev = h.events.recv().await?;
-        Some((Ok(sse_event(&ev)), h))
-    });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(index_events(engine::spawn_reembed(st.engine.clone())))
 }
 
 /// A multipart error as the user reads it: an upload over the limit says the limit.

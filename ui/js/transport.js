@@ -22,6 +22,19 @@ async function readSse(response, onEvent) {
   }
 }
 
+/** POST `body` to `url` and pass each server-sent event to onEvent; a refusal throws
+ * with the server's message. */
+async function postEvents(url, body, onEvent) {
+  const r = await fetch(url, { method: "POST", body });
+  if (!r.ok) {
+    const t = await r.text();
+    let msg = t;
+    try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
+    throw new Error(msg || `${r.status}`);
+  }
+  await readSse(r, onEvent);
+}
+
 async function httpJson(method, url, body) {
   const init = { method, headers: {} };
   if (body !== undefined) {
@@ -69,29 +82,13 @@ const http = {
     return { cancel: () => ctl.abort(), done };
   },
   /** Upload File objects; progress events stream to onEvent. */
-  async index(files, onEvent) {
+  index(files, onEvent) {
     const form = new FormData();
     for (const f of files) form.append("file", f, f.name);
-    const r = await fetch("/api/upload", { method: "POST", body: form });
-    if (!r.ok) {
-      const t = await r.text();
-      let msg = t;
-      try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
-      throw new Error(msg || `${r.status}`);
-    }
-    await readSse(r, onEvent);
+    return postEvents("/api/upload", form, onEvent);
   },
   /** Re-embed the index with the chosen embedding model; progress streams to onEvent. */
-  async reembed(onEvent) {
-    const r = await fetch("/api/reembed", { method: "POST" });
-    if (!r.ok) {
-      const t = await r.text();
-      let msg = t;
-      try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
-      throw new Error(msg || `${r.status}`);
-    }
-    await readSse(r, onEvent);
-  },
+  reembed: (onEvent) => postEvents("/api/reembed", undefined, onEvent),
   onFileDrop: null,
 };
 
