@@ -37,9 +37,7 @@ pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> a
                 eta_secs,
                 ..
             } => {
-                let eta = eta_secs
-                    .map(|s| format!(", ETA {}", fmt_secs(s)))
-                    .unwrap_or_default();
+                let eta = eta_text(*eta_secs);
                 Some(format!(
                     "[{}/{}] {} {} chunks {chunks}/{total}{eta}",
                     file.0,
@@ -74,9 +72,7 @@ pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> a
                 total,
                 eta_secs,
             } => {
-                let eta = eta_secs
-                    .map(|s| format!(", ETA {}", fmt_secs(s)))
-                    .unwrap_or_default();
+                let eta = eta_text(*eta_secs);
                 Some(format!(
                     "re-embedding with {model} {} chunks {done}/{total}{eta}",
                     bar(*done, *total, 20)
@@ -191,4 +187,11 @@ pub fn reembed(
     }
     eprintln!("re-embedded {n} chunks with {}", engine.embedder_name());
     Ok(())
+}
+
+/// ", ETA 1m 05s", or nothing when there is no estimate yet.
+fn eta_text(eta_secs: Option<f64>) -> String {
+    eta_secs
+        .map(|s| format!(", ETA {}", fmt_secs(s)))
+        .unwrap_or_default()
 }

@@ -22,10 +22,10 @@ async function readSse(response, onEvent) {
   }
 }
 
-/** POST `body` to `url` and pass each server-sent event to onEvent; a refusal throws
- * with the server's message. */
-async function postEvents(url, body, onEvent) {
-  const r = await fetch(url, { method: "POST", body });
+/** POST to `url` (`init`: body, headers, signal) and pass each server-sent event to
+ * onEvent; a refusal throws with the server's message. */
+async function postEvents(url, init, onEvent) {
+  const r = await fetch(url, { method: "POST", ...init });
   if (!r.ok) {
     const t = await r.text();
     let msg = t;
@@ -62,19 +62,11 @@ const http = {
   ask(request, onEvent) {
     const ctl = new AbortController();
     const done = (async () => {
-      const r = await fetch("/api/ask", {
-        method: "POST",
+      await postEvents("/api/ask", {
         headers: { "content-type": "application/json" },
         body: JSON.stringify(request),
         signal: ctl.signal,
-      });
-      if (!r.ok) {
-        const t = await r.text();
-        let msg = t;
-        try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
-        throw new Error(msg || `${r.status}`);
-      }
-      await readSse(r, onEvent);
+      }, onEvent);
     })().catch((e) => {
       if (e.name === "AbortError") onEvent({ type: "cancelled" });
       else throw e;
@@ -85,10 +77,10 @@ const http = {
   index(files, onEvent) {
     const form = new FormData();
     for (const f of files) form.append("file", f, f.name);
-    return postEvents("/api/upload", form, onEvent);
+    return postEvents("/api/upload", { body: form }, onEvent);
   },
   /** Re-embed the index with the chosen embedding model; progress streams to onEvent. */
-  reembed: (onEvent) => postEvents("/api/reembed", undefined, onEvent),
+  reembed: (onEvent) => postEvents("/api/reembed", {}, onEvent),
   onFileDrop: null,
 };
 
