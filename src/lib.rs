@@ -7,6 +7,7 @@
 //! window) are thin adapters over this crate; they hold no retrieval or synthesis
 //! logic.
 
+pub mod chat;
 pub mod cpu;
 pub mod embed;
 pub mod engine;

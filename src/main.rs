@@ -107,6 +107,20 @@ enum Cmd {
         #[command(flatten)]
         data: DataDir,
     },
+    /// Talk with the indexed PDFs: one question a line on stdin, follow-ups use the
+    /// conversation (an empty line ends it).
+    Chat {
+        /// Response mode (default: the settings' mode).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Continue this conversation.
+        #[arg(long)]
+        conversation: Option<i64>,
+        #[command(flatten)]
+        opts: cli::ask::AskArgs,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// Generate text with the local LLM, streamed to stdout.
     Generate(cli::generate::GenerateArgs),
     /// Extract one PDF in this process and print it as JSON (the isolated extractor's child).
@@ -222,8 +236,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 mode,
                 overrides: opts.overrides()?,
             };
-            cli::ask::ask(&data.engine()?, req, &opts)
+            cli::ask::ask(&data.engine()?, req, &opts).map(|_| ())
         }
+        Cmd::Chat {
+            mode,
+            conversation,
+            opts,
+            data,
+        } => cli::ask::chat(&data.engine()?, conversation, mode, &opts),
         Cmd::Generate(a) => cli::generate::generate(a),
         Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),
         Cmd::Bench { args } => bench(&args),

@@ -38,6 +38,20 @@ pub struct Settings {
     /// Run the independent summaries of a tree_summarize level as one batch on the
     /// local model (same text as one by one, less time).
     pub batch_tree: bool,
+    /// How a question in a conversation uses the history: condense_plus_context,
+    /// condense_question, or off (each question alone).
+    pub chat_mode: String,
+    /// Answer with numbered sources and `[N]` citations (LlamaIndex's
+    /// CitationQueryEngine).
+    pub cite_sources: bool,
+    /// Tokens per numbered source when citing (`citation_chunk_size`).
+    pub citation_chunk_size: usize,
+    /// Let the LLM rerank the fused sources (LlamaIndex's LLMRerank) before answering.
+    pub rerank: bool,
+    /// Sources read by the reranker per LLM call (`choice_batch_size`).
+    pub rerank_batch_size: usize,
+    /// Candidates retrieved for the reranker to choose `top_k` from.
+    pub rerank_candidates: usize,
 }
 
 impl Default for Settings {
@@ -56,6 +70,12 @@ impl Default for Settings {
             text_qa_template: None,
             template_vars: BTreeMap::new(),
             batch_tree: true,
+            chat_mode: "condense_plus_context".into(),
+            cite_sources: false,
+            citation_chunk_size: crate::chat::citation::CHUNK_SIZE,
+            rerank: false,
+            rerank_batch_size: crate::chat::rerank::BATCH_SIZE,
+            rerank_candidates: 8,
         }
     }
 }
@@ -111,6 +131,25 @@ impl Settings {
             return bad(format!(
                 "num_queries must be 1..=10, not {}",
                 self.num_queries
+            ));
+        }
+        self.chat_mode.parse::<crate::chat::ChatMode>()?;
+        if !(32..=4096).contains(&self.citation_chunk_size) {
+            return bad(format!(
+                "citation_chunk_size must be 32..=4096, not {}",
+                self.citation_chunk_size
+            ));
+        }
+        if !(1..=20).contains(&self.rerank_batch_size) {
+            return bad(format!(
+                "rerank_batch_size must be 1..=20, not {}",
+                self.rerank_batch_size
+            ));
+        }
+        if !(1..=100).contains(&self.rerank_candidates) {
+            return bad(format!(
+                "rerank_candidates must be 1..=100, not {}",
+                self.rerank_candidates
             ));
         }
         if self.model.trim().is_empty() {

@@ -22,6 +22,16 @@ pub struct AskArgs {
     /// Most tokens generated per LLM call (default: the settings').
     #[arg(long)]
     pub max_tokens: Option<usize>,
+    /// How a follow-up uses the conversation: condense_plus_context, condense_question
+    /// or off (default: the settings', condense_plus_context unless changed).
+    #[arg(long, value_name = "MODE")]
+    pub chat_mode: Option<String>,
+    /// Answer with numbered sources and [N] citations.
+    #[arg(long)]
+    pub cite: bool,
+    /// Let the LLM rerank the retrieved sources before answering.
+    #[arg(long)]
+    pub rerank: bool,
     /// Print each step's formatted prompt to stderr as the step starts.
     #[arg(long)]
     pub show_prompts: bool,
@@ -53,16 +63,28 @@ impl AskArgs {
             template,
             vars,
             max_tokens: self.max_tokens,
+            chat_mode: self.chat_mode.clone(),
+            cite_sources: self.cite.then_some(true),
+            rerank: self.rerank.then_some(true),
         })
     }
 }
 
-pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<()> {
+/// Ask one question; returns its conversation's id.
+pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i64> {
     let json = args.json;
     let cancel = quire::llm::Cancel::new();
     let mut out = std::io::stdout().lock();
     let mut sources = Vec::new();
+    let mut citations = Vec::new();
+    let mut conversation = req.conversation_id.unwrap_or_default();
     let mut on = |ev: AskEvent| -> bool {
+        if let AskEvent::Started {
+            conversation_id, ..
+        } = &ev
+        {
+            conversation = *conversation_id;
+        }
         if json {
             let line = serde_json::to_string(&ev).unwrap_or_default();
             // A closed pipe stops the answer.
@@ -74,7 +96,14 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<(
                     eprintln!("also searching: {q}");
                 }
             }
-            AskEvent::Sources { sources: s, .. } => sources = s,
+            AskEvent::Condensed { question } => eprintln!("searched for: {question}"),
+            AskEvent::Sources { sources: s, notes } => {
+                for n in notes {
+                    eprintln!("note: {n}");
+                }
+                sources = s;
+            }
+            AskEvent::Citations { citations: c } => citations = c,
             AskEvent::Step { step, label, .. } if args.show_prompts => {
                 eprintln!("\n--- step {step}: {label} ---");
             }
@@ -109,8 +138,62 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<(
             } else {
                 format!("pp. {}-{}", s.page_start, s.page_end)
             };
-            eprintln!("[{}] {} {pages} (score {:.3})", i + 1, s.file, s.score);
+            let rerank = s
+                .rerank_score
+                .map(|r| format!(", rerank {r:.0}"))
+                .unwrap_or_default();
+            eprintln!(
+                "[{}] {} {pages} (score {:.3}{rerank})",
+                i + 1,
+                s.file,
+                s.score
+            );
         }
+        for c in &citations {
+            if let Some(i) = sources.iter().position(|s| s.chunk_id == c.chunk_id) {
+                eprintln!("  source {} is in [{}]", c.number, i + 1);
+            }
+        }
+    }
+    Ok(conversation)
+}
+
+/// `quire chat`: an interactive conversation on stdin, one question a line (the
+/// history goes with each follow-up); an empty line or end of input ends it.
+pub fn chat(
+    engine: &Engine,
+    conversation: Option<i64>,
+    mode: Option<String>,
+    args: &AskArgs,
+) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    let overrides = args.overrides()?;
+    let mut conversation = conversation;
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        if !args.json {
+            eprint!("> ");
+        }
+        let Some(line) = lines.next() else { break };
+        let line = line?;
+        let question = line.trim();
+        if question.is_empty() || question == "/exit" {
+            break;
+        }
+        let req = AskRequest {
+            conversation_id: conversation,
+            question: question.to_string(),
+            mode: mode.clone(),
+            overrides: overrides.clone(),
+        };
+        match ask(engine, req, args) {
+            Ok(id) => conversation = Some(id),
+            Err(e) => eprintln!("error: {e:#}"),
+        }
+    }
+    if let (Some(id), false) = (conversation, args.json) {
+        eprintln!("conversation {id} (continue it with `quire chat --conversation {id}`)");
     }
     Ok(())
 }

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::{lock, AskEvent, AskRequest, AskStats, Engine, Evidence, Source};
+use super::{lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Source};
+use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
 use crate::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
 use crate::retrieve::{
@@ -143,13 +144,16 @@ impl Engine {
         .check(&request.options.vars)?;
         let reg = self.register(cancel);
 
-        let conversation_id = {
+        let chat_mode: ChatMode = settings.chat_mode.parse()?;
+        let (conversation_id, history) = {
             let store = self.store();
             let conn = store.conn();
-            let id = match req.conversation_id {
-                Some(id) if conversations::exists(conn, id)? => id,
-                Some(id) => return Err(Error::NotFound(format!("conversation {id}"))),
-                None => conversations::create(conn, &question)?,
+            let (id, history) = match req.conversation_id {
+                Some(id) => match conversations::get(conn, id)? {
+                    Some(c) => (id, history_of(&c.messages)),
+                    None => return Err(Error::NotFound(format!("conversation {id}"))),
+                },
+                None => (conversations::create(conn, &question)?, Vec::new()),
             };
             conversations::add_message(
                 conn,
@@ -160,7 +164,7 @@ impl Engine {
                 None,
                 &Map::new(),
             )?;
-            id
+            (id, history)
         };
         let mut send = |ev: AskEvent| -> Result<()> {
             if on(ev) {
@@ -178,14 +182,12 @@ impl Engine {
         let mut record = Record::default();
         let outcome = {
             let _turn = lock(&self.generation);
-            self.answer(
-                &settings,
-                &request,
-                &question,
-                cancel,
-                &mut send,
-                &mut record,
-            )
+            let turn = Turn {
+                question: &question,
+                history: &history,
+                chat_mode,
+            };
+            self.answer(&settings, &request, &turn, cancel, &mut send, &mut record)
         };
         // Keep the exchange, whatever happened: an answer, a partial one, an error.
         let (content, status) = match &outcome {
@@ -197,6 +199,16 @@ impl Engine {
         extra.insert("query".into(), Value::String(question.clone()));
         if !record.queries.is_empty() {
             extra.insert("queries".into(), json!(record.queries));
+        }
+        extra.insert("chat_mode".into(), Value::String(chat_mode.name().into()));
+        if let Some(q) = &record.searched_for {
+            extra.insert("searched_for".into(), Value::String(q.clone()));
+        }
+        if !record.citations.is_empty() {
+            extra.insert("citations".into(), json!(record.citations));
+        }
+        if !record.notes.is_empty() {
+            extra.insert("notes".into(), json!(record.notes));
         }
         extra.insert("sources".into(), json!(record.sources));
         if let Some(stats) = &record.stats {
@@ -223,12 +235,12 @@ impl Engine {
         })
     }
 
-    /// Retrieval and synthesis, with the generation turn held.
+    /// Condensing, retrieval, reranking and synthesis, with the generation turn held.
     fn answer(
         &self,
         settings: &Settings,
         request: &Request,
-        question: &str,
+        turn: &Turn<'_>,
         cancel: &Cancel,
         send: &mut dyn FnMut(AskEvent) -> Result<()>,
         record: &mut Record,
@@ -236,26 +248,68 @@ impl Engine {
         cancel.check()?;
         let t0 = Instant::now();
         let mode = request.mode;
-        let needs_llm = mode != ResponseMode::NoText || settings.num_queries > 1;
+        let condensing = turn.chat_mode != ChatMode::Off && !turn.history.is_empty();
+        let needs_llm = mode != ResponseMode::NoText
+            || settings.num_queries > 1
+            || condensing
+            || settings.rerank;
         let llm = if needs_llm { Some(self.llm()?) } else { None };
+        let llm_dyn: Option<&dyn Llm> = llm.as_deref().map(|l| l as &dyn Llm);
+        let mut steps = 0usize;
+
+        // 1. The conversation the model may see (the newest turns that fit its window
+        //    less 256 tokens, as LlamaIndex's engines size their memory), and the
+        //    standalone question to search for.
+        let memory = match llm_dyn {
+            Some(l) if turn.chat_mode != ChatMode::Off => {
+                let count = |t: &str| l.count_tokens(t);
+                chat::memory::window(turn.history, l.context_window().saturating_sub(256), &count)?
+            }
+            _ => Vec::new(),
+        };
+        let searched = match llm_dyn {
+            Some(l) if condensing && !memory.is_empty() => {
+                let t = Instant::now();
+                let opts = step_options(request, steps, 128);
+                let mut on_event = |ev: Event| -> Result<bool> {
+                    forward(ev, send, record)?;
+                    Ok(true)
+                };
+                let (q, calls) = synth::with_ctx(l, &opts, cancel, &mut on_event, |ctx| {
+                    chat::condense::condense(ctx, turn.chat_mode, &memory, turn.question)
+                })?;
+                steps += calls.len();
+                record.condense_secs = Some(t.elapsed().as_secs_f64());
+                let q = q.trim().to_string();
+                record.searched_for = Some(q.clone());
+                send(AskEvent::Condensed {
+                    question: q.clone(),
+                })?;
+                q
+            }
+            _ => turn.question.to_string(),
+        };
+
+        // 2. Retrieval (more candidates when the LLM reranks them).
         let opts = RetrieveOptions {
-            top_k: settings.top_k,
+            top_k: if settings.rerank {
+                settings.rerank_candidates.max(settings.top_k)
+            } else {
+                settings.top_k
+            },
             fusion: settings.fusion.parse::<FusionMode>()?,
             num_queries: settings.num_queries,
             ..RetrieveOptions::default()
         };
         cancel.check()?;
-        let llm_dyn: Option<&dyn Llm> = llm.as_deref().map(|l| l as &dyn Llm);
-        let retrieval = self.search_with(question, llm_dyn, &opts, cancel)?;
-        let sources = sources_of(&retrieval);
-        record.sources = sources.clone();
+        let mut retrieval = self.search_with(&searched, llm_dyn, &opts, cancel)?;
         if retrieval.queries.len() > 1 {
             record.queries = retrieval.queries.clone();
             send(AskEvent::Queries {
                 queries: retrieval.queries.clone(),
             })?;
         }
-        let notes = retrieval
+        let mut notes: Vec<String> = retrieval
             .skipped
             .iter()
             .map(|&(qi, ri)| {
@@ -266,9 +320,105 @@ impl Engine {
                 )
             })
             .collect();
+
+        // 3. LLM reranking (LlamaIndex's LLMRerank), keeping the fused order when the
+        //    model's answer cannot be read.
+        let mut rerank_scores: Option<Vec<f32>> = None;
+        if let (Some(l), true) = (llm_dyn, settings.rerank) {
+            let t = Instant::now();
+            let nodes = synth_nodes(&retrieval);
+            let opts = step_options(request, steps, 128);
+            let mut on_event = |ev: Event| -> Result<bool> {
+                forward(ev, send, record)?;
+                Ok(true)
+            };
+            let (ranked, calls) = synth::with_ctx(l, &opts, cancel, &mut on_event, |ctx| {
+                chat::rerank::rerank(
+                    ctx,
+                    &searched,
+                    &nodes,
+                    settings.rerank_batch_size,
+                    settings.top_k,
+                )
+            })?;
+            steps += calls.len();
+            record.rerank_secs = Some(t.elapsed().as_secs_f64());
+            if ranked.is_empty() {
+                notes.push(
+                    "the reranker's answer named no source it could read: the fused order is kept"
+                        .into(),
+                );
+                retrieval.nodes.truncate(settings.top_k);
+            } else {
+                let old = std::mem::take(&mut retrieval.nodes);
+                let mut scores = Vec::new();
+                for r in &ranked {
+                    if let Some(n) = old.get(r.node) {
+                        retrieval.nodes.push(n.clone());
+                        scores.push(r.score as f32);
+                    }
+                }
+                rerank_scores = Some(scores);
+            }
+        }
+        let mut sources = sources_of(&retrieval);
+        if let Some(scores) = &rerank_scores {
+            for (s, r) in sources.iter_mut().zip(scores) {
+                s.rerank_score = Some(*r);
+            }
+        }
+        record.sources = sources.clone();
+        record.notes = notes.clone();
         send(AskEvent::Sources { sources, notes })?;
 
-        let nodes = synth_nodes(&retrieval);
+        // 4. Synthesis: numbered sources when citing. A follow-up under
+        //    condense_plus_context is answered as the original message with the context
+        //    and the conversation in a chat prompt; every other question (the first of
+        //    a conversation goes straight through) is answered as the standalone
+        //    question with the chosen mode and templates.
+        let context_chat = turn.chat_mode == ChatMode::CondensePlusContext && !memory.is_empty();
+        let mut nodes = synth_nodes(&retrieval);
+        let mut request = request.clone();
+        request.options.first_step = steps;
+        if settings.cite_sources {
+            let count = |t: &str| match llm_dyn {
+                Some(l) => l.count_tokens(t),
+                None => Ok(t.split_whitespace().count()),
+            };
+            let (numbered_nodes, numbered) = chat::citation::number_sources(
+                &nodes,
+                settings.citation_chunk_size,
+                chat::citation::CHUNK_OVERLAP,
+                &count,
+            )?;
+            let citations: Vec<Citation> = numbered
+                .into_iter()
+                .filter_map(|n| {
+                    Some(Citation {
+                        number: n.number,
+                        chunk_id: nodes.get(n.node)?.id.parse().ok()?,
+                        text: n.text,
+                    })
+                })
+                .collect();
+            record.citations = citations.clone();
+            send(AskEvent::Citations { citations })?;
+            nodes = numbered_nodes;
+            if !context_chat {
+                request.templates = chat::citation::templates();
+            }
+        }
+        let query = if context_chat {
+            let system = if settings.cite_sources {
+                chat::citation::CITE_SYSTEM_PROMPT
+            } else {
+                ""
+            };
+            request.templates = chat::condense::context_templates(&memory, system);
+            turn.question.to_string()
+        } else {
+            searched.clone()
+        };
         let response = match &llm {
             Some(llm) => {
                 let mut on_event = |ev: Event| -> Result<bool> {
@@ -277,8 +427,8 @@ impl Engine {
                 };
                 synth::synthesize(
                     llm.as_ref(),
-                    request,
-                    question,
+                    &request,
+                    &query,
                     &nodes,
                     cancel,
                     &mut on_event,
@@ -289,18 +439,19 @@ impl Engine {
                     forward(ev, send, record)?;
                     Ok(true)
                 };
-                synth::synthesize(&NoLlm, request, question, &nodes, cancel, &mut on_event)?
+                synth::synthesize(&NoLlm, &request, &query, &nodes, cancel, &mut on_event)?
             }
         };
         let secs = t0.elapsed().as_secs_f64();
-        let gen_secs: f64 = response.calls.iter().map(|c| c.gen_secs).sum();
-        let output_tokens = response.output_tokens();
+        let calls = &record.calls;
+        let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();
+        let output_tokens: usize = calls.iter().map(|c| c.output_tokens).sum();
         record.stats = Some(AskStats {
             model: llm
                 .as_ref()
                 .map(|_| super::models::setting_name(&settings.model)),
-            llm_calls: response.calls.len(),
-            prompt_tokens: response.prompt_tokens(),
+            llm_calls: calls.len(),
+            prompt_tokens: calls.iter().map(|c| c.prompt_tokens).sum(),
             output_tokens,
             secs,
             tokens_per_s: if gen_secs > 0.0 {
@@ -308,9 +459,50 @@ impl Engine {
             } else {
                 0.0
             },
+            condense_secs: record.condense_secs,
+            rerank_secs: record.rerank_secs,
         });
         Ok(response.answer)
     }
+}
+
+/// One question of a conversation: the message, the history before it, and how the
+/// history is used.
+struct Turn<'a> {
+    question: &'a str,
+    history: &'a [Message],
+    chat_mode: ChatMode,
+}
+
+/// The conversation before a question, as the chat engines' memory holds it: each
+/// question and its finished answer (a stopped or failed answer is left out, with its
+/// question).
+fn history_of(messages: &[conversations::Message]) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut pending: Option<&str> = None;
+    for m in messages {
+        match m.role.as_str() {
+            "user" => pending = Some(&m.content),
+            "assistant" => {
+                let finished = !m.extra.contains_key("status");
+                if let (Some(q), true) = (pending.take(), finished) {
+                    out.push(Message::user(q));
+                    out.push(Message::assistant(m.content.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Options for LLM steps before synthesis (condensing, reranking): the answer's
+/// generation parameters with at most `max_tokens`, numbered after `steps`.
+fn step_options(request: &Request, steps: usize, max_tokens: usize) -> RunOptions {
+    let mut opts = request.options.clone();
+    opts.params.max_tokens = opts.params.max_tokens.min(max_tokens);
+    opts.first_step = steps;
+    opts
 }
 
 /// The retrieved chunks as synthesis nodes (id and text), in rank order.
@@ -346,6 +538,7 @@ fn synth_request(settings: &Settings, mode: ResponseMode) -> Request {
             },
             vars: settings.template_vars.clone(),
             batch: settings.batch_tree,
+            first_step: 0,
         },
     }
 }
@@ -354,6 +547,11 @@ fn synth_request(settings: &Settings, mode: ResponseMode) -> Request {
 #[derive(Default)]
 struct Record {
     queries: Vec<String>,
+    searched_for: Option<String>,
+    citations: Vec<Citation>,
+    notes: Vec<String>,
+    condense_secs: Option<f64>,
+    rerank_secs: Option<f64>,
     sources: Vec<Source>,
     calls: Vec<synth::LlmCall>,
     /// Answer text streamed so far.
@@ -430,6 +628,7 @@ fn sources_of(r: &Retrieval) -> Vec<Source> {
                         score: e.score,
                     })
                     .collect(),
+                rerank_score: None,
             })
         })
         .collect()

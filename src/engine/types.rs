@@ -58,6 +58,13 @@ pub struct AskOverrides {
     pub vars: std::collections::BTreeMap<String, String>,
     /// Most tokens generated per LLM call.
     pub max_tokens: Option<usize>,
+    /// How the conversation's history is used (`condense_plus_context`,
+    /// `condense_question`, `off`).
+    pub chat_mode: Option<String>,
+    /// Answer with numbered sources and `[N]` citations.
+    pub cite_sources: Option<bool>,
+    /// Let the LLM rerank the sources.
+    pub rerank: Option<bool>,
 }
 
 impl AskOverrides {
@@ -71,6 +78,15 @@ impl AskOverrides {
         }
         if let Some(m) = self.max_tokens {
             settings.max_tokens = m;
+        }
+        if let Some(m) = &self.chat_mode {
+            settings.chat_mode = m.clone();
+        }
+        if let Some(c) = self.cite_sources {
+            settings.cite_sources = c;
+        }
+        if let Some(r) = self.rerank {
+            settings.rerank = r;
         }
         settings
             .template_vars
@@ -101,6 +117,18 @@ pub struct Source {
     pub score: f32,
     pub text: String,
     pub evidence: Vec<Evidence>,
+    /// The LLM reranker's relevance (1–10), when it reranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<f32>,
+}
+
+/// A numbered source of a citing answer: `[number]` in the answer points at this
+/// piece of the source with `chunk_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Citation {
+    pub number: usize,
+    pub chunk_id: i64,
+    pub text: String,
 }
 
 /// Figures of a finished answer.
@@ -114,6 +142,12 @@ pub struct AskStats {
     pub output_tokens: usize,
     pub secs: f64,
     pub tokens_per_s: f64,
+    /// Seconds spent condensing the follow-up into a standalone question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condense_secs: Option<f64>,
+    /// Seconds spent reranking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_secs: Option<f64>,
 }
 
 /// What an ask streams, in order: started, queries, sources, then steps with their
@@ -125,6 +159,10 @@ pub enum AskEvent {
         ask_id: u64,
         conversation_id: i64,
     },
+    /// The standalone question a follow-up was condensed into: what was searched for.
+    Condensed {
+        question: String,
+    },
     Queries {
         queries: Vec<String>,
     },
@@ -133,6 +171,10 @@ pub enum AskEvent {
         /// Remarks on the retrieval, e.g. a retriever left out for the language.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notes: Vec<String>,
+    },
+    /// The numbered sources a citing answer's `[N]` markers refer to.
+    Citations {
+        citations: Vec<Citation>,
     },
     /// A step (one LLM call) begins; `final` marks the one whose text is the answer.
     Step {

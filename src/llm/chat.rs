@@ -14,13 +14,41 @@ pub struct Message {
 }
 
 impl Message {
-    /// A message from the user.
-    pub fn user(content: impl Into<String>) -> Self {
+    /// A message with `role`.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
         Self {
-            role: "user".into(),
+            role: role.into(),
             content: content.into(),
         }
     }
+    /// A message from the user.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new("user", content)
+    }
+    /// A message from the assistant.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new("assistant", content)
+    }
+}
+
+/// LlamaIndex's `messages_to_prompt`: what a completion model reads for a chat.
+pub fn messages_to_prompt(messages: &[Message]) -> String {
+    let mut lines: Vec<String> = messages
+        .iter()
+        .map(|m| format!("{}: {}", m.role, m.content))
+        .collect();
+    lines.push("assistant: ".to_string());
+    lines.join("\n")
+}
+
+/// LlamaIndex's `messages_to_history_str`: a conversation as the condense prompts
+/// show it.
+pub fn messages_to_history(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .map(|m| format!("{}: {}", m.role, m.content))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// How a model wants its chat prompts laid out.

@@ -145,6 +145,20 @@ pub trait Llm: Send + Sync {
         sink: &mut TokenSink<'_>,
     ) -> Result<Completion>;
 
+    /// Answer a conversation (`messages`, ending with the user's turn). A completion
+    /// model reads them flattened as LlamaIndex's `messages_to_prompt` writes them
+    /// (`role: content` lines, then `assistant: `); a chat model lays them out in its
+    /// own template.
+    fn chat(
+        &self,
+        messages: &[chat::Message],
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut TokenSink<'_>,
+    ) -> Result<Completion> {
+        self.complete(&chat::messages_to_prompt(messages), params, cancel, sink)
+    }
+
     /// Complete independent prompts. A model may run them together (a local model
     /// reads its weights once per step for all of them); the results must be what
     /// [`Llm::complete`] gives for each. The default runs them one after another.

@@ -858,6 +858,25 @@ impl Llm for GgufLlm {
             .map(|c| c.0)
     }
 
+    fn chat(
+        &self,
+        messages: &[Message],
+        params: &GenParams,
+        cancel: &Cancel,
+        sink: &mut TokenSink<'_>,
+    ) -> Result<Completion> {
+        if !self.chat {
+            return self.complete(
+                &super::chat::messages_to_prompt(messages),
+                params,
+                cancel,
+                sink,
+            );
+        }
+        let text = self.template.render(messages)?;
+        self.complete_raw(&text, params, cancel, sink).map(|c| c.0)
+    }
+
     fn complete_batch(
         &self,
         prompts: &[String],

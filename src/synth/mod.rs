@@ -10,6 +10,7 @@
 pub mod modes;
 pub mod prompt_helper;
 pub mod scripted;
+pub mod sentence_splitter;
 pub mod splitter;
 pub mod template;
 
@@ -17,13 +18,14 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::llm::chat::Message;
 use crate::llm::{Cancel, Constraint, GenParams, Llm};
 use crate::{Error, Result};
 
 pub use modes::{parse_answer_filter, Builtin, Templates};
 pub use prompt_helper::PromptHelper;
 pub use scripted::ScriptedLlm;
-pub use template::{Template, Vars};
+pub use template::{ChatPart, Template, Vars};
 
 /// What every mode answers when there is nothing to answer from.
 pub const EMPTY_RESPONSE: &str = "Empty Response";
@@ -40,6 +42,23 @@ impl Node {
         Self {
             id: id.into(),
             text: text.into(),
+        }
+    }
+}
+
+/// A formatted prompt: its text (what a completion model reads, and what the prompt
+/// inspector shows) and, for a chat template, its messages (what a chat model reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub text: String,
+    pub messages: Option<Vec<Message>>,
+}
+
+impl From<String> for Prompt {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            messages: None,
         }
     }
 }
@@ -202,6 +221,9 @@ pub struct Ctx<'a> {
     events: &'a mut dyn FnMut(Event) -> Result<bool>,
     calls: Vec<LlmCall>,
     batch: bool,
+    /// Steps made before this context (a condensing or reranking call): numbering
+    /// goes on from there.
+    first_step: usize,
 }
 
 /// Structured output of one step of answer filtering.
@@ -243,12 +265,20 @@ impl<'a> Ctx<'a> {
     }
 
     /// Fill `tmpl` with the query-time variables plus `ctx_vars`.
-    pub fn format(&self, tmpl: &Template, ctx_vars: &[(&str, &str)]) -> String {
+    pub fn format(&self, tmpl: &Template, ctx_vars: &[(&str, &str)]) -> Prompt {
         let mut vals = self.vars.clone();
         for (k, v) in ctx_vars {
             vals.insert((*k).to_string(), (*v).to_string());
         }
-        tmpl.format(&vals)
+        Prompt {
+            text: tmpl.format(&vals),
+            messages: tmpl.format_messages(&vals),
+        }
+    }
+
+    /// The number the next step gets.
+    pub fn next_step(&self) -> usize {
+        self.first_step + self.calls.len() + 1
     }
 
     /// One LLM call: announce the step, stream its tokens, record it. Tokens are
@@ -256,11 +286,11 @@ impl<'a> Ctx<'a> {
     pub fn call(
         &mut self,
         label: impl Into<String>,
-        prompt: String,
+        prompt: impl Into<Prompt>,
         is_final: bool,
         constraint: Option<Constraint>,
     ) -> Result<String> {
-        self.call_inner(label.into(), prompt, is_final, constraint, "")
+        self.call_inner(label.into(), prompt.into(), is_final, constraint, "")
     }
 
     /// A final call whose answer text is preceded by `head` (streamed as a final
@@ -268,27 +298,27 @@ impl<'a> Ctx<'a> {
     pub fn call_headed(
         &mut self,
         label: impl Into<String>,
-        prompt: String,
+        prompt: impl Into<Prompt>,
         head: &str,
     ) -> Result<String> {
-        self.call_inner(label.into(), prompt, true, None, head)
+        self.call_inner(label.into(), prompt.into(), true, None, head)
     }
 
     fn call_inner(
         &mut self,
         label: String,
-        prompt: String,
+        prompt: Prompt,
         is_final: bool,
         constraint: Option<Constraint>,
         head: &str,
     ) -> Result<String> {
         self.cancel.check()?;
-        let step = self.calls.len() + 1;
+        let step = self.next_step();
         self.emit(Event::Step {
             step,
             label: label.clone(),
             is_final,
-            prompt: prompt.clone(),
+            prompt: prompt.text.clone(),
         })?;
         if !head.is_empty() {
             self.emit(Event::Token {
@@ -316,12 +346,15 @@ impl<'a> Ctx<'a> {
             }
             Ok(more)
         };
-        let c = llm.complete(&prompt, &params, cancel, &mut sink)?;
+        let c = match &prompt.messages {
+            Some(m) => llm.chat(m, &params, cancel, &mut sink)?,
+            None => llm.complete(&prompt.text, &params, cancel, &mut sink)?,
+        };
         if stopped {
             cancel.cancel();
             return Err(Error::Cancelled);
         }
-        self.record(step, label, prompt, &c, t0.elapsed().as_secs_f64())?;
+        self.record(step, label, prompt.text, &c, t0.elapsed().as_secs_f64())?;
         Ok(c.text)
     }
 
@@ -355,8 +388,8 @@ impl Ctx<'_> {
     /// then run as one batch when [`RunOptions::batch`] is set (their tokens then
     /// arrive interleaved, each with its step), else one after another. Recorded in
     /// order either way.
-    pub fn call_batch(&mut self, labels: Vec<String>, prompts: Vec<String>) -> Result<Vec<String>> {
-        if !self.batch || prompts.len() < 2 {
+    pub fn call_batch(&mut self, labels: Vec<String>, prompts: Vec<Prompt>) -> Result<Vec<String>> {
+        if !self.batch || prompts.len() < 2 || prompts.iter().any(|p| p.messages.is_some()) {
             return labels
                 .into_iter()
                 .zip(prompts)
@@ -364,7 +397,8 @@ impl Ctx<'_> {
                 .collect();
         }
         self.cancel.check()?;
-        let first = self.calls.len() + 1;
+        let first = self.next_step();
+        let prompts: Vec<String> = prompts.into_iter().map(|p| p.text).collect();
         for (i, (label, prompt)) in labels.iter().zip(&prompts).enumerate() {
             self.emit(Event::Step {
                 step: first + i,
@@ -419,6 +453,9 @@ pub struct RunOptions {
     pub vars: Vars,
     /// Run independent calls (a tree_summarize level) as one batch.
     pub batch: bool,
+    /// Steps already made for this question (condensing, reranking): this run's
+    /// steps are numbered after them.
+    pub first_step: usize,
 }
 
 /// Run any synthesizer: check it, answer (or "Empty Response" without nodes), and
@@ -434,6 +471,34 @@ pub fn run(
 ) -> Result<Response> {
     synth.check(&opts.vars)?;
     let t0 = Instant::now();
+    let (answer, calls) = with_ctx(llm, opts, cancel, events, |ctx| {
+        let answer = if nodes.is_empty() {
+            EMPTY_RESPONSE.to_string()
+        } else {
+            synth.answer(ctx, query, nodes)?
+        };
+        ctx.emit(Event::Answer {
+            text: answer.clone(),
+        })?;
+        Ok(answer)
+    })?;
+    Ok(Response {
+        answer,
+        sources: nodes.to_vec(),
+        calls,
+        secs: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Run `f` with a [`Ctx`] over `llm` (for LLM steps outside a synthesizer: condensing
+/// a follow-up question, reranking); returns its result and the calls it made.
+pub fn with_ctx<T>(
+    llm: &dyn Llm,
+    opts: &RunOptions,
+    cancel: &Cancel,
+    events: &mut dyn FnMut(Event) -> Result<bool>,
+    f: impl FnOnce(&mut Ctx<'_>) -> Result<T>,
+) -> Result<(T, Vec<LlmCall>)> {
     let count = |s: &str| llm.count_tokens(s);
     let window = opts.context_window.unwrap_or_else(|| llm.context_window());
     let mut ctx = Ctx {
@@ -445,21 +510,10 @@ pub fn run(
         events,
         calls: Vec::new(),
         batch: opts.batch,
+        first_step: opts.first_step,
     };
-    let answer = if nodes.is_empty() {
-        EMPTY_RESPONSE.to_string()
-    } else {
-        synth.answer(&mut ctx, query, nodes)?
-    };
-    ctx.emit(Event::Answer {
-        text: answer.clone(),
-    })?;
-    Ok(Response {
-        answer,
-        sources: nodes.to_vec(),
-        calls: ctx.calls,
-        secs: t0.elapsed().as_secs_f64(),
-    })
+    let out = f(&mut ctx)?;
+    Ok((out, ctx.calls))
 }
 
 /// A synthesis request with a built-in mode.

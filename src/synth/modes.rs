@@ -259,7 +259,7 @@ impl Builtin {
             let prompts = packed
                 .iter()
                 .map(|c| ctx.format(&t, &[("context_str", c)]))
-                .collect();
+                .collect::<Vec<_>>();
             chunks = ctx.call_batch(labels, prompts)?;
             level += 1;
         }
@@ -301,7 +301,7 @@ impl Builtin {
             answer.push_str(&head);
             if out.is_empty() {
                 ctx.emit(super::Event::Token {
-                    step: ctx.calls().len(),
+                    step: ctx.next_step() - 1,
                     text: EMPTY_RESPONSE.to_string(),
                     is_final: true,
                 })?;

@@ -42,7 +42,18 @@ impl<'a> PromptHelper<'a> {
         num_chunks: usize,
         padding: usize,
     ) -> Result<usize> {
-        let prompt_tokens = self.count(&prompt.empty_prompt())?;
+        // A chat prompt is counted per message, as LlamaIndex's TokenCounter estimates
+        // messages: the role, the content, and 3 more each.
+        let prompt_tokens = match prompt.empty_messages() {
+            Some(msgs) => {
+                let mut n = 0;
+                for m in &msgs {
+                    n += self.count(&m.role)? + self.count(&m.content)? + 3;
+                }
+                n
+            }
+            None => self.count(&prompt.empty_prompt())?,
+        };
         let needed = prompt_tokens + self.num_output;
         if needed > self.context_window {
             return Err(Error::ContextOverflow {

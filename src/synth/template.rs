@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::llm::chat::{messages_to_prompt, Message};
 use crate::{Error, Result};
 
 /// LlamaIndex's default question-answering template (`DEFAULT_TEXT_QA_PROMPT_TMPL`).
@@ -43,10 +44,50 @@ pub type Vars = BTreeMap<String, String>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
     text: String,
+    /// A chat template (LlamaIndex's `ChatPromptTemplate`): each message's role and
+    /// content template, each formatted on its own; `text` is then their flattened
+    /// form (`role: content` lines and `assistant: `), what a completion model reads.
+    messages: Option<Vec<ChatPart>>,
     partial: Vars,
     /// Appended verbatim after formatting (not a template: braces are literal), e.g.
     /// the JSON-schema instruction of structured answer filtering.
     suffix: String,
+}
+
+/// One message of a chat template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatPart {
+    pub role: String,
+    pub content: String,
+    /// Kept as written, never formatted: a message of the conversation, whose braces
+    /// (LaTeX's `\ch{H2O}`) are text, not placeholders.
+    pub literal: bool,
+}
+
+impl ChatPart {
+    /// A message whose content is a template.
+    pub fn template(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: content.into(),
+            literal: false,
+        }
+    }
+    /// A message kept as written.
+    pub fn literal(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            literal: true,
+            ..Self::template(role, content)
+        }
+    }
+    fn fill(&self, get: &dyn Fn(&str) -> Option<String>) -> Message {
+        let content = if self.literal {
+            self.content.clone()
+        } else {
+            format_with(&self.content, get)
+        };
+        Message::new(self.role.clone(), content)
+    }
 }
 
 /// Byte ranges `(start, end)` of each `{name}` match, as Python's
@@ -93,8 +134,61 @@ impl Template {
     pub fn new(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
+            messages: None,
             partial: Vars::new(),
             suffix: String::new(),
+        }
+    }
+
+    /// A chat template from its messages.
+    pub fn chat(messages: Vec<ChatPart>) -> Self {
+        let flat: Vec<Message> = messages
+            .iter()
+            .map(|m| Message::new(m.role.clone(), m.content.clone()))
+            .collect();
+        Self {
+            text: messages_to_prompt(&flat),
+            messages: Some(messages),
+            ..Self::new("")
+        }
+    }
+
+    /// Whether this is a chat template.
+    pub fn is_chat(&self) -> bool {
+        self.messages.is_some()
+    }
+
+    /// Each message filled, for a chat model; `None` for a plain template.
+    pub fn format_messages(&self, vals: &Vars) -> Option<Vec<Message>> {
+        let msgs = self.messages.as_ref()?;
+        let get = |k: &str| vals.get(k).or_else(|| self.partial.get(k)).cloned();
+        let mut out: Vec<Message> = msgs.iter().map(|m| m.fill(&get)).collect();
+        if let Some(last) = out.last_mut() {
+            last.content.push_str(&self.suffix);
+        }
+        Some(out)
+    }
+
+    /// The texts whose placeholders count: each message, or the one text.
+    fn parts(&self) -> Vec<&str> {
+        match &self.messages {
+            Some(m) => m
+                .iter()
+                .filter(|p| !p.literal)
+                .map(|p| p.content.as_str())
+                .collect(),
+            None => vec![self.text.as_str()],
+        }
+    }
+
+    /// Fill every part with `get` and join them as the template's kind does.
+    fn fill(&self, get: &dyn Fn(&str) -> Option<String>) -> String {
+        match &self.messages {
+            Some(m) => {
+                let flat: Vec<Message> = m.iter().map(|p| p.fill(get)).collect();
+                messages_to_prompt(&flat)
+            }
+            None => format_with(&self.text, get),
         }
     }
 
@@ -121,10 +215,12 @@ impl Template {
     /// The variable names the text uses, in order of first use.
     pub fn vars(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for (s, e) in placeholders(&self.text) {
-            let name = &self.text[s + 1..e - 1];
-            if !out.iter().any(|n| n == name) {
-                out.push(name.to_string());
+        for part in self.parts() {
+            for (s, e) in placeholders(part) {
+                let name = &part[s + 1..e - 1];
+                if !out.iter().any(|n| n == name) {
+                    out.push(name.to_string());
+                }
             }
         }
         out
@@ -153,9 +249,7 @@ impl Template {
 
     /// Fill the template: partial values, then `vals` (which win), in one pass.
     pub fn format(&self, vals: &Vars) -> String {
-        let mut s = format_with(&self.text, &|k| {
-            vals.get(k).or_else(|| self.partial.get(k)).cloned()
-        });
+        let mut s = self.fill(&|k| vals.get(k).or_else(|| self.partial.get(k)).cloned());
         s.push_str(&self.suffix);
         s
     }
@@ -163,11 +257,21 @@ impl Template {
     /// The template with its unfilled variables empty: what the prompt costs before
     /// any context goes in (LlamaIndex's `get_empty_prompt_txt`).
     pub fn empty_prompt(&self) -> String {
-        let mut s = format_with(&self.text, &|k| {
-            Some(self.partial.get(k).cloned().unwrap_or_default())
-        });
+        let mut s = self.fill(&|k| Some(self.partial.get(k).cloned().unwrap_or_default()));
         s.push_str(&self.suffix);
         s
+    }
+
+    /// A chat template's messages with their unfilled variables empty (LlamaIndex's
+    /// `get_empty_prompt_messages`); `None` for a plain template.
+    pub fn empty_messages(&self) -> Option<Vec<Message>> {
+        let msgs = self.messages.as_ref()?;
+        let get = |k: &str| Some(self.partial.get(k).cloned().unwrap_or_default());
+        let mut out: Vec<Message> = msgs.iter().map(|m| m.fill(&get)).collect();
+        if let Some(last) = out.last_mut() {
+            last.content.push_str(&self.suffix);
+        }
+        Some(out)
     }
 
     /// Check that the template has `required` variables and nothing beyond `known`.

@@ -143,8 +143,8 @@ fn the_checker_sees_every_form_of_import() {
 fn shells_use_only_the_engines_types() {
     let shells = ["src/main.rs", "src/cli", "src/server", "src-tauri/src"];
     assert_none(
-        "a shell names store, retrieve or synth (use the engine's types)",
-        violations(&shells, &["store", "retrieve", "synth"]),
+        "a shell names store, retrieve, synth or chat (use the engine's types)",
+        violations(&shells, &["store", "retrieve", "synth", "chat"]),
     );
 }
 
@@ -155,6 +155,17 @@ fn synth_knows_no_store_or_retriever() {
         violations(
             &["src/synth"],
             &["store", "retrieve", "engine", "ingest", "server"],
+        ),
+    );
+}
+
+#[test]
+fn chat_knows_only_the_llm_and_synthesis() {
+    assert_none(
+        "chat imports store, retrieve, embed, engine or ingest",
+        violations(
+            &["src/chat"],
+            &["store", "retrieve", "embed", "engine", "ingest", "server"],
         ),
     );
 }
@@ -210,6 +221,7 @@ fn lower_rooms_do_not_reach_up_to_the_engine() {
                 "src/embed",
                 "src/retrieve",
                 "src/synth",
+                "src/chat",
                 "src/llm",
             ],
             &["engine", "server"],

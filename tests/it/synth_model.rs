@@ -241,6 +241,7 @@ fn ask_overrides_reach_the_prompt_and_bad_templates_fail_first() {
             vars,
             top_k: Some(2),
             max_tokens: Some(8),
+            ..Default::default()
         },
     );
     r.unwrap();

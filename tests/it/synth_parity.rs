@@ -66,6 +66,7 @@ fn check(fx: &Fixture) -> Result<(), String> {
             vars: fx.extra_vars.clone(),
             // A batch of independent calls must send LlamaIndex's prompts in its order.
             batch: true,
+            first_step: 0,
         },
     };
     let llm = ScriptedLlm::new(fx.context_window);
