@@ -19,14 +19,12 @@ use crate::{Error, Result};
 
 // Punkt parameters
 
-const ORTHO_BEG_UC: u32 = 1 << 1;
+// Orthographic context flags: upper case at the beginning of a sentence (1 << 1), in
+// the middle (1 << 2), at an unknown position (1 << 3); lower case likewise (4, 5, 6).
 const ORTHO_MID_UC: u32 = 1 << 2;
-const ORTHO_UNK_UC: u32 = 1 << 3;
 const ORTHO_BEG_LC: u32 = 1 << 4;
-const ORTHO_MID_LC: u32 = 1 << 5;
-const ORTHO_UNK_LC: u32 = 1 << 6;
-const ORTHO_UC: u32 = ORTHO_BEG_UC | ORTHO_MID_UC | ORTHO_UNK_UC;
-const ORTHO_LC: u32 = ORTHO_BEG_LC | ORTHO_MID_LC | ORTHO_UNK_LC;
+const ORTHO_UC: u32 = (1 << 1) | (1 << 2) | (1 << 3);
+const ORTHO_LC: u32 = (1 << 4) | (1 << 5) | (1 << 6);
 
 /// A Punkt model: nltk's `PunktParameters`.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +47,7 @@ fn tab_lines(s: &str) -> impl Iterator<Item = Vec<&str>> {
 impl PunktParams {
     /// nltk's English model (`punkt_tab/english`, as bundled with LlamaIndex).
     pub fn english() -> Self {
-        let set = |s: &str| tab_lines(s).map(|f| f.join("\t")).collect();
+        let set = |s: &str| s.split_terminator('\n').map(String::from).collect();
         Self {
             abbrev_types: set(include_str!("punkt_english/abbrev_types.txt")),
             sent_starters: set(include_str!("punkt_english/sent_starters.txt")),
@@ -222,8 +220,8 @@ fn word_tokenize(line: &str) -> Vec<&str> {
 /// A potential sentence end: `[.?!]` followed by other punctuation, or by
 /// whitespace and a token.
 struct EndMatch {
+    /// Where the `[.?!]` is (the match ends one byte later).
     start: usize,
-    end: usize,
     /// End of the `after_tok` lookahead group.
     after_end: usize,
     /// Start of the `next_tok` group, when it matched.
@@ -242,28 +240,25 @@ fn end_matches(text: &str) -> Vec<EndMatch> {
         let Some(n) = rest.chars().next() else {
             continue;
         };
-        if non_word(n) {
-            let after_end = end + n.len_utf8();
-            out.push(EndMatch {
-                start: p,
-                end,
-                after_end,
-                next_tok: None,
-            });
+        let (after_end, next_tok) = if non_word(n) {
+            (end + n.len_utf8(), None)
         } else if re_space(n) {
             let ws = rest.len() - rest.trim_start_matches(re_space).len();
             let tok = &rest[ws..];
             let len = tok.len() - tok.trim_start_matches(|c: char| !re_space(c)).len();
-            if len > 0 {
-                let next = end + ws;
-                out.push(EndMatch {
-                    start: p,
-                    end,
-                    after_end: next + len,
-                    next_tok: Some(next),
-                });
+            if len == 0 {
+                continue;
             }
-        }
+            (end + ws + len, Some(end + ws))
+        } else {
+            continue;
+        };
+        let start = p;
+        out.push(EndMatch {
+            start,
+            after_end,
+            next_tok,
+        });
     }
     out
 }
@@ -368,8 +363,8 @@ impl Punkt {
         let mut last_break = 0;
         for (m, (a, b)) in Self::potential_end_contexts(text) {
             if self.text_contains_sentbreak(&text[a..b]) {
-                out.push((last_break, m.end));
-                last_break = m.next_tok.unwrap_or(m.end);
+                out.push((last_break, m.start + 1));
+                last_break = m.next_tok.unwrap_or(m.start + 1);
             }
         }
         out.push((last_break, text.trim_end_matches(py_space).len()));
@@ -382,14 +377,11 @@ impl Punkt {
         let mut realign = 0;
         for (k, &(a, b)) in slices.iter().enumerate() {
             let s1 = (a + realign, b);
-            let Some(&s2) = slices.get(k + 1) else {
-                if !py_slice(text, s1.0, s1.1).is_empty() {
-                    out.push(s1);
-                }
-                continue;
-            };
-            if let Some((quotes, len)) = realignment(py_slice(text, s2.0, s2.1)) {
-                out.push((s1.0, s2.0 + quotes));
+            // The last slice is never realigned.
+            let next = slices.get(k + 1);
+            let m = next.and_then(|s2| realignment(py_slice(text, s2.0, s2.1)).map(|m| (s2.0, m)));
+            if let Some((s2_start, (quotes, len))) = m {
+                out.push((s1.0, s2_start + quotes));
                 realign = len;
             } else {
                 realign = 0;
@@ -542,24 +534,18 @@ fn split_by_chunking_regex(text: &str) -> Vec<String> {
 /// `split_text_keep_separator`: the separator kept in front of every part but the
 /// first; empty parts dropped.
 fn split_keep_sep(text: &str, sep: &str) -> Vec<String> {
-    text.split(sep)
-        .enumerate()
-        .map(|(i, s)| {
-            if i > 0 {
-                format!("{sep}{s}")
-            } else {
-                s.to_string()
-            }
-        })
+    let mut parts = text.split(sep);
+    let first = parts.next().map(String::from);
+    let rest = parts.map(|s| format!("{sep}{s}"));
+    first
+        .into_iter()
+        .chain(rest)
         .filter(|s| !s.is_empty())
         .collect()
 }
 
-struct Split {
-    text: String,
-    is_sentence: bool,
-    tokens: usize,
-}
+/// `_Split`: (text, is_sentence, token_size).
+type Split = (String, bool, usize);
 
 /// A sentence splitter.
 pub struct SentenceSplitter<'a> {
@@ -624,11 +610,7 @@ impl<'a> SentenceSplitter<'a> {
     fn split(&self, text: &str, out: &mut Vec<Split>) -> Result<()> {
         let tokens = (self.count)(text)?;
         if tokens <= self.chunk_size {
-            out.push(Split {
-                text: text.to_string(),
-                is_sentence: true,
-                tokens,
-            });
+            out.push((text.to_string(), true, tokens));
             return Ok(());
         }
         let (splits, is_sentence) = self.splits_by_fns(text);
@@ -636,11 +618,7 @@ impl<'a> SentenceSplitter<'a> {
         for s in splits {
             let tokens = (self.count)(&s)?;
             if tokens <= self.chunk_size || single {
-                out.push(Split {
-                    text: s,
-                    is_sentence,
-                    tokens,
-                });
+                out.push((s, is_sentence, tokens));
             } else {
                 self.split(&s, out)?;
             }
@@ -669,24 +647,24 @@ impl<'a> SentenceSplitter<'a> {
         };
         let mut i = 0;
         while i < splits.len() {
-            let s = &splits[i];
-            if s.tokens > size {
+            let (text, is_sentence, tokens) = (&splits[i].0, splits[i].1, splits[i].2);
+            if tokens > size {
                 return Err(Error::Invalid("Single token exceeded chunk size".into()));
             }
-            if cur_len + s.tokens > size && !new_chunk {
+            if cur_len + tokens > size && !new_chunk {
                 close(&mut cur, &mut cur_len);
                 new_chunk = true;
                 continue;
             }
             if new_chunk {
-                while cur_len + s.tokens > size {
+                while cur_len + tokens > size {
                     let Some((_, n)) = cur.pop_front() else { break };
                     cur_len -= n;
                 }
             }
-            if s.is_sentence || cur_len + s.tokens <= size || new_chunk {
-                cur_len += s.tokens;
-                cur.push_back((&s.text, s.tokens));
+            if is_sentence || cur_len + tokens <= size || new_chunk {
+                cur_len += tokens;
+                cur.push_back((text, tokens));
                 i += 1;
                 new_chunk = false;
             } else {

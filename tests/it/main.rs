@@ -3,6 +3,7 @@
 
 mod util;
 
+mod chat;
 mod chat_parity;
 mod embed;
 mod index;

@@ -194,24 +194,41 @@ async function openConversation(id) {
   if (id) {
     try {
       const conv = await transport.conversation(id);
+      let last = null;
       for (const m of conv.messages) {
         if (m.role === "user") userMessage(m.content);
-        else {
-          const view = assistantMessage(m.mode);
-          view.body.textContent = m.content;
-          view.root.classList.remove("streaming");
-          if (m.stats) view.stats.textContent = statsLine(m.stats);
-          if (m.sources) { view.sources = m.sources; view.query = m.query || ""; }
-          view.root.addEventListener("click", () => showSources(view.sources || [], view.query, m.queries, view.notes));
-          if (m.sources) showSources(m.sources, m.query || "", m.queries);
-        }
+        else last = reopenedAnswer(m);
       }
+      if (last) showSources(last);
     } catch (e) {
       banner(`Could not open the conversation: ${e.message}`);
       state.conversationId = null;
     }
   }
   loadConversations();
+}
+
+/** An answer as it was shown: its steps and prompts, what was searched for, its
+ *  citations and sources. */
+function reopenedAnswer(m) {
+  const view = assistantMessage(m.mode);
+  view.root.classList.remove("streaming");
+  view.query = m.query || "";
+  view.queries = m.queries;
+  view.notes = m.notes || [];
+  view.sources = m.sources || [];
+  view.citations = m.citations || [];
+  if (m.searched_for) setSearchedFor(view, m.searched_for);
+  for (const c of m.calls || []) {
+    const sv = stepView(view, { step: c.step, label: c.label });
+    sv.prompt.querySelector("pre").textContent = c.prompt;
+    sv.out.textContent = c.output;
+  }
+  renderAnswer(view, m.content);
+  if (m.status) view.stats.textContent = m.status === "stopped" ? "Stopped." : m.status;
+  else if (m.stats) view.stats.textContent = statsLine(m.stats);
+  view.root.addEventListener("click", (e) => { if (!e.target.closest("button.cite")) showSources(view); });
+  return view;
 }
 
 async function removeConversation(id) {
@@ -237,11 +254,53 @@ function scrollToEnd() {
 
 function assistantMessage(mode) {
   const body = el("div", { class: "body" });
+  const searched = el("div", { class: "searched", hidden: true });
   const steps = el("details", { class: "steps", hidden: true }, el("summary", {}, "Steps and prompts"));
   const stats = el("div", { class: "stats" });
-  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`), steps, body, stats);
+  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`), searched, steps, body, stats);
   $("messages").append(root);
-  return { root, body, steps, stats, stepViews: new Map() };
+  return { root, body, searched, steps, stats, stepViews: new Map(), citations: [] };
+}
+
+function setSearchedFor(view, q) {
+  view.searchedFor = q;
+  clear(view.searched).append("Searched for: ", el("q", {}, q));
+  view.searched.hidden = false;
+}
+
+/** The answer text, with each `[N]` that names a numbered source as a link to it. The
+ *  whole text is rendered again on every token, so a marker split across tokens
+ *  becomes one link once it is whole. Text goes in as text nodes only. */
+function renderAnswer(view, text) {
+  const body = clear(view.body);
+  const known = new Set((view.citations || []).map((c) => c.number));
+  if (!known.size) { body.textContent = text; return; }
+  let last = 0;
+  for (const m of text.matchAll(/\[(\d{1,3})\]/g)) {
+    const n = Number(m[1]);
+    if (!known.has(n)) continue;
+    if (m.index > last) body.append(document.createTextNode(text.slice(last, m.index)));
+    body.append(el("button", {
+      type: "button", class: "cite", title: `Show source ${n}`, dataset: { n },
+      onclick: (e) => { e.stopPropagation(); showCitation(view, n); },
+    }, `[${n}]`));
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) body.append(document.createTextNode(text.slice(last)));
+}
+
+/** Show the answer's sources and select the one `[n]` cites, scrolled into view. */
+function showCitation(view, n) {
+  showSources(view);
+  const c = (view.citations || []).find((x) => x.number === n);
+  if (!c) return;
+  for (const li of $("sources").querySelectorAll("li.source")) li.classList.remove("selected");
+  const li = $("sources").querySelector(`li.source[data-chunk-id="${c.chunk_id}"]`);
+  if (!li) return;
+  li.classList.add("selected");
+  li.querySelector(".src-text")?.classList.add("open");
+  for (const piece of li.querySelectorAll(".cited")) piece.classList.toggle("current", piece.dataset.n === String(n));
+  li.scrollIntoView({ block: "nearest" });
 }
 
 function statsLine(s) {
@@ -270,27 +329,50 @@ function stepView(view, ev) {
 }
 
 // ---------- sources ----------
-function showSources(sources, query, queries, notes) {
-  const terms = queryTerms(query || "");
+/** The side panel for one answer: what was searched for, generated queries, notes,
+ *  and each source with its retrievers' ranks, its rerank score and its citations. */
+function showSources(view) {
+  const terms = queryTerms(view.searchedFor || view.query || "");
   const q = clear($("queries"));
-  for (const n of notes || []) q.append(el("div", { class: "note" }, n));
-  if (queries && queries.length > 1) {
-    q.append(el("div", {}, "Generated queries:"), el("ul", {}, queries.map((x) => el("li", {}, x))));
+  if (view.searchedFor) q.append(el("div", { class: "searched" }, "Searched for: ", el("q", {}, view.searchedFor)));
+  for (const n of view.notes || []) q.append(el("div", { class: "note" }, n));
+  if (view.queries && view.queries.length > 1) {
+    q.append(el("div", {}, "Generated queries:"), el("ul", {}, view.queries.map((x) => el("li", {}, x))));
   }
   const ol = clear($("sources"));
-  for (const s of sources) {
+  for (const s of view.sources || []) {
     const pages = s.page_start === s.page_end ? `p. ${s.page_start}` : `pp. ${s.page_start}–${s.page_end}`;
     const ranks = (s.evidence || []).map((e) => `${e.retriever} #${e.rank + 1}${e.query_index ? ` (q${e.query_index + 1})` : ""}`).join(", ");
-    const text = el("div", { class: "src-text", title: "Click to expand" }, highlighted(s.text || "", terms));
+    const cites = (view.citations || []).filter((c) => c.chunk_id === s.chunk_id);
+    const text = el("div", { class: "src-text", title: "Click to expand" }, sourceText(s.text || "", cites, terms));
     text.addEventListener("click", () => text.classList.toggle("open"));
-    ol.append(el("li", { class: "source", dataset: { file: s.file, pages } },
+    ol.append(el("li", { class: "source", dataset: { file: s.file, pages, chunkId: s.chunk_id } },
       el("div", { class: "src-head" },
         el("span", { class: "src-file" }, s.file),
         el("span", { class: "src-pages" }, pages),
-        el("span", { class: "src-score" }, `score ${Number(s.score).toFixed(4)}`)),
+        el("span", { class: "src-score" }, `score ${Number(s.score).toFixed(4)}`),
+        s.rerank_score != null ? el("span", { class: "src-rerank", title: "The LLM reranker's relevance, 1–10" }, `rerank ${Number(s.rerank_score).toFixed(0)}/10`) : null,
+        cites.length ? el("span", { class: "src-cites" }, `cited as ${cites.map((c) => `[${c.number}]`).join(" ")}`) : null),
       el("div", { class: "src-ranks" }, ranks),
       text));
   }
+}
+
+/** A source's text with the query's terms marked, and each numbered piece a citation
+ *  names wrapped so that the citation can point at it. */
+function sourceText(text, cites, terms) {
+  if (!cites.length) return highlighted(text, terms);
+  const frag = document.createDocumentFragment();
+  let at = 0;
+  for (const c of cites) {
+    const i = text.indexOf(c.text, at);
+    if (i < 0) continue;
+    if (i > at) frag.append(highlighted(text.slice(at, i), terms));
+    frag.append(el("span", { class: "cited", dataset: { n: c.number }, title: `Source ${c.number}` }, highlighted(c.text, terms)));
+    at = i + c.text.length;
+  }
+  if (at < text.length) frag.append(highlighted(text.slice(at), terms));
+  return frag;
 }
 
 // ---------- asking ----------
@@ -318,12 +400,14 @@ async function ask(question) {
           loadConversations();
         }
         break;
+      case "condensed": setSearchedFor(view, ev.question); break;
       case "queries": view.queries = ev.queries; break;
       case "sources":
         view.sources = ev.sources;
         view.notes = ev.notes || [];
-        showSources(ev.sources, question, view.queries, view.notes);
+        showSources(view);
         break;
+      case "citations": view.citations = ev.citations; showSources(view); break;
       case "step": {
         const sv = stepView(view, ev);
         if (ev.final) finalStep = ev.step;
@@ -334,7 +418,7 @@ async function ask(question) {
       case "token": {
         if (ev.final) {
           answer += ev.text;
-          view.body.textContent = answer;
+          renderAnswer(view, answer);
         } else {
           stepView(view, ev).out.append(document.createTextNode(ev.text));
         }
@@ -342,7 +426,7 @@ async function ask(question) {
         break;
       }
       case "done":
-        view.body.textContent = ev.answer;
+        renderAnswer(view, ev.answer);
         view.stats.textContent = statsLine(ev.stats || {});
         break;
       case "cancelled":
@@ -354,14 +438,17 @@ async function ask(question) {
       default: break;
     }
   };
-  const s = state.settings || {};
   const request = {
     conversation_id: state.conversationId,
     question,
     mode,
+    overrides: {
+      chat_mode: $("chat-mode").value,
+      cite_sources: $("cite").checked,
+      rerank: $("rerank").checked,
+    },
   };
   void finalStep;
-  void s;
   const handle = transport.ask(request, onEvent);
   setRunning(handle);
   try {
@@ -370,7 +457,7 @@ async function ask(question) {
     view.body.append(el("div", { class: "error" }, e.message));
   } finally {
     view.root.classList.remove("streaming");
-    view.root.addEventListener("click", () => showSources(view.sources || [], question, view.queries));
+    view.root.addEventListener("click", (e) => { if (!e.target.closest("button.cite")) showSources(view); });
     setRunning(null);
     loadConversations();
   }
@@ -411,7 +498,8 @@ async function openSettings() {
       m.error ? `${m.name} (unusable)` : `${m.name} · ${m.dims} dims · ${(m.languages || []).join(", ") || "languages not declared"}`));
   }
   form.elements.embedder.value = modelName(s.embedder);
-  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries", "text_qa_template"]) {
+  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries", "text_qa_template",
+    "rerank_candidates", "rerank_batch_size", "citation_chunk_size"]) {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
   form.elements.model.value = modelName(s.model);
@@ -483,6 +571,9 @@ $("settings-save").addEventListener("click", async (e) => {
     max_tokens: Number(f.max_tokens.value),
     fusion: f.fusion.value,
     num_queries: Number(f.num_queries.value),
+    rerank_candidates: Number(f.rerank_candidates.value),
+    rerank_batch_size: Number(f.rerank_batch_size.value),
+    citation_chunk_size: Number(f.citation_chunk_size.value),
     structured_answer_filtering: f.structured_answer_filtering.checked,
     text_qa_template: f.text_qa_template.value.trim() ? f.text_qa_template.value : null,
     template_vars: vars,
@@ -511,9 +602,25 @@ async function checkStatus() {
   }
 }
 
+/** The toolbar's conversation switches show the settings, and save to them. */
+function showChatSwitches() {
+  const s = state.settings || {};
+  if (s.chat_mode) $("chat-mode").value = s.chat_mode;
+  $("cite").checked = !!s.cite_sources;
+  $("rerank").checked = !!s.rerank;
+}
+async function saveChatSwitches() {
+  if (!state.settings) return;
+  const next = { ...state.settings, chat_mode: $("chat-mode").value, cite_sources: $("cite").checked, rerank: $("rerank").checked };
+  for (const k of ["models", "embedders", "index_embedders"]) delete next[k];
+  try { state.settings = await transport.saveSettings(next); } catch (e) { banner(e.message); }
+}
+for (const id of ["chat-mode", "cite", "rerank"]) $(id).addEventListener("change", saveChatSwitches);
+
 async function start() {
   showModeHelp();
   await checkStatus();
+  showChatSwitches();
   if (state.settings?.mode) $("mode").value = state.settings.mode;
   showModeHelp();
   await loadDocuments();

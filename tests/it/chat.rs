@@ -1,0 +1,227 @@
+//! A conversation through the engine with a real model (SmolLM2): a follow-up is
+//! condensed with the history and that standalone question is what is searched for;
+//! the answer prompt carries the conversation; citations number the sources; the LLM
+//! reranks (or the fused order is kept, said in a note); and a reopened conversation
+//! holds every step, prompt, searched-for question, citation and source again.
+
+use quire::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig, IndexEvent};
+use quire::llm::Cancel;
+
+use crate::util;
+
+fn engine() -> (Engine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
+    let mut s = engine.settings();
+    s.model = util::smollm2().display().to_string();
+    s.max_tokens = 24;
+    engine.set_settings(s).unwrap();
+    let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
+    engine
+        .index(&[pdf], &Cancel::new(), &mut |ev| {
+            assert!(!matches!(ev, IndexEvent::FileFailed { .. }), "{ev:?}");
+            true
+        })
+        .unwrap();
+    (engine, dir)
+}
+
+fn ask(engine: &Engine, req: AskRequest) -> Vec<AskEvent> {
+    let mut events = Vec::new();
+    engine
+        .ask(req, &Cancel::new(), &mut |e| {
+            events.push(e);
+            true
+        })
+        .unwrap();
+    events
+}
+
+fn labels(events: &[AskEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AskEvent::Step { label, .. } => Some(label.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_follow_up_is_condensed_cited_reranked_and_kept_whole() {
+    let (engine, _dir) = engine();
+    let first = "Which symbols does wasysym provide?";
+    let events = ask(
+        &engine,
+        AskRequest {
+            question: first.into(),
+            mode: Some("compact".into()),
+            ..Default::default()
+        },
+    );
+    // The first message goes straight through: no condensing, the plain QA prompt.
+    let id = match &events[0] {
+        AskEvent::Started {
+            conversation_id, ..
+        } => *conversation_id,
+        e => panic!("first event {e:?}"),
+    };
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, AskEvent::Condensed { .. })));
+    assert!(!labels(&events).iter().any(|l| l.contains("condense")));
+
+    let follow = "And how do I get the astronomical ones?";
+    let events = ask(
+        &engine,
+        AskRequest {
+            conversation_id: Some(id),
+            question: follow.into(),
+            mode: Some("compact".into()),
+            overrides: AskOverrides {
+                chat_mode: Some("condense_plus_context".into()),
+                cite_sources: Some(true),
+                rerank: Some(true),
+                ..Default::default()
+            },
+        },
+    );
+    let steps = labels(&events);
+    assert_eq!(steps[0], "condense the question", "{steps:?}");
+    assert!(steps[1].starts_with("rerank the sources"), "{steps:?}");
+    let prompts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AskEvent::Prompt { prompt, .. } => Some(prompt.as_str()),
+            _ => None,
+        })
+        .collect();
+    // The condense prompt holds the conversation and the follow-up.
+    assert!(
+        prompts[0].contains(&format!("user: {first}")),
+        "{}",
+        prompts[0]
+    );
+    assert!(prompts[0].contains(&format!("Follow Up Input: {follow}")));
+    // The reranker reads numbered documents and the standalone question.
+    assert!(prompts[1].contains("Document 1:\n"), "{}", prompts[1]);
+    // The answer: the context prompt with the citation instruction, then the history,
+    // then the follow-up itself.
+    let answer_prompt = prompts.last().unwrap();
+    assert!(answer_prompt.contains("Source 1:\n"), "{answer_prompt}");
+    assert!(answer_prompt.contains("[1] or [2][3]"), "{answer_prompt}");
+    assert!(answer_prompt.contains(&format!("user: {first}\nassistant: ")));
+    assert!(answer_prompt.ends_with(&format!("user: {follow}\nassistant: ")));
+
+    let searched = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Condensed { question } => Some(question.clone()),
+            _ => None,
+        })
+        .expect("a condensed question");
+    assert!(!searched.trim().is_empty());
+    let citations = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Citations { citations } => Some(citations.clone()),
+            _ => None,
+        })
+        .expect("citations");
+    let (sources, notes) = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Sources { sources, notes } => Some((sources.clone(), notes.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert!(!sources.is_empty() && sources.len() <= 4);
+    assert_eq!(citations[0].number, 1);
+    assert!(citations.iter().all(|c| sources
+        .iter()
+        .any(|s| s.chunk_id == c.chunk_id && s.text.contains(&c.text))));
+    // Either the reranker's relevances are on every source, or a note says its
+    // answer could not be read and the fused order was kept.
+    let reranked = sources.iter().all(|s| s.rerank_score.is_some());
+    assert!(
+        reranked || notes.iter().any(|n| n.contains("reranker")),
+        "{sources:?} {notes:?}"
+    );
+    let stats = match events.last() {
+        Some(AskEvent::Done { stats, .. }) => stats.clone(),
+        e => panic!("last event {e:?}"),
+    };
+    assert!(stats.condense_secs.is_some() && stats.rerank_secs.is_some());
+    assert_eq!(stats.llm_calls, steps.len());
+
+    // Reopened: both exchanges, and the follow-up's steps, prompts, searched-for
+    // question, citations and sources are all kept.
+    let conv = engine.conversation(id).unwrap();
+    assert_eq!(conv.messages.len(), 4);
+    let m = &conv.messages[3];
+    assert_eq!(m.extra["searched_for"], searched.as_str());
+    assert_eq!(
+        m.extra["citations"].as_array().unwrap().len(),
+        citations.len()
+    );
+    assert_eq!(m.extra["sources"].as_array().unwrap().len(), sources.len());
+    let calls = m.extra["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), steps.len());
+    assert_eq!(calls[0]["label"], "condense the question");
+    assert_eq!(calls[0]["prompt"], prompts[0]);
+}
+
+#[test]
+fn each_question_alone_when_chat_mode_is_off() {
+    let (engine, _dir) = engine();
+    let events = ask(
+        &engine,
+        AskRequest {
+            question: "Which symbols does wasysym provide?".into(),
+            mode: Some("no_text".into()),
+            ..Default::default()
+        },
+    );
+    let id = match &events[0] {
+        AskEvent::Started {
+            conversation_id, ..
+        } => *conversation_id,
+        e => panic!("{e:?}"),
+    };
+    let events = ask(
+        &engine,
+        AskRequest {
+            conversation_id: Some(id),
+            question: "And the astronomical ones?".into(),
+            mode: Some("no_text".into()),
+            overrides: AskOverrides {
+                chat_mode: Some("off".into()),
+                ..Default::default()
+            },
+        },
+    );
+    assert!(labels(&events).is_empty(), "no LLM call at all");
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, AskEvent::Condensed { .. })));
+    // An unknown chat mode is refused before anything runs.
+    let mut seen = 0;
+    let r = engine.ask(
+        AskRequest {
+            conversation_id: Some(id),
+            question: "x".into(),
+            overrides: AskOverrides {
+                chat_mode: Some("telepathy".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        &Cancel::new(),
+        &mut |_| {
+            seen += 1;
+            true
+        },
+    );
+    assert!(r.unwrap_err().to_string().contains("telepathy"));
+    assert_eq!(seen, 0);
+}
