@@ -5,10 +5,13 @@
 //! One module per benchmark: [`embed`] (embedding throughput), [`llm`] (prompt and
 //! generation speed), [`extract`] (PDF text against `pdftotext -layout`),
 //! [`retrieval`] (quality over the corpus, latency at scale) and [`answer`] (answers
-//! per response mode through the engine, and tree_summarize batched); [`pdftotext`]
+//! per response mode through the engine, and tree_summarize batched),
+//! [`conversations`] (follow-up questions: retrieval with and without condensing and
+//! reranking); [`pdftotext`]
 //! is the one runner of poppler's `pdftotext` that extract and retrieval share.
 
 pub mod answer;
+pub mod conversations;
 pub mod embed;
 pub mod extract;
 pub mod llm;

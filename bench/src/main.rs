@@ -90,6 +90,10 @@ enum BenchCmd {
     /// the local model: seconds per question side by side, and whether the calls
     /// were the same.
     TreeBatch(TreeBatchArgs),
+    /// Follow-up questions of scripted conversations: the share that retrieves an
+    /// answering page in the top k as typed, condensed with the history, and each
+    /// reranked by the LLM; and the seconds condensing and reranking add.
+    Conversations(ConversationsArgs),
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -136,6 +140,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             embedder,
         } => retrieval(json, &pdfs, &questions, fusion, data_dir, embedder),
         BenchCmd::Answer(a) => answer(&a),
+        BenchCmd::Conversations(a) => conversations(&a),
         BenchCmd::TreeBatch(a) => tree_batch(&a),
         BenchCmd::RetrievalScale {
             json,
@@ -247,6 +252,42 @@ fn retrieval_scale(json: bool, sizes: &str, queries: usize) -> anyhow::Result<()
     };
     let r = quire_bench::retrieval::scale(&params, |m| eprintln!("{m}"))?;
     emit(&r, json)
+}
+
+/// `quire-bench conversations`.
+#[derive(clap::Args)]
+struct ConversationsArgs {
+    /// The folder holding the conversations' PDFs.
+    #[arg(long, default_value = "../shared/corpus/pdfs")]
+    pdfs: PathBuf,
+    /// One JSON conversation a line (id, lang, file, turns of question, pages,
+    /// must_contain).
+    #[arg(long, default_value = "bench/data/conversations.jsonl")]
+    conversations: PathBuf,
+    /// Only the first N conversations.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// How follow-ups use the history: condense_plus_context or condense_question.
+    #[arg(long, default_value = "condense_plus_context")]
+    chat_mode: String,
+    /// The response mode of every answer.
+    #[arg(long, default_value = "compact")]
+    mode: String,
+    /// Sources kept (the top k a page must be in).
+    #[arg(long, default_value_t = 4)]
+    top_k: usize,
+    /// Most tokens generated per LLM call.
+    #[arg(long, default_value_t = 128)]
+    max_tokens: usize,
+    /// The LLM: a GGUF file name in the model folders, or a path.
+    #[arg(long)]
+    model: Option<String>,
+    /// Index into (and keep) this data directory instead of a temporary one.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `quire-bench answer`.
@@ -371,6 +412,43 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
         model: a.model.clone(),
     };
     let r = quire_bench::answer::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| {
+        eprintln!("{m}")
+    });
+    if temp {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    emit(&r?, a.json)
+}
+
+fn conversations(a: &ConversationsArgs) -> anyhow::Result<()> {
+    let mut convs: Vec<quire_bench::conversations::Conversation> =
+        quire::jsonl::read(&a.conversations)?;
+    if let Some(n) = a.limit {
+        convs.truncate(n);
+    }
+    anyhow::ensure!(
+        !convs.is_empty(),
+        "no conversations in {}",
+        a.conversations.display()
+    );
+    let (data_dir, temp) = match &a.data_dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("quire-bench-conv-{}", std::process::id())),
+            true,
+        ),
+    };
+    let opts = quire_bench::conversations::Options {
+        pdfs: a.pdfs.clone(),
+        data_dir: data_dir.clone(),
+        conversations: convs,
+        model: a.model.clone(),
+        chat_mode: a.chat_mode.clone(),
+        mode: a.mode.clone(),
+        top_k: a.top_k,
+        max_tokens: a.max_tokens,
+    };
+    let r = quire_bench::conversations::run(&opts, &quire::llm::Cancel::new(), &mut |m| {
         eprintln!("{m}")
     });
     if temp {

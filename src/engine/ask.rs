@@ -92,6 +92,11 @@ impl Engine {
         self.search_with(question, llm_dyn, opts, cancel)
     }
 
+    /// The side panel's view of a retrieval's sources.
+    pub fn sources_of(&self, retrieval: &Retrieval) -> Vec<Source> {
+        sources_of(retrieval)
+    }
+
     fn search_with(
         &self,
         question: &str,
