@@ -89,6 +89,8 @@ test("upload a corpus PDF and see indexing finish", async () => {
 
 for (const mode of MODES) {
   test(`ask in ${mode} mode: tokens stream, sources show the right file and page`, async () => {
+    // A new conversation each: the question goes straight through, as typed.
+    await page.click("#new-chat");
     const msg = await askIn(mode, question.question);
     const errors = await msg.locator(".error").count();
     assert.equal(errors, 0, await msg.innerText());
@@ -129,8 +131,59 @@ test("reload and find the conversation again", async () => {
   const titles = await page.locator("#conversations li .name").allInnerTexts();
   assert.ok(titles.some((t) => question.question.startsWith(t.replace(/…$/, ""))), titles.join("; "));
   await page.waitForSelector(".msg.user");
-  assert.ok(await page.locator(".msg.assistant").count() >= MODES.length);
+  assert.ok(await page.locator(".msg.assistant").count() >= 1);
+  assert.ok(titles.length >= MODES.length, titles.join("; "));
   await page.screenshot({ path: join(shots, "04-reloaded.png") });
+});
+
+test("a follow-up is condensed, cited and reranked, and whole again when reopened", async () => {
+  await page.click("#new-chat");
+  await page.selectOption("#chat-mode", "condense_plus_context");
+  await page.check("#cite");
+  await page.check("#rerank");
+  await askIn("compact", question.question);
+  const follow = "And what does it do to the integral signs?";
+  const msg = await askIn("compact", follow);
+  assert.equal(await msg.locator(".error").count(), 0, await msg.innerText());
+  // What the follow-up was condensed into is shown, above the answer and the sources.
+  const searched = (await msg.locator(".searched").innerText()).replace(/^Searched for:\s*/, "");
+  assert.ok(searched.trim().length > 0);
+  assert.match(await page.locator("#queries .searched").innerText(), /Searched for:/);
+  const labels = await msg.locator(".steps .step .label").allInnerTexts();
+  assert.equal(labels[0], "condense the question", labels.join("; "));
+  assert.ok(labels[1].startsWith("rerank the sources"), labels.join("; "));
+  // Reranked (or the fused order kept, with a note saying so); numbered sources.
+  const reranked = await page.locator("#sources .src-rerank").count();
+  const note = await page.locator("#queries .note").allInnerTexts();
+  assert.ok(reranked > 0 || note.some((n) => n.includes("reranker")), note.join("; "));
+  assert.ok(await page.locator("#sources .src-cites").count() > 0, "no source is numbered");
+  // Each [N] in the answer is a link that selects the source it names.
+  const cites = msg.locator(".body button.cite");
+  const n = await cites.count();
+  const body = await msg.locator(".body").innerText();
+  const markers = [...body.matchAll(/\[(\d+)\]/g)].length;
+  assert.equal(n, markers, `every marker a link: ${body}`);
+  if (n > 0) {
+    await cites.first().click();
+    const sel = page.locator("#sources li.source.selected");
+    assert.equal(await sel.count(), 1);
+    assert.equal(await sel.locator(".cited.current").count(), 1);
+  }
+  await page.screenshot({ path: join(shots, "06-follow-up.png") });
+  // Reopened: the steps with their prompts, the searched-for line, the sources.
+  await page.reload();
+  await page.waitForSelector(".msg.assistant .searched:not([hidden])");
+  const again = page.locator(".msg.assistant").last();
+  assert.equal((await again.locator(".searched").innerText()).replace(/^Searched for:\s*/, ""), searched);
+  assert.deepEqual(await again.locator(".steps .step .label").allInnerTexts(), labels);
+  assert.match(await again.locator(".steps .step pre.prompt").first().textContent(), /Follow Up Input: And what does it do/);
+  await again.click();
+  assert.match(await page.locator("#queries .searched").innerText(), /Searched for:/);
+  assert.ok(await page.locator("#sources .src-cites").count() > 0);
+  await page.screenshot({ path: join(shots, "07-follow-up-reopened.png") });
+  // Back to plain questions for the tests after this one.
+  await page.uncheck("#cite");
+  await page.uncheck("#rerank");
 });
 
 test("document text is shown as text, never run", async () => {
@@ -142,6 +195,7 @@ test("document text is shown as text, never run", async () => {
     "quokkaberry <b>bold</b> end",
   ]]);
   await upload(hostile, "hostile");
+  await page.click("#new-chat");
   const msg = await askIn("no_text", "Where does the quokkaberry grow?");
   assert.equal(await msg.locator(".error").count(), 0, await msg.innerText());
   const text = await page.locator("#sources").innerText();

@@ -98,6 +98,7 @@ for (const mode of ["compact", "tree_summarize"]) {
         const live = document.querySelector(".msg.assistant.streaming .body");
         if (live && live.textContent.length > 0) window.__streamed++;
       }).observe(document, { subtree: true, childList: true, characterData: true });
+      document.getElementById("new-chat").click();
       const sel = document.getElementById("mode");
       sel.value = arguments[0];
       sel.dispatchEvent(new Event("change"));
@@ -119,6 +120,29 @@ for (const mode of ["compact", "tree_summarize"]) {
     writeFileSync(join(shots, `window-${mode}.png`), Buffer.from(png, "base64"));
   });
 }
+
+test("a follow-up in the window is condensed with the conversation, and says what it searched for", async () => {
+  await exec(`
+    document.getElementById("question").value = arguments[0];
+    document.getElementById("composer").requestSubmit();
+  `, ["And what does it do to the integral signs?"]);
+  await waitFor("const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m && !m.classList.contains('streaming') && document.querySelectorAll('.msg.assistant').length >= 2", [], "the follow-up's answer");
+  const r = await exec(`
+    const m = [...document.querySelectorAll('.msg.assistant')].pop();
+    return { errors: m.querySelectorAll('.error').length, body: m.querySelector('.body').textContent,
+             searched: m.querySelector('.searched').hidden ? null : m.querySelector('.searched').textContent,
+             labels: [...m.querySelectorAll('.steps .step .label')].map(l => l.textContent),
+             prompt: m.querySelector('.steps .step pre.prompt').textContent,
+             panel: document.querySelector('#queries .searched')?.textContent };
+  `);
+  assert.equal(r.errors, 0, r.body);
+  assert.ok(r.searched && r.searched.startsWith("Searched for: "), JSON.stringify(r));
+  assert.equal(r.labels[0], "condense the question");
+  assert.match(r.prompt, /Chat History:[\s\S]*user: I need some wasysym symbols/);
+  assert.equal(r.panel, r.searched);
+  const png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-follow-up.png"), Buffer.from(png, "base64"));
+});
 
 test("settings list the models, and the reembed command re-embeds with progress", async () => {
   const view = await execAsync(`

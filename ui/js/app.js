@@ -1,7 +1,7 @@
 // Quire's UI: chat, response modes, sources, documents, settings. Talks to the engine
 // only through ./transport.js; renders untrusted text only through ./dom.js.
 import { transport } from "./transport.js";
-import { el, clear, highlighted, queryTerms } from "./dom.js";
+import { el, clear, highlighted, queryTerms, citationParts } from "./dom.js";
 
 const MODES = [
   ["compact", "Packs as many chunks as fit into each call, then refines: fewer LLM calls (default)."],
@@ -274,19 +274,14 @@ function setSearchedFor(view, q) {
 function renderAnswer(view, text) {
   const body = clear(view.body);
   const known = new Set((view.citations || []).map((c) => c.number));
-  if (!known.size) { body.textContent = text; return; }
-  let last = 0;
-  for (const m of text.matchAll(/\[(\d{1,3})\]/g)) {
-    const n = Number(m[1]);
-    if (!known.has(n)) continue;
-    if (m.index > last) body.append(document.createTextNode(text.slice(last, m.index)));
+  for (const part of citationParts(text, known)) {
+    if (typeof part === "string") { body.append(document.createTextNode(part)); continue; }
+    const n = part.n;
     body.append(el("button", {
       type: "button", class: "cite", title: `Show source ${n}`, dataset: { n },
       onclick: (e) => { e.stopPropagation(); showCitation(view, n); },
     }, `[${n}]`));
-    last = m.index + m[0].length;
   }
-  if (last < text.length) body.append(document.createTextNode(text.slice(last)));
 }
 
 /** Show the answer's sources and select the one `[n]` cites, scrolled into view. */

@@ -70,3 +70,21 @@ export function highlighted(text, terms) {
   if (last < text.length) frag.append(document.createTextNode(text.slice(last)));
   return frag;
 }
+
+/** An answer's text cut at its citation markers: strings, and `{ n }` for each `[n]`
+ *  whose n is in `known` (other bracketed numbers stay text). Pure: the caller turns
+ *  the parts into nodes; re-cutting the whole text as it streams means a marker split
+ *  across tokens becomes one citation once it is whole. */
+export function citationParts(text, known) {
+  const parts = [];
+  let last = 0;
+  for (const m of text.matchAll(/\[(\d{1,3})\]/g)) {
+    const n = Number(m[1]);
+    if (!known.has(n)) continue;
+    if (m.index > last) parts.push(text.slice(last, m.index));
+    parts.push({ n });
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) parts.push(text.slice(last));
+  return parts;
+}
