@@ -419,7 +419,17 @@ impl Engine {
             } else {
                 ""
             };
-            request.templates = chat::condense::context_templates(&memory, system);
+            // The conversation may take at most half the window in the answer's
+            // prompt, so that the sources always fit beside it (LlamaIndex's limit,
+            // the window less 256, would leave them no room in a long conversation).
+            let history = match llm_dyn {
+                Some(l) => {
+                    let count = |t: &str| l.count_tokens(t);
+                    chat::memory::window(&memory, l.context_window() / 2, &count)?
+                }
+                None => memory.clone(),
+            };
+            request.templates = chat::condense::context_templates(&history, system);
             turn.question.to_string()
         } else {
             searched.clone()

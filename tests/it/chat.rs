@@ -225,3 +225,54 @@ fn each_question_alone_when_chat_mode_is_off() {
     assert!(r.unwrap_err().to_string().contains("telepathy"));
     assert_eq!(seen, 0);
 }
+
+#[test]
+fn quire_chat_holds_one_conversation_over_stdin() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let (_engine, dir) = engine();
+    drop(_engine);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args([
+            "chat",
+            "--mode",
+            "no_text",
+            "--chat-mode",
+            "off",
+            "--json",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all("Which symbols does wasysym provide?\nAnd the astronomical ones?\n".as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let started: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<AskEvent>(l).ok())
+        .filter_map(|e| match e {
+            AskEvent::Started {
+                conversation_id, ..
+            } => Some(conversation_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started.len(), 2, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        started[0], started[1],
+        "the second line continues the conversation"
+    );
+}
