@@ -669,3 +669,47 @@ impl Llm for NoLlm {
         Err(Error::Invalid("no_text mode makes no LLM call".into()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(role: &str, content: &str, status: Option<&str>) -> conversations::Message {
+        let mut extra = Map::new();
+        if let Some(s) = status {
+            extra.insert("status".into(), Value::String(s.into()));
+        }
+        conversations::Message {
+            id: 0,
+            role: role.into(),
+            content: content.into(),
+            mode: None,
+            query: None,
+            extra,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn the_history_holds_finished_exchanges_only() {
+        let h = history_of(&[
+            msg("user", "q1", None),
+            msg("assistant", "a1", None),
+            msg("user", "q2", None),
+            msg("assistant", "half an answ", Some("stopped")),
+            msg("user", "q3", None),
+            msg("assistant", "", Some("error: model missing")),
+            msg("user", "q4", None),
+            msg("assistant", "a4", None),
+        ]);
+        assert_eq!(
+            h,
+            vec![
+                Message::user("q1"),
+                Message::assistant("a1"),
+                Message::user("q4"),
+                Message::assistant("a4"),
+            ]
+        );
+    }
+}

@@ -4,7 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,6 +38,11 @@ function startServer() {
 before(async () => {
   mkdirSync(shots, { recursive: true });
   dataDir = mkdtempSync(join(tmpdir(), "quire-e2e-"));
+  // QUIRE_E2E_MODEL=<gguf name> runs the suite with another LLM (a smaller one on a
+  // slow machine); the default is the settings' default model.
+  if (process.env.QUIRE_E2E_MODEL) {
+    writeFileSync(join(dataDir, "settings.json"), JSON.stringify({ model: process.env.QUIRE_E2E_MODEL }));
+  }
   url = await startServer();
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -149,7 +154,7 @@ test("a follow-up is condensed, cited and reranked, and whole again when reopene
   const searched = (await msg.locator(".searched").innerText()).replace(/^Searched for:\s*/, "");
   assert.ok(searched.trim().length > 0);
   assert.match(await page.locator("#queries .searched").innerText(), /Searched for:/);
-  const labels = await msg.locator(".steps .step .label").allInnerTexts();
+  const labels = await msg.locator(".steps .step .label").allTextContents();
   assert.equal(labels[0], "condense the question", labels.join("; "));
   assert.ok(labels[1].startsWith("rerank the sources"), labels.join("; "));
   // Reranked (or the fused order kept, with a note saying so); numbered sources.
@@ -175,7 +180,7 @@ test("a follow-up is condensed, cited and reranked, and whole again when reopene
   await page.waitForSelector(".msg.assistant .searched:not([hidden])");
   const again = page.locator(".msg.assistant").last();
   assert.equal((await again.locator(".searched").innerText()).replace(/^Searched for:\s*/, ""), searched);
-  assert.deepEqual(await again.locator(".steps .step .label").allInnerTexts(), labels);
+  assert.deepEqual(await again.locator(".steps .step .label").allTextContents(), labels);
   assert.match(await again.locator(".steps .step pre.prompt").first().textContent(), /Follow Up Input: And what does it do/);
   await again.click();
   assert.match(await page.locator("#queries .searched").innerText(), /Searched for:/);

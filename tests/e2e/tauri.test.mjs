@@ -49,6 +49,10 @@ async function waitFor(script, args, what, tries = 1200) {
 before(async () => {
   mkdirSync(shots, { recursive: true });
   dataDir = mkdtempSync(join(tmpdir(), "quire-tauri-"));
+  // QUIRE_E2E_MODEL=<gguf name> runs the suite with another LLM (as browser.test.mjs).
+  if (process.env.QUIRE_E2E_MODEL) {
+    writeFileSync(join(dataDir, "settings.json"), JSON.stringify({ model: process.env.QUIRE_E2E_MODEL }));
+  }
   driver = spawn(driverBin, ["--port", String(PORT)], {
     cwd: repo,
     env: { ...process.env, QUIRE_DATA_DIR: dataDir },
