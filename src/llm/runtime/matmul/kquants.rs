@@ -21,8 +21,10 @@
 //! [`portable`] is the reference (both arithmetics written out). Where the CPU has
 //! AVX-512 VNNI, [`avx512`] runs the lanes (a weight row against up to 8 activation
 //! rows) and [`banded`] the tiled sums with 16 activation rows in the lanes of a
-//! register, laid out as llama.cpp's tiled kernel lays them out ([`Bands`]); both give
-//! the reference's bits (tested).
+//! register, laid out as llama.cpp's tiled kernel lays them out ([`Bands`]); else,
+//! where it has AVX2 and FMA, [`avx2`] runs both arithmetics (`vpmaddubsw`,
+//! `vpmaddwd`, a weight row against up to 8 activation rows); all give the
+//! reference's bits (tested).
 
 use rayon::prelude::*;
 
@@ -658,14 +660,35 @@ mod banded {
     }
 }
 
-/// Whether the AVX-512 kernels run here (checked once; `QUIRE_NO_VNNI` turns them off).
-fn wide() -> bool {
+#[cfg(target_arch = "x86_64")]
+#[path = "kquants_avx2.rs"]
+mod avx2;
+
+/// Which kernels compute the products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+enum Isa {
+    /// AVX-512 VNNI: [`avx512`] for the lanes, [`banded`] for the tiled sums.
+    Avx512,
+    /// AVX2 + FMA: [`avx2`] for both arithmetics.
+    Avx2,
+    /// [`portable`].
+    Portable,
+}
+
+/// The kernels for this CPU: AVX-512 VNNI (unless `QUIRE_NO_VNNI` turns it off), else
+/// AVX2 + FMA, else portable.
+fn isa() -> Isa {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::cpu::has_vnni()
+        if crate::cpu::has_vnni() {
+            return Isa::Avx512;
+        }
+        if crate::cpu::has_avx2_fma() {
+            return Isa::Avx2;
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    Isa::Portable
 }
 
 /// A Q4_K or Q6_K weight of `n` rows of `k` values, repacked (see [`repack`]).
@@ -701,8 +724,13 @@ impl KWeight {
                 raw.len()
             );
         }
-        let data = crate::cpu::huge::Huge::copy_of(&repack(kind, &raw));
-        Ok(Some(Self { kind, n, k, data }))
+        Ok(Some(Self::from_blocks(kind, n, k, &raw)))
+    }
+
+    /// The weight of `n` rows of `k` values from ggml's blocks `raw`.
+    fn from_blocks(kind: KKind, n: usize, k: usize, raw: &[u8]) -> Self {
+        let data = crate::cpu::huge::Huge::copy_of(&repack(kind, raw));
+        Self { kind, n, k, data }
     }
 
     pub(crate) fn n(&self) -> usize {
@@ -722,6 +750,12 @@ impl KWeight {
         } else {
             Arith::Lanes
         };
+        self.product(isa(), arith, x, m, out);
+    }
+
+    /// `out[i·n + j] = x[i] · w[j]` for the `m` rows of `x`, in `arith`, by the kernels
+    /// of `isa` (which the CPU must have).
+    fn product(&self, isa: Isa, arith: Arith, x: &[f32], m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
         let mut q = vec![Q8K::default(); m * nb];
         if m >= 8 {
@@ -733,9 +767,8 @@ impl KWeight {
                 quantize_row_q8k(row, qrow);
             }
         }
-        let wide = wide();
         #[cfg(target_arch = "x86_64")]
-        if wide && arith == Arith::Tiled {
+        if isa == Isa::Avx512 && arith == Arith::Tiled {
             self.matmul_banded(&q, m, out);
             return;
         }
@@ -749,7 +782,7 @@ impl KWeight {
             for (g, ys) in rows.chunks(ROWS).enumerate() {
                 for (jj, j) in (j0..j1).enumerate() {
                     let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                    self.dot(wide, arith, w, ys, &mut some[..ys.len()]);
+                    self.dot(isa, arith, w, ys, &mut some[..ys.len()]);
                     for (r, v) in some[..ys.len()].iter().enumerate() {
                         res[(ROWS * g + r) * width + jj] = *v;
                     }
@@ -783,7 +816,7 @@ impl KWeight {
                 for (jj, j) in (j0..j1).enumerate() {
                     let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
                     let v = &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
-                    // SAFETY: only called where the CPU has AVX-512 VNNI (`wide`).
+                    // SAFETY: only called where the CPU has AVX-512 VNNI (`Isa::Avx512`).
                     unsafe {
                         let v = banded::row(self.kind, w, v, &bands, band);
                         std::arch::x86_64::_mm512_storeu_ps(lanes.as_mut_ptr(), v);
@@ -800,19 +833,27 @@ impl KWeight {
     /// One weight row `w` against up to [`ROWS`] activation rows (the tiled
     /// arithmetic on AVX-512 goes to [`Self::matmul_banded`] instead).
     #[inline]
-    fn dot(&self, wide: bool, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    fn dot(&self, isa: Isa, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
-        if wide && arith == Arith::Lanes {
-            // SAFETY: `wide` only when the CPU has AVX-512 F/BW/VL/VNNI and FMA.
-            unsafe {
-                match self.kind {
-                    KKind::Q4K => avx512::q4k(w, ys, out),
-                    KKind::Q6K => avx512::q6k(w, ys, out),
+        match isa {
+            Isa::Avx512 if arith == Arith::Lanes => {
+                // SAFETY: `Isa::Avx512` only when the CPU has AVX-512 F/BW/VL/VNNI and FMA.
+                unsafe {
+                    match self.kind {
+                        KKind::Q4K => avx512::q4k(w, ys, out),
+                        KKind::Q6K => avx512::q6k(w, ys, out),
+                    }
                 }
+                return;
             }
-            return;
+            Isa::Avx2 => {
+                // SAFETY: `Isa::Avx2` only when the CPU has AVX2 and FMA.
+                unsafe { avx2::dot(self.kind, arith, w, ys, out) };
+                return;
+            }
+            _ => {}
         }
-        let _ = wide;
+        let _ = isa;
         for (o, y) in out.iter_mut().zip(ys) {
             *o = match self.kind {
                 KKind::Q4K => portable::dot_q4k(arith, w, y),
@@ -852,7 +893,8 @@ mod tests {
     }
 
     /// The kernels against the float product of candle's dequantized weights, and
-    /// the dispatched (AVX-512 where present) kernel bit for bit against the reference.
+    /// the dispatched kernel (AVX-512 VNNI or AVX2 where present) bit for bit against
+    /// the reference.
     #[test]
     fn kernels_match_the_reference_and_the_float_product() {
         let dev = Device::Cpu;
@@ -915,6 +957,115 @@ mod tests {
                     .zip(&outs[1])
                     .any(|(a, b)| a.to_bits() != b.to_bits());
                 assert_eq!(differ, m >= TILED_MIN_ROWS, "{dt:?} m={m}");
+            }
+        }
+    }
+
+    /// `n` rows of `k` values of `kind` as ggml blocks of random bytes (every scale,
+    /// min and value in its range) with random finite f16 `d` / `dmin`; row 0 is all
+    /// extremes (values and scales at their maxima, Q6_K's scales at −128).
+    fn random_blocks(kind: KKind, n: usize, k: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let bb = kind.block_bytes();
+        let mut raw: Vec<u8> = (0..n * k / QK_K * bb).map(|_| next() as u8).collect();
+        for (i, b) in raw.chunks_exact_mut(bb).enumerate() {
+            let extreme = i < k / QK_K;
+            if extreme {
+                b.fill(0xFF);
+            }
+            // f16 of magnitude 2^-10 .. 2^4, either sign.
+            let mut f16 = || {
+                let r = next();
+                let exp = 5 + r % 15;
+                ((r >> 8) & 0x83FF | exp << 10) as u16
+            };
+            match kind {
+                KKind::Q4K => {
+                    b[..2].copy_from_slice(&f16().to_le_bytes());
+                    b[2..4].copy_from_slice(&f16().to_le_bytes());
+                }
+                KKind::Q6K => {
+                    if extreme {
+                        b[192..208].fill(0x80);
+                    }
+                    b[208..210].copy_from_slice(&f16().to_le_bytes());
+                }
+            }
+        }
+        raw
+    }
+
+    /// Every kernel this CPU has (AVX-512 VNNI, AVX2 + FMA, and the portable loop
+    /// through the same row grouping) bit for bit against the reference's dot
+    /// products: both kinds, both arithmetics, 1..=17 activation rows, several `k`,
+    /// random blocks and activations (row 0 of each at extremes: codes ±127).
+    #[test]
+    fn every_kernel_here_matches_the_reference_bit_for_bit() {
+        let mut isas = vec![Isa::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::cpu::has_avx2_fma() {
+                isas.push(Isa::Avx2);
+            } else {
+                println!("this CPU lacks AVX2 + FMA: the AVX2 kernels are NOT tested here");
+            }
+            if crate::cpu::vnni_in_cpu() && crate::cpu::has_avx512() {
+                isas.push(Isa::Avx512);
+            } else {
+                println!("this CPU lacks AVX-512 VNNI: those kernels are NOT tested here");
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        println!("not x86-64: only the portable kernels are tested here");
+        println!("kernels tested: {isas:?}");
+        let n = 11;
+        for kind in [KKind::Q4K, KKind::Q6K] {
+            for (ki, k) in [256, 512, 1280, 2304].into_iter().enumerate() {
+                let raw = random_blocks(kind, n, k, 7 + ki as u64);
+                let w = KWeight::from_blocks(kind, n, k, &raw);
+                let nb = k / QK_K;
+                let row_bytes = nb * kind.packed_bytes();
+                for m in 1..=17 {
+                    let mut x = rnd(m * k, 100 * m as u64 + ki as u64);
+                    // Row 0: all codes −127 (the first value sets the sign).
+                    x[..k].fill(1.0);
+                    let mut q = vec![Q8K::default(); m * nb];
+                    for (row, qrow) in x.chunks_exact(k).zip(q.chunks_exact_mut(nb)) {
+                        quantize_row_q8k(row, qrow);
+                    }
+                    for arith in [Arith::Lanes, Arith::Tiled] {
+                        let want: Vec<f32> = (0..m * n)
+                            .map(|at| {
+                                let (i, j) = (at / n, at % n);
+                                let wr = &w.data[j * row_bytes..(j + 1) * row_bytes];
+                                let ys = &q[i * nb..(i + 1) * nb];
+                                match kind {
+                                    KKind::Q4K => portable::dot_q4k(arith, wr, ys),
+                                    KKind::Q6K => portable::dot_q6k(arith, wr, ys),
+                                }
+                            })
+                            .collect();
+                        for &isa in &isas {
+                            let mut got = vec![f32::NAN; m * n];
+                            w.product(isa, arith, &x, m, &mut got);
+                            for (at, (g, e)) in got.iter().zip(&want).enumerate() {
+                                assert_eq!(
+                                    g.to_bits(),
+                                    e.to_bits(),
+                                    "{isa:?} {kind:?} {arith:?} k={k} m={m} [{}][{}]: {g} vs {e}",
+                                    at / n,
+                                    at % n
+                                );
+                            }
+                        }
+                    }
+                }
             }
         }
     }

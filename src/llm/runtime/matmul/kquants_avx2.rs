@@ -1,0 +1,256 @@
+//! Q4_K and Q6_K times Q8_K on AVX2 + FMA, in both of llama.cpp's arithmetics for
+//! them: the 8 lanes of its AVX2 `ggml_vec_dot_q4_K_q8_K` / `ggml_vec_dot_q6_K_q8_K`
+//! ([`Arith::Lanes`]) and the per-super-block sums of its tiled matmul
+//! ([`Arith::Tiled`]), on the repacked blocks of [`kquants`](super); the reference's
+//! bits ([`portable`](super::portable), tested).
+//!
+//! A weight row goes against up to [`ROWS`] activation rows, each super-block unpacked
+//! once for them: 8 registers of 32 unsigned values (one 32-value run each, in value
+//! order) and, per register, the scales as i16 lanes (Q4_K: the run's scale over all
+//! 16; Q6_K: those of its two 16-value runs over the low and the high 8). Per
+//! activation row, `vpmaddubsw` (values × codes, pairs summed) then `vpmaddwd` by the
+//! scales gives ggml's 8 integer lanes (lane `l`: the values at `4l..4l+4` of every
+//! run), as its AVX2 kernels form them; `vpmaddwd` of the bsums gives Q4_K's min terms
+//! (`min·Σ bsum` per 32-value run) and Q6_K's offset (`Σ bsum·scale` per lane).
+//! - The lanes arithmetic accumulates `d_w·d_x · lanes` by FMA, 8 float lanes per row
+//!   (Q4_K also 4 lanes of `−dmin·d_x · mins`), and sums them horizontally last.
+//! - The tiled one sums each row's lanes into the exact `s1` (and Q4_K's `s2`), the
+//!   rows side by side in one register, and takes [`tiled_step`](super::tiled_step)
+//!   per lane: `fma(fma(−dmin, s2, s1·d), d_x, out)`.
+
+use std::arch::x86_64::*;
+
+use super::{f32_at, hsum4, hsum8, Arith, KKind, PREFETCH, Q4K_PACKED, Q6K_PACKED, Q8K, ROWS};
+
+/// A super-block unpacked for the integer dot products.
+struct Unpacked {
+    /// The 256 unsigned values, 32 per register, in order.
+    q: [__m256i; 8],
+    /// The scales of register `c`'s values as i16 lanes (see the module docs).
+    sc: [__m256i; 8],
+    /// What the bsums are multiplied by (`vpmaddwd`): Q4_K's 8 mins, each over two
+    /// lanes (lane `l` of the product: `min_l · S_l`, `S_l` the sum of the codes of run
+    /// `l`); Q6_K's 16 scales (lane `l`: `bsum_2l·sc_2l + bsum_2l+1·sc_2l+1`).
+    m: __m256i,
+    d: f32,
+    dmin: f32,
+}
+
+/// Super-block `b` (repacked) of a `Q6` or Q4_K row, unpacked.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn unpack<const Q6: bool>(b: &[u8]) -> Unpacked {
+    if Q6 {
+        debug_assert!(b.len() >= Q6K_PACKED);
+        // SAFETY: 256 values at 20 and 16 scale bytes at 4 in a repacked Q6_K block.
+        let q = std::array::from_fn(|c| unsafe {
+            _mm256_loadu_si256(b.as_ptr().add(20 + 32 * c).cast())
+        });
+        // SAFETY: as above.
+        let s16 = _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(b.as_ptr().add(4).cast()) });
+        // Scales 0..8 in both halves, and 8..16: register `c` takes scale `2c` in its low
+        // half and `2c + 1` in its high one, from one of them.
+        let lo = _mm256_permute2x128_si256::<0x00>(s16, s16);
+        let hi = _mm256_permute2x128_si256::<0x11>(s16, s16);
+        let sc = std::array::from_fn(|c| {
+            // The `vpshufb` indices of i16 lane `i`: its two bytes.
+            let word = |i: usize| i16::from_le_bytes([2 * i as u8, 2 * i as u8 + 1]);
+            let j = 2 * c % 8;
+            let mask = _mm256_setr_m128i(_mm_set1_epi16(word(j)), _mm_set1_epi16(word(j + 1)));
+            _mm256_shuffle_epi8(if c < 4 { lo } else { hi }, mask)
+        });
+        Unpacked {
+            q,
+            sc,
+            m: s16,
+            d: f32_at(b, 0),
+            dmin: 0.0,
+        }
+    } else {
+        debug_assert!(b.len() >= Q4K_PACKED);
+        let m4 = _mm256_set1_epi8(0xF);
+        let mut q = [_mm256_setzero_si256(); 8];
+        for p in 0..2 {
+            for h in 0..2 {
+                // SAFETY: 128 bytes of nibbles at 24 in a repacked Q4_K block.
+                let v = unsafe { _mm256_loadu_si256(b.as_ptr().add(24 + 64 * p + 32 * h).cast()) };
+                // Byte `i` of group `p`: value `128p + i` low, `128p + 64 + i` high.
+                q[4 * p + h] = _mm256_and_si256(v, m4);
+                q[4 * p + 2 + h] = _mm256_and_si256(_mm256_srli_epi16::<4>(v), m4);
+            }
+        }
+        // SAFETY: 8 scales at 8, 8 mins at 16.
+        let (scales, mins) = unsafe {
+            (
+                _mm_cvtepu8_epi16(_mm_loadl_epi64(b.as_ptr().add(8).cast())),
+                _mm_cvtepu8_epi16(_mm_loadl_epi64(b.as_ptr().add(16).cast())),
+            )
+        };
+        let both = _mm256_broadcastsi128_si256(scales);
+        // Register `c`: i16 lane `c` (bytes `2c`, `2c + 1`) everywhere.
+        let sc = std::array::from_fn(|c| {
+            let word = i16::from_le_bytes([2 * c as u8, 2 * c as u8 + 1]);
+            _mm256_shuffle_epi8(both, _mm256_set1_epi16(word))
+        });
+        let m = _mm256_setr_m128i(
+            _mm_unpacklo_epi16(mins, mins),
+            _mm_unpackhi_epi16(mins, mins),
+        );
+        Unpacked {
+            q,
+            sc,
+            m,
+            d: f32_at(b, 0),
+            dmin: f32_at(b, 4),
+        }
+    }
+}
+
+/// The block `u` times the activation block `y`: ggml's 8 integer lanes (Q6_K: less
+/// its offset of 32) and the bsums times `u.m`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn sums<const Q6: bool>(u: &Unpacked, y: &Q8K) -> (__m256i, __m256i) {
+    let mut sumi = _mm256_setzero_si256();
+    for (c, (w, s)) in u.q.iter().zip(&u.sc).enumerate() {
+        // SAFETY: 256 activation codes per block.
+        let a = unsafe { _mm256_loadu_si256(y.qs.as_ptr().add(32 * c).cast()) };
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(*s, _mm256_maddubs_epi16(*w, a)));
+    }
+    // SAFETY: 16 bsums.
+    let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
+    let mb = _mm256_madd_epi16(bs, u.m);
+    if Q6 {
+        (_mm256_sub_epi32(sumi, _mm256_slli_epi32::<5>(mb)), mb)
+    } else {
+        (sumi, mb)
+    }
+}
+
+/// The lane totals of 8 registers of i32: lane `r` holds the sum of `v[r]`'s lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn totals(v: &[__m256i; 8]) -> __m256i {
+    let h01 = _mm256_hadd_epi32(v[0], v[1]);
+    let h23 = _mm256_hadd_epi32(v[2], v[3]);
+    let h45 = _mm256_hadd_epi32(v[4], v[5]);
+    let h67 = _mm256_hadd_epi32(v[6], v[7]);
+    // Rows 0..4 (4..8): the sums of their low halves, then of their high halves.
+    let a = _mm256_hadd_epi32(h01, h23);
+    let b = _mm256_hadd_epi32(h45, h67);
+    _mm256_add_epi32(
+        _mm256_permute2x128_si256::<0x20>(a, b),
+        _mm256_permute2x128_si256::<0x31>(a, b),
+    )
+}
+
+/// `out[r] = w · ys[r]` for the rows given; `w` one repacked row of `kind`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn dot(kind: KKind, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    macro_rules! rows {
+        ($q6:literal, $tiled:literal, $ys:expr, $out:expr) => {
+            match $ys.len() {
+                1 => row::<$q6, $tiled, 1>(w, $ys, $out),
+                2 => row::<$q6, $tiled, 2>(w, $ys, $out),
+                3 => row::<$q6, $tiled, 3>(w, $ys, $out),
+                4 => row::<$q6, $tiled, 4>(w, $ys, $out),
+                5 => row::<$q6, $tiled, 5>(w, $ys, $out),
+                6 => row::<$q6, $tiled, 6>(w, $ys, $out),
+                7 => row::<$q6, $tiled, 7>(w, $ys, $out),
+                _ => row::<$q6, $tiled, 8>(w, $ys, $out),
+            }
+        };
+    }
+    for (ys, out) in ys.chunks(ROWS).zip(out.chunks_mut(ROWS)) {
+        match (kind, arith) {
+            (KKind::Q4K, Arith::Lanes) => rows!(false, false, ys, out),
+            (KKind::Q4K, Arith::Tiled) => rows!(false, true, ys, out),
+            (KKind::Q6K, Arith::Lanes) => rows!(true, false, ys, out),
+            (KKind::Q6K, Arith::Tiled) => rows!(true, true, ys, out),
+        }
+    }
+}
+
+/// `out[r] = w · ys[r]` for `R` rows (1..=8): Q6_K if `Q6`, else Q4_K; the tiled
+/// arithmetic if `TILED`, else the lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn row<const Q6: bool, const TILED: bool, const R: usize>(
+    w: &[u8],
+    ys: &[&[Q8K]],
+    out: &mut [f32],
+) {
+    let bytes = if Q6 { Q6K_PACKED } else { Q4K_PACKED };
+    let nb = w.len() / bytes;
+    let ys: [&[Q8K]; R] = std::array::from_fn(|r| &ys[r][..nb]);
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut acc_m = [_mm_setzero_ps(); R];
+    // The tiled arithmetic: the rows' results side by side.
+    let mut tiled = _mm256_setzero_ps();
+    for (bi, b) in w.chunks_exact(bytes).enumerate() {
+        if R == 1 && !TILED {
+            // Generation streams the weight once per token: fetch a few blocks ahead
+            // (a hint; past the end of the row it is harmless).
+            let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * bytes);
+            for line in (0..bytes).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+            }
+        }
+        let u = unpack::<Q6>(b);
+        if TILED {
+            let mut s1 = [_mm256_setzero_si256(); 8];
+            let mut s2 = [_mm256_setzero_si256(); 8];
+            for r in 0..R {
+                (s1[r], s2[r]) = sums::<Q6>(&u, &ys[r][bi]);
+            }
+            // s1·d, less dmin·s2 (Q4_K; for Q6_K `fma(−0, 0, x)` is `x`).
+            let f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(totals(&s1)), _mm256_set1_ps(u.d));
+            let r = if Q6 {
+                f1
+            } else {
+                let s2 = _mm256_cvtepi32_ps(totals(&s2));
+                _mm256_fnmadd_ps(_mm256_set1_ps(u.dmin), s2, f1)
+            };
+            let dx = |r: usize| if r < R { ys[r][bi].d } else { 0.0 };
+            let dx = _mm256_setr_ps(dx(0), dx(1), dx(2), dx(3), dx(4), dx(5), dx(6), dx(7));
+            tiled = _mm256_fmadd_ps(r, dx, tiled);
+        } else {
+            for r in 0..R {
+                let y = &ys[r][bi];
+                let (sumi, mb) = sums::<Q6>(&u, y);
+                let d = _mm256_set1_ps(y.d * u.d);
+                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
+                if !Q6 {
+                    // ggml's 4 lanes: `min_2i·S_2i + min_2i+1·S_2i+1`.
+                    let prod = _mm_hadd_epi32(
+                        _mm256_castsi256_si128(mb),
+                        _mm256_extracti128_si256::<1>(mb),
+                    );
+                    let dmin = _mm_set1_ps(-y.d * u.dmin);
+                    acc_m[r] = _mm_fmadd_ps(dmin, _mm_cvtepi32_ps(prod), acc_m[r]);
+                }
+            }
+        }
+    }
+    if TILED {
+        let mut lanes = [0f32; 8];
+        // SAFETY: 8 writable floats.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), tiled) };
+        out[..R].copy_from_slice(&lanes[..R]);
+        return;
+    }
+    for r in 0..R {
+        let mut lanes = [0f32; 8];
+        let mut m = [0f32; 4];
+        // SAFETY: 8 and 4 writable floats.
+        unsafe {
+            _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]);
+            _mm_storeu_ps(m.as_mut_ptr(), acc_m[r]);
+        }
+        out[r] = if Q6 {
+            hsum8(&lanes)
+        } else {
+            hsum8(&lanes) + hsum4(&m)
+        };
+    }
+}
