@@ -96,12 +96,8 @@ enum Cmd {
     /// Ask a question about the indexed PDFs; the answer streams to stdout.
     Ask {
         question: String,
-        /// Response mode (default: the settings' mode, compact unless changed).
-        #[arg(long)]
-        mode: Option<String>,
-        /// Continue this conversation.
-        #[arg(long)]
-        conversation: Option<i64>,
+        #[command(flatten)]
+        turn: cli::ask::TurnArgs,
         #[command(flatten)]
         opts: cli::ask::AskArgs,
         #[command(flatten)]
@@ -110,12 +106,8 @@ enum Cmd {
     /// Talk with the indexed PDFs: one question a line on stdin, follow-ups use the
     /// conversation (an empty line ends it).
     Chat {
-        /// Response mode (default: the settings' mode).
-        #[arg(long)]
-        mode: Option<String>,
-        /// Continue this conversation.
-        #[arg(long)]
-        conversation: Option<i64>,
+        #[command(flatten)]
+        turn: cli::ask::TurnArgs,
         #[command(flatten)]
         opts: cli::ask::AskArgs,
         #[command(flatten)]
@@ -225,25 +217,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Cmd::Ask {
             question,
-            mode,
-            conversation,
+            turn,
             opts,
             data,
         } => {
             let req = quire::engine::AskRequest {
-                conversation_id: conversation,
+                conversation_id: turn.conversation,
                 question,
-                mode,
+                mode: turn.mode,
                 overrides: opts.overrides()?,
             };
             cli::ask::ask(&data.engine()?, req, &opts).map(|_| ())
         }
-        Cmd::Chat {
-            mode,
-            conversation,
-            opts,
-            data,
-        } => cli::ask::chat(&data.engine()?, conversation, mode, &opts),
+        Cmd::Chat { turn, opts, data } => cli::ask::chat(&data.engine()?, turn, &opts),
         Cmd::Generate(a) => cli::generate::generate(a),
         Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),
         Cmd::Bench { args } => bench(&args),

@@ -392,13 +392,7 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
         "no questions in {}",
         a.questions.display()
     );
-    let (data_dir, temp) = match &a.data_dir {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("quire-bench-answer-{}", std::process::id())),
-            true,
-        ),
-    };
+    let (data_dir, temp) = data_dir(&a.data_dir, "answer");
     let opts = quire_bench::answer::AnswerBenchOptions {
         pdfs: a.pdfs.clone(),
         data_dir: data_dir.clone(),
@@ -431,13 +425,7 @@ fn conversations(a: &ConversationsArgs) -> anyhow::Result<()> {
         "no conversations in {}",
         a.conversations.display()
     );
-    let (data_dir, temp) = match &a.data_dir {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("quire-bench-conv-{}", std::process::id())),
-            true,
-        ),
-    };
+    let (data_dir, temp) = data_dir(&a.data_dir, "conv");
     let opts = quire_bench::conversations::Options {
         pdfs: a.pdfs.clone(),
         data_dir: data_dir.clone(),
@@ -455,4 +443,16 @@ fn conversations(a: &ConversationsArgs) -> anyhow::Result<()> {
         let _ = std::fs::remove_dir_all(&data_dir);
     }
     emit(&r?, a.json)
+}
+
+/// The data directory a benchmark indexes into: the one given (kept), else a fresh
+/// temporary one (`true`: remove it after).
+fn data_dir(given: &Option<PathBuf>, name: &str) -> (PathBuf, bool) {
+    match given {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("quire-bench-{name}-{}", std::process::id())),
+            true,
+        ),
+    }
 }

@@ -42,10 +42,7 @@ pub fn window(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn chars(s: &str) -> Result<usize> {
-        Ok(s.chars().count())
-    }
+    use crate::synth::splitter::count_chars;
 
     #[test]
     fn keeps_the_newest_turns_that_fit() {
@@ -55,11 +52,11 @@ mod tests {
             Message::user("cc"),
             Message::assistant("dd"),
         ];
-        assert_eq!(window(&h, 100, &chars).unwrap(), h);
+        assert_eq!(window(&h, 100, &count_chars).unwrap(), h);
         // "cc dd" = 5 fits; dropping "aaaa" leaves an assistant first, dropped too.
-        assert_eq!(window(&h, 6, &chars).unwrap(), h[2..].to_vec());
+        assert_eq!(window(&h, 6, &count_chars).unwrap(), h[2..].to_vec());
         // Nothing fits: the newest message alone.
-        assert_eq!(window(&h, 1, &chars).unwrap(), h[3..].to_vec());
-        assert!(window(&[], 10, &chars).unwrap().is_empty());
+        assert_eq!(window(&h, 1, &count_chars).unwrap(), h[3..].to_vec());
+        assert!(window(&[], 10, &count_chars).unwrap().is_empty());
     }
 }

@@ -6,6 +6,18 @@ use std::path::PathBuf;
 use anyhow::Context;
 use quire::engine::{AskEvent, AskOverrides, AskRequest, Engine};
 
+/// Which conversation a question goes to, and its response mode (`quire ask`,
+/// `quire chat`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TurnArgs {
+    /// Response mode (default: the settings' mode, compact unless changed).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Continue this conversation.
+    #[arg(long)]
+    pub conversation: Option<i64>,
+}
+
 /// The options of `quire ask` beyond the question, mode and conversation.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct AskArgs {
@@ -160,15 +172,10 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
 
 /// `quire chat`: an interactive conversation on stdin, one question a line (the
 /// history goes with each follow-up); an empty line or end of input ends it.
-pub fn chat(
-    engine: &Engine,
-    conversation: Option<i64>,
-    mode: Option<String>,
-    args: &AskArgs,
-) -> anyhow::Result<()> {
+pub fn chat(engine: &Engine, turn: TurnArgs, args: &AskArgs) -> anyhow::Result<()> {
     use std::io::BufRead;
     let overrides = args.overrides()?;
-    let mut conversation = conversation;
+    let mut conversation = turn.conversation;
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     loop {
@@ -184,7 +191,7 @@ pub fn chat(
         let req = AskRequest {
             conversation_id: conversation,
             question: question.to_string(),
-            mode: mode.clone(),
+            mode: turn.mode.clone(),
             overrides: overrides.clone(),
         };
         match ask(engine, req, args) {

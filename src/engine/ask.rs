@@ -434,29 +434,13 @@ impl Engine {
         } else {
             searched.clone()
         };
-        let response = match &llm {
-            Some(llm) => {
-                let mut on_event = |ev: Event| -> Result<bool> {
-                    forward(ev, send, record)?;
-                    Ok(true)
-                };
-                synth::synthesize(
-                    llm.as_ref(),
-                    &request,
-                    &query,
-                    &nodes,
-                    cancel,
-                    &mut on_event,
-                )?
-            }
-            None => {
-                let mut on_event = |ev: Event| -> Result<bool> {
-                    forward(ev, send, record)?;
-                    Ok(true)
-                };
-                synth::synthesize(&NoLlm, &request, &query, &nodes, cancel, &mut on_event)?
-            }
+        let synth_llm: &dyn Llm = llm_dyn.unwrap_or(&NoLlm);
+        let mut on_event = |ev: Event| -> Result<bool> {
+            forward(ev, send, record)?;
+            Ok(true)
         };
+        let response =
+            synth::synthesize(synth_llm, &request, &query, &nodes, cancel, &mut on_event)?;
         let secs = t0.elapsed().as_secs_f64();
         let calls = &record.calls;
         let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();

@@ -72,7 +72,7 @@ impl Llm for ScriptedLlm {
     }
 
     fn count_tokens(&self, text: &str) -> Result<usize> {
-        Ok(text.chars().count())
+        super::splitter::count_chars(text)
     }
 
     fn complete(

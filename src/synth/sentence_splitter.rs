@@ -688,10 +688,7 @@ impl<'a> SentenceSplitter<'a> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn chars(s: &str) -> Result<usize> {
-        Ok(s.chars().count())
-    }
+    use crate::synth::splitter::count_chars;
 
     #[test]
     fn sentences_as_llamaindex_splits_them() {
@@ -724,7 +721,7 @@ mod tests {
 
     #[test]
     fn merges_with_overlap_and_falls_back_to_phrases() {
-        let sp = SentenceSplitter::new(20, 8, &chars);
+        let sp = SentenceSplitter::new(20, 8, &count_chars);
         let t = "One two three. Four five six seven. Eight, nine; ten. Eleven twelve thirteen fourteen.";
         let want = [
             "One two three.",
@@ -735,7 +732,7 @@ mod tests {
             "fourteen.",
         ];
         assert_eq!(sp.split_text(t).unwrap(), want);
-        let sp = SentenceSplitter::new(10, 0, &chars);
+        let sp = SentenceSplitter::new(10, 0, &count_chars);
         let t = "中文句子。这是第二句！第三句？还有，逗号；分号。";
         assert_eq!(
             sp.split_text(t).unwrap(),
@@ -822,7 +819,7 @@ mod tests {
                     ));
                 }
             }
-            let got = SentenceSplitter::new(c.chunk_size, c.chunk_overlap, &chars)
+            let got = SentenceSplitter::new(c.chunk_size, c.chunk_overlap, &count_chars)
                 .split_text(&c.text)
                 .unwrap();
             if got != c.chunks {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use quire::chat::{citation, condense, memory, rerank, ChatMode, Message};
 use quire::llm::{Cancel, GenParams};
+use quire::synth::splitter::count_chars;
 use quire::synth::{
     self, synthesize, with_ctx, Node, Request, ResponseMode, RunOptions, ScriptedLlm, Templates,
 };
@@ -62,20 +63,6 @@ fn fixtures_dir() -> PathBuf {
     util::repo().join("tests/fixtures/llamaindex_chat")
 }
 
-fn first_diff(a: &str, b: &str) -> String {
-    let i = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    let ctx = |s: &str| -> String { s.chars().skip(i.saturating_sub(40)).take(120).collect() };
-    format!(
-        "at char {i}:\n      expected: {:?}\n      got:      {:?}",
-        ctx(a),
-        ctx(b)
-    )
-}
-
-fn chars(s: &str) -> quire::Result<usize> {
-    Ok(s.chars().count())
-}
-
 /// What one fixture's run produced.
 #[derive(Default)]
 struct Outcome {
@@ -119,7 +106,7 @@ fn run(fx: &Fixture, llm: &ScriptedLlm) -> Result<Outcome, String> {
             nodes,
             fx.citation_chunk_size.unwrap_or(citation::CHUNK_SIZE),
             fx.citation_chunk_overlap.unwrap_or(citation::CHUNK_OVERLAP),
-            &chars,
+            &count_chars,
         )
     };
     let mut out = Outcome::default();
@@ -132,7 +119,7 @@ fn run(fx: &Fixture, llm: &ScriptedLlm) -> Result<Outcome, String> {
                 .map(|t| Message::new(t.role.clone(), t.content.clone()))
                 .collect();
             let limit = fx.token_limit.ok_or("no token_limit")?;
-            let memory = memory::window(&history, limit, &chars).map_err(e)?;
+            let memory = memory::window(&history, limit, &count_chars).map_err(e)?;
             let (q, _) = with_ctx(llm, &opts, &cancel, &mut quiet, |ctx| {
                 condense::condense(ctx, chat_mode, &memory, &fx.query)
             })
@@ -194,7 +181,11 @@ fn check(fx: &Fixture) -> Result<(), String> {
     let got = llm.prompts();
     for (i, (e, g)) in fx.expected_prompts.iter().zip(&got).enumerate() {
         if e != g {
-            return Err(format!("prompt {} differs {}", i + 1, first_diff(e, g)));
+            return Err(format!(
+                "prompt {} differs {}",
+                i + 1,
+                util::first_diff(e, g)
+            ));
         }
     }
     if got.len() != fx.expected_prompts.len() {
@@ -208,7 +199,7 @@ fn check(fx: &Fixture) -> Result<(), String> {
     if let Some(want) = &fx.expected_response {
         let got = out.response.unwrap_or_default();
         if &got != want {
-            return Err(format!("response differs {}", first_diff(want, &got)));
+            return Err(format!("response differs {}", util::first_diff(want, &got)));
         }
     }
     if fx.expected_condensed.is_some() && out.condensed != fx.expected_condensed {
@@ -225,7 +216,7 @@ fn check(fx: &Fixture) -> Result<(), String> {
                 "source texts differ ({} vs {}) at {i}: {}",
                 want.len(),
                 got.len(),
-                first_diff(
+                util::first_diff(
                     want.get(i).map_or("", String::as_str),
                     got.get(i).map_or("", String::as_str)
                 )
@@ -244,19 +235,15 @@ fn check(fx: &Fixture) -> Result<(), String> {
 #[test]
 fn every_llamaindex_chat_fixture_matches() {
     let dir = fixtures_dir();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    assert!(paths.len() >= 30, "fixtures missing in {}", dir.display());
+    let fixtures: Vec<Fixture> = util::json_fixtures(&dir);
+    assert!(
+        fixtures.len() >= 30,
+        "fixtures missing in {}",
+        dir.display()
+    );
     let mut failures = Vec::new();
-    for p in &paths {
-        let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        let fx: Fixture =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        if let Err(why) = check(&fx) {
+    for fx in &fixtures {
+        if let Err(why) = check(fx) {
             failures.push(format!("  {} ({}): {why}", fx.name, fx.kind));
         }
     }
@@ -264,7 +251,7 @@ fn every_llamaindex_chat_fixture_matches() {
         failures.is_empty(),
         "{} of {} chat fixtures differ:\n{}",
         failures.len(),
-        paths.len(),
+        fixtures.len(),
         failures.join("\n")
     );
 }

@@ -35,17 +35,6 @@ fn fixtures_dir() -> PathBuf {
         .unwrap_or_else(|| util::shared().join("fixtures/llamaindex"))
 }
 
-/// Where two strings first differ, with a little context.
-fn first_diff(a: &str, b: &str) -> String {
-    let i = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    let ctx = |s: &str| -> String { s.chars().skip(i.saturating_sub(40)).take(120).collect() };
-    format!(
-        "at char {i}:\n      expected: {:?}\n      got:      {:?}",
-        ctx(a),
-        ctx(b)
-    )
-}
-
 /// Run one fixture; `Err` describes the first difference.
 fn check(fx: &Fixture) -> Result<(), String> {
     let mode: ResponseMode = fx.mode.parse().map_err(|e| format!("{e}"))?;
@@ -82,7 +71,11 @@ fn check(fx: &Fixture) -> Result<(), String> {
     let got = llm.prompts();
     for (i, (e, g)) in fx.expected_prompts.iter().zip(&got).enumerate() {
         if e != g {
-            return Err(format!("prompt {} differs {}", i + 1, first_diff(e, g)));
+            return Err(format!(
+                "prompt {} differs {}",
+                i + 1,
+                util::first_diff(e, g)
+            ));
         }
     }
     if got.len() != fx.expected_prompts.len() {
@@ -96,7 +89,7 @@ fn check(fx: &Fixture) -> Result<(), String> {
     if resp.answer != fx.expected_response {
         return Err(format!(
             "response differs {}",
-            first_diff(&fx.expected_response, &resp.answer)
+            util::first_diff(&fx.expected_response, &resp.answer)
         ));
     }
     let ids: Vec<&str> = resp.sources.iter().map(|n| n.id.as_str()).collect();
@@ -119,19 +112,11 @@ fn check(fx: &Fixture) -> Result<(), String> {
 #[test]
 fn every_llamaindex_fixture_matches() {
     let dir = fixtures_dir();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no fixtures in {}", dir.display());
+    let fixtures: Vec<Fixture> = util::json_fixtures(&dir);
+    assert!(!fixtures.is_empty(), "no fixtures in {}", dir.display());
     let mut failures = Vec::new();
-    for p in &paths {
-        let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        let fx: Fixture =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        if let Err(why) = check(&fx) {
+    for fx in &fixtures {
+        if let Err(why) = check(fx) {
             failures.push(format!("  {} ({}): {why}", fx.name, fx.mode));
         }
     }
@@ -139,7 +124,7 @@ fn every_llamaindex_fixture_matches() {
         failures.is_empty(),
         "{} of {} fixtures differ:\n{}",
         failures.len(),
-        paths.len(),
+        fixtures.len(),
         failures.join("\n")
     );
 }

@@ -27,3 +27,33 @@ pub fn smollm2() -> PathBuf {
 pub fn default_embedder() -> PathBuf {
     quire::models::default_embedder().expect("embedding model missing: run `make models`")
 }
+
+/// Every `*.json` file of `dir`, sorted by name, parsed (a file that does not parse
+/// fails the test, naming it).
+pub fn json_fixtures<T: serde::de::DeserializeOwned>(dir: &std::path::Path) -> Vec<T> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        })
+        .collect()
+}
+
+/// Where two strings first differ, with a little context.
+pub fn first_diff(a: &str, b: &str) -> String {
+    let i = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let ctx = |s: &str| -> String { s.chars().skip(i.saturating_sub(40)).take(120).collect() };
+    format!(
+        "at char {i}:\n      expected: {:?}\n      got:      {:?}",
+        ctx(a),
+        ctx(b)
+    )
+}
