@@ -66,6 +66,15 @@ async fn remove_document(engine: Eng<'_>, id: i64) -> CmdResult<()> {
     blocking(move || e.remove_document(id)).await
 }
 
+/// A document's own PDF for the viewer, as raw bytes (not JSON): the engine finds it
+/// by id and checks that it is the file that was indexed.
+#[tauri::command]
+async fn document_file(engine: Eng<'_>, id: i64) -> CmdResult<tauri::ipc::Response> {
+    let e = engine.inner().clone();
+    let (_, bytes) = blocking(move || e.read_document_file(id)).await?;
+    Ok(tauri::ipc::Response::new(bytes))
+}
+
 #[tauri::command]
 fn settings(engine: Eng<'_>) -> engine::SettingsView {
     engine.settings_view()
@@ -177,6 +186,7 @@ fn main() {
             status,
             documents,
             remove_document,
+            document_file,
             settings,
             save_settings,
             conversations,

@@ -15,6 +15,7 @@ use crate::store::Store;
 use crate::{Error, Result};
 
 mod ask;
+mod files;
 mod models;
 mod types;
 mod uploads;
@@ -38,6 +39,8 @@ pub struct Engine {
     running: Mutex<std::collections::HashMap<u64, Cancel>>,
     /// The loaded LLM and the retrieval index, kept between asks.
     ask_state: ask::AskState,
+    /// Documents' files checked to hold the indexed bytes, for a viewer's requests.
+    verified: files::Verified,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -61,6 +64,7 @@ impl Engine {
             next_ask: std::sync::atomic::AtomicU64::new(1),
             running: Mutex::new(std::collections::HashMap::new()),
             ask_state: Default::default(),
+            verified: Default::default(),
         })
     }
 
@@ -326,6 +330,7 @@ impl Engine {
         if !self.store().remove_document(id)? {
             return Err(Error::NotFound(format!("document {id}")));
         }
+        self.verified.forget(id);
         if self.is_upload(&path) {
             let _ = std::fs::remove_file(&path);
         }

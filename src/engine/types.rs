@@ -245,3 +245,15 @@ pub struct DocumentView {
     pub status: String,
     pub error: Option<String>,
 }
+
+/// A document's own file, open for reading and checked to hold the bytes that were
+/// indexed ([`Engine::document_file`](super::Engine::document_file)).
+#[derive(Debug)]
+pub struct DocumentFile {
+    /// Open at its start.
+    pub file: std::fs::File,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The name it was indexed under (the last part of its path).
+    pub file_name: String,
+}

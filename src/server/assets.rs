@@ -27,6 +27,13 @@ fn content_type(path: &Path) -> &'static str {
     match path.extension().and_then(|e| e.to_str()) {
         Some("html") => "text/html; charset=utf-8",
         Some("js") => "text/javascript; charset=utf-8",
+        // PDF.js (ui/vendor/pdfjs/): ES modules, their WebAssembly decoders, CMaps
+        // and standard fonts.
+        Some("mjs") => "text/javascript; charset=utf-8",
+        Some("wasm") => "application/wasm",
+        Some("bcmap") => "application/octet-stream",
+        Some("pfb") => "application/x-font-type1",
+        Some("ttf") => "font/ttf",
         Some("css") => "text/css; charset=utf-8",
         Some("svg") => "image/svg+xml",
         Some("png") => "image/png",

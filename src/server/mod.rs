@@ -12,8 +12,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Multipart, Path as UrlPath, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -25,10 +26,12 @@ use crate::engine::{self, AskRequest, Conversation, ConversationInfo, Engine, Se
 pub use error::{ApiError, ApiResult};
 
 /// The Content-Security-Policy of every response: nothing but our own scripts and
-/// styles, no inline code, no remote sources.
-pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
-     img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
-     form-action 'none'; frame-ancestors 'none'";
+/// styles, no inline code, no remote sources. `worker-src 'self'`: the PDF viewer
+/// (PDF.js) parses documents in a module worker loaded from our own origin, and only
+/// from there (`script-src` would allow the same; named, it stays so if that changes).
+pub const CSP: &str = "default-src 'self'; script-src 'self'; worker-src 'self'; \
+     style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; \
+     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// Largest upload accepted, in bytes.
 pub const DEFAULT_MAX_UPLOAD: usize = 100 * 1024 * 1024;
@@ -63,6 +66,7 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         .route("/status", get(status))
         .route("/documents", get(documents))
         .route("/documents/{id}", delete(remove_document))
+        .route("/documents/{id}/file", get(document_file))
         .route("/settings", get(get_settings).put(put_settings))
         .route("/conversations", get(conversations))
         .route(
@@ -196,6 +200,144 @@ async fn remove_document(
     Ok(Json(serde_json::json!({ "removed": id })))
 }
 
+/// A document's own PDF, for the viewer: the engine finds it by id and checks that it
+/// is the file that was indexed; here, HTTP only: the whole file or one byte range
+/// (RFC 9110 §14), streamed from that checked file off the async threads.
+async fn document_file(
+    State(st): State<AppState>,
+    UrlPath(id): UrlPath<i64>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let e = st.engine.clone();
+    let doc = blocking(move || e.document_file(id)).await?;
+    let (len, name) = (doc.len, doc.file_name.clone());
+    let ranges = headers.get_all(header::RANGE).iter().collect::<Vec<_>>();
+    // A Range that comes with If-Range is served whole: no validator is sent, so none
+    // can match (§13.1.5).
+    let range = match ranges.as_slice() {
+        [r] if !headers.contains_key(header::IF_RANGE) => {
+            r.to_str().map_or(ByteRange::Whole, |r| byte_range(r, len))
+        }
+        _ => ByteRange::Whole,
+    };
+    let (status, start, end) = match range {
+        ByteRange::Whole => (StatusCode::OK, 0, len),
+        ByteRange::Part(a, b) => (StatusCode::PARTIAL_CONTENT, a, b + 1),
+        ByteRange::Unsatisfiable => {
+            let mut resp = ApiError::new(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                format!("range not satisfiable: the file has {len} bytes"),
+            )
+            .into_response();
+            if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
+                resp.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+            return Ok(resp);
+        }
+    };
+    let body = futures_util::stream::try_unfold((doc, start), move |(mut doc, at)| async move {
+        if at >= end {
+            return Ok(None);
+        }
+        let n = (end - at).min(FILE_CHUNK);
+        let (doc, bytes) = tokio::task::spawn_blocking(move || {
+            let bytes = doc.read_range(at, n as usize);
+            (doc, bytes)
+        })
+        .await
+        .map_err(std::io::Error::other)?;
+        let bytes = bytes.map_err(std::io::Error::other)?;
+        Ok::<_, std::io::Error>(Some((Bytes::from(bytes), (doc, at + n))))
+    });
+    let mut resp = Response::new(Body::from_stream(body));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/pdf"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start));
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if status == StatusCode::PARTIAL_CONTENT {
+        if let Ok(v) = HeaderValue::from_str(&format!("bytes {start}-{}/{len}", end - 1)) {
+            h.insert(header::CONTENT_RANGE, v);
+        }
+    }
+    if let Ok(v) = HeaderValue::from_str(&inline_disposition(&name)) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    Ok(resp)
+}
+
+/// Bytes read from a file per step of a response body.
+const FILE_CHUNK: u64 = 64 * 1024;
+
+/// What to answer for one `Range` header value, for a representation of `len` bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum ByteRange {
+    /// The whole file: the Range is malformed, in another unit, or asks for several
+    /// ranges, all of which a server may ignore (RFC 9110 §14.2).
+    Whole,
+    /// Bytes `start..=end`.
+    Part(u64, u64),
+    /// No byte of the file is in it: 416.
+    Unsatisfiable,
+}
+
+/// Parse `bytes=a-b`, `bytes=a-` or `bytes=-n` (RFC 9110 §14.1.2).
+fn byte_range(value: &str, len: u64) -> ByteRange {
+    let Some((unit, spec)) = value.trim().split_once('=') else {
+        return ByteRange::Whole;
+    };
+    if !unit.eq_ignore_ascii_case("bytes") || spec.contains(',') {
+        return ByteRange::Whole;
+    }
+    let Some((first, last)) = spec.split_once('-') else {
+        return ByteRange::Whole;
+    };
+    // Digits only: `parse` alone would take `+5`.
+    let num = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
+    if first.is_empty() {
+        return match num(last) {
+            None => ByteRange::Whole,
+            Some(0) => ByteRange::Unsatisfiable,
+            Some(_) if len == 0 => ByteRange::Unsatisfiable,
+            Some(n) => ByteRange::Part(len.saturating_sub(n), len - 1),
+        };
+    }
+    let Some(a) = num(first) else {
+        return ByteRange::Whole;
+    };
+    let b = match (last.is_empty(), num(last)) {
+        (true, _) => None,
+        (false, Some(b)) if b >= a => Some(b),
+        (false, _) => return ByteRange::Whole,
+    };
+    if a >= len {
+        return ByteRange::Unsatisfiable;
+    }
+    ByteRange::Part(a, b.map_or(len - 1, |b| b.min(len - 1)))
+}
+
+/// `inline` with the file name percent-encoded as UTF-8 (RFC 6266, RFC 8187): no byte
+/// of the name reaches the header unescaped.
+fn inline_disposition(name: &str) -> String {
+    let mut v = String::from("inline; filename*=UTF-8''");
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+            v.push(char::from(b));
+        } else {
+            v.push_str(&format!("%{b:02X}"));
+        }
+    }
+    v
+}
+
 async fn get_settings(State(st): State<AppState>) -> ApiResult<Json<engine::SettingsView>> {
     Ok(Json(st.engine.settings_view()))
 }
@@ -313,5 +455,45 @@ fn upload_error(e: axum::extract::multipart::MultipartError, max: usize) -> ApiE
         )
     } else {
         ApiError::new(e.status(), format!("upload rejected: {}", e.body_text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{byte_range, inline_disposition, ByteRange::*};
+
+    #[test]
+    fn byte_ranges_as_rfc_9110_reads_them() {
+        assert_eq!(byte_range("bytes=0-9", 100), Part(0, 9));
+        assert_eq!(byte_range("bytes=90-", 100), Part(90, 99));
+        assert_eq!(byte_range("bytes=-5", 100), Part(95, 99));
+        assert_eq!(byte_range("bytes=-500", 100), Part(0, 99));
+        assert_eq!(byte_range("bytes=50-5000", 100), Part(50, 99));
+        assert_eq!(byte_range("Bytes=99-99", 100), Part(99, 99));
+        assert_eq!(byte_range("bytes=100-", 100), Unsatisfiable);
+        assert_eq!(byte_range("bytes=100-200", 100), Unsatisfiable);
+        assert_eq!(byte_range("bytes=-0", 100), Unsatisfiable);
+        for ignored in [
+            "bytes=0-1,5-9",
+            "bytes=9-0",
+            "bytes=-",
+            "bytes=a-b",
+            "bytes=+1-2",
+            "bytes= 0-9",
+            "bytes=0-99999999999999999999999",
+            "items=0-9",
+            "0-9",
+            "",
+        ] {
+            assert_eq!(byte_range(ignored, 100), Whole, "{ignored:?}");
+        }
+    }
+
+    #[test]
+    fn file_names_are_percent_encoded_in_the_disposition() {
+        assert_eq!(
+            inline_disposition("a b\"\r\n;é.pdf"),
+            "inline; filename*=UTF-8''a%20b%22%0D%0A%3B%C3%A9.pdf"
+        );
     }
 }

@@ -3,37 +3,19 @@
 // directory. Screenshots go to artifacts/e2e/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
 import { makePdf } from "./make-pdf.mjs";
+import { repo, shared, corpusQuestion, startServer, launchBrowser } from "./harness.mjs";
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const shared = process.env.QUIRE_SHARED || resolve(repo, "../shared");
-const bin = process.env.QUIRE_BIN || join(repo, "target/debug/quire");
 const shots = join(repo, "artifacts/e2e");
 const MODES = ["compact", "refine", "tree_summarize", "simple_summarize", "no_text", "accumulate", "compact_accumulate"];
 // The question about wasysym.pdf's page 2 from the shared corpus.
-const question = JSON.parse(readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes('"A23"')));
+const question = corpusQuestion("A23");
 
 let server, url, browser, page, dataDir;
 const pageErrors = [];
-
-function startServer() {
-  return new Promise((ok, fail) => {
-    server = spawn(bin, ["serve", "--port", "0", "--data-dir", dataDir], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    server.stdout.on("data", (d) => {
-      out += d;
-      const m = out.match(/serving on (http:\/\/\S+)/);
-      if (m) ok(m[1]);
-    });
-    server.on("exit", (code) => fail(new Error(`quire serve exited with ${code}: ${out}`)));
-  });
-}
 
 before(async () => {
   mkdirSync(shots, { recursive: true });
@@ -43,12 +25,8 @@ before(async () => {
   if (process.env.QUIRE_E2E_MODEL) {
     writeFileSync(join(dataDir, "settings.json"), JSON.stringify({ model: process.env.QUIRE_E2E_MODEL }));
   }
-  url = await startServer();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  ({ url, proc: server } = await startServer(dataDir));
+  browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.on("pageerror", (e) => pageErrors.push(String(e)));
   page.on("dialog", (d) => { pageErrors.push(`dialog: ${d.message()}`); d.dismiss(); });
@@ -173,6 +151,14 @@ test("a follow-up is condensed, cited and reranked, and whole again when reopene
     const sel = page.locator("#sources li.source.selected");
     assert.equal(await sel.count(), 1);
     assert.equal(await sel.locator(".cited.current").count(), 1);
+    // and opens the viewer at that source's page, the cited piece highlighted.
+    await page.waitForSelector("#viewer .pdf-page[data-rendered]", { timeout: 60_000 });
+    const pages = await sel.getAttribute("data-pages");
+    assert.equal(await page.inputValue("#viewer-page"), pages.match(/\d+/)[0]);
+    assert.ok(await page.locator("#viewer .textLayer .hl").count() > 0, await page.locator("#viewer-status").innerText());
+    await page.screenshot({ path: join(shots, "06-follow-up-viewer.png") });
+    await page.keyboard.press("Escape");
+    assert.ok(await page.locator("#viewer").isHidden());
   }
   await page.screenshot({ path: join(shots, "06-follow-up.png") });
   // Reopened: the steps with their prompts, the searched-for line, the sources.

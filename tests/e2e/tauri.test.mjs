@@ -2,7 +2,8 @@
 // Quire window (run under Xvfb by `make test`). It indexes a corpus PDF through the
 // `index_paths` command that a drop uses, asks in compact and tree_summarize modes,
 // checks that tokens stream and the sources panel shows the right file and page, and
-// saves a screenshot of the window to artifacts/tauri/.
+// opens the PDF viewer at a source (and a hostile PDF that must run nothing), and
+// saves screenshots of the window to artifacts/tauri/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -10,6 +11,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeHostilePdf } from "./make-pdf.mjs";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const shared = process.env.QUIRE_SHARED || resolve(repo, "../shared");
@@ -146,6 +148,76 @@ test("a follow-up in the window is condensed with the conversation, and says wha
   assert.equal(r.panel, r.searched);
   const png = await wd("GET", `/session/${session}/screenshot`);
   writeFileSync(join(shots, "window-follow-up.png"), Buffer.from(png, "base64"));
+});
+
+/** Ask in no_text mode (retrieval only) in a new conversation; wait for the sources. */
+async function retrieve(text) {
+  await exec(`
+    document.getElementById("new-chat").click();
+    const sel = document.getElementById("mode");
+    sel.value = "no_text";
+    sel.dispatchEvent(new Event("change"));
+    document.getElementById("question").value = arguments[0];
+    document.getElementById("composer").requestSubmit();
+  `, [text]);
+  await waitFor("const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m && !m.classList.contains('streaming') && document.querySelectorAll('#sources li.source').length > 0", [], "the sources");
+}
+
+const viewerState = () => exec(`
+  return { page: document.getElementById("viewer-page").value, error: document.querySelector("#viewer .viewer-error")?.textContent || null,
+           hl: [...document.querySelectorAll("#viewer .textLayer .hl")].map((s) => s.textContent).join(""),
+           text: document.querySelector("#viewer .textLayer")?.textContent || "", status: document.getElementById("viewer-status").textContent,
+           href: location.href, pwned: window.__pwned };
+`);
+
+test("in the window, source 1 opens the viewer at its page with the passage highlighted", async () => {
+  await retrieve(question.question);
+  const pages = await exec("const li = document.querySelector('#sources li.source'); li.querySelector('.src-open').click(); return li.dataset.pages;");
+  await waitFor("return !!document.querySelector('#viewer .pdf-page[data-rendered]') || !!document.querySelector('#viewer .viewer-error')", [], "the viewer's page");
+  const v = await viewerState();
+  assert.equal(v.error, null);
+  assert.equal(v.page, pages.match(/\d+/)[0]);
+  assert.equal(Number(v.page), question.pages[0]);
+  for (const term of question.must_contain) assert.ok(v.hl.includes(term), `"${term}" not highlighted: ${v.hl.slice(0, 200)} (${v.status})`);
+  const png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-viewer.png"), Buffer.from(png, "base64"));
+});
+
+test("in the window, a hostile PDF opens, shows its text and runs nothing", async () => {
+  const hostile = join(dataDir, "hostile-window.pdf");
+  makeHostilePdf(hostile, [
+    "The marmoset lantern glows over the harbour at night.",
+    "This line is a launch link to a program.",
+    "This line is a link that runs JavaScript.",
+    "This line links to a remote server.",
+  ]);
+  const start = await exec("return location.href");
+  const done = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const ch = new window.__TAURI__.core.Channel();
+    const seen = [];
+    ch.onmessage = (e) => seen.push(e.type);
+    window.__TAURI__.core.invoke("index_paths", { paths: [arguments[0]], channel: ch }).then(() => done(seen), (e) => done([String(e)]));
+  `, [hostile]);
+  assert.ok(done.includes("file_done"), done.join(","));
+  await retrieve("Where does the marmoset lantern glow?");
+  await exec("[...document.querySelectorAll('#sources li.source')].find((li) => li.dataset.file === 'hostile-window.pdf').querySelector('.src-open').click()");
+  await waitFor("const p = document.querySelector('#viewer .pdf-page[data-rendered]'); return (p && p.closest('#viewer') && document.getElementById('viewer-title').textContent === 'hostile-window.pdf') || !!document.querySelector('#viewer .viewer-error')", [], "the hostile page");
+  // Click each line (the links' areas).
+  await exec("for (const s of document.querySelectorAll('#viewer .textLayer > span')) s.click();");
+  const v = await viewerState();
+  assert.equal(v.error, null);
+  assert.match(v.text, /marmoset lantern glows/);
+  assert.match(v.hl, /marmoset lantern glows/);
+  assert.equal(v.pwned, undefined);
+  assert.equal(v.href, start);
+  assert.equal(await exec("return document.querySelectorAll('#viewer a, #viewer iframe, #viewer object, #viewer embed, #viewer script').length"), 0);
+  // No dialog is open: the driver has no alert to read.
+  const alert = await fetch(`${base}/session/${session}/alert/text`).then((r) => r.json());
+  assert.ok(alert.value && alert.value.error, `an alert is open: ${JSON.stringify(alert)}`);
+  const png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-viewer-hostile.png"), Buffer.from(png, "base64"));
+  await exec("document.getElementById('viewer-close').click()");
 });
 
 test("settings list the models, and the reembed command re-embeds with progress", async () => {

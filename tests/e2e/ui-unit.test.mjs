@@ -1,8 +1,9 @@
 // Unit tests of the UI's pure text functions (no browser): citation markers in a
-// streamed answer.
+// streamed answer; finding a chunk's text on a PDF page's text layer.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { citationParts } from "../../ui/js/dom.js";
+import { normalize, pageText, locate, findAll, itemRanges } from "../../ui/js/locate.js";
 
 test("citation markers become citations, whole once streamed", () => {
   const known = new Set([1, 2]);
@@ -22,4 +23,55 @@ test("citation markers become citations, whole once streamed", () => {
   assert.deepEqual(citationParts(text, known), ["It is red ", { n: 2 }, " today"]);
   // Adjacent markers.
   assert.deepEqual(citationParts("[1][2]", known), [{ n: 1 }, { n: 2 }]);
+});
+
+test("a chunk is found on the page whatever the spacing, hyphenation and ligatures", () => {
+  // PDF.js's text items for a page, and the same passage as Quire's extractor split it.
+  const items = ["Chapter 2 ", "Options", "The nointe-", "grals option keeps the inte-", "gral signs of LaTeX", "and amsmath ", "untouched; ﬁnally, ", "other text follows."];
+  const page = pageText(items);
+  const chunk = "The nointegrals option keeps the integral signs of LaTeX and amsmath untouched; finally,";
+  const hit = locate(normalize(chunk).text, page.text);
+  assert.ok(hit, "not found");
+  const ranges = itemRanges(page, hit.start, hit.end, items);
+  const marked = ranges.map((r) => items[r.item].slice(r.from, r.to)).join("|");
+  assert.equal(marked, "The nointe|grals option keeps the inte|gral signs of LaTeX|and amsmath|untouched; ﬁnally");
+  assert.equal(ranges[0].item, 2);
+});
+
+test("a chunk that differs in places is still found, at the right place", () => {
+  const filler = "Lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor. ";
+  const passage = "Load wasysym with the nointegrals option; it neither alters existing integral symbols nor adds new ones, so amsmath keeps its own.";
+  const items = [filler.repeat(4), passage.replace("existing", "exist- ing").replace("symbols", "sym bols"), filler.repeat(3)];
+  const page = pageText(items);
+  // The extractor lost a word and read a glyph differently.
+  const chunk = passage.replace("so ", "").replace("keeps", "kceps");
+  const hit = locate(normalize(chunk).text, page.text);
+  assert.ok(hit && hit.found > 0.5, JSON.stringify(hit));
+  const text = itemRanges(page, hit.start, hit.end, items).map((r) => items[r.item].slice(r.from, r.to)).join("");
+  assert.ok(text.startsWith("Load wasysym"), text);
+  assert.ok(text.endsWith("its own"), text);
+  // Text that is not on the page is not found.
+  assert.equal(locate(normalize("An entirely different paragraph about sailing boats and harbours.").text, page.text), null);
+});
+
+test("a chunk running onto the next page is found in part on each", () => {
+  const first = "Beginning of the page. The quokkaberry grows on small islands where";
+  const second = "the winters are mild and the soil is sandy. Next section.";
+  const chunk = "The quokkaberry grows on small islands where the winters are mild and the soil is sandy.";
+  const p1 = pageText([first]);
+  const p2 = pageText([second]);
+  const h1 = locate(normalize(chunk).text, p1.text);
+  const h2 = locate(normalize(chunk).text, p2.text);
+  assert.ok(h1 && h2);
+  assert.equal(itemRanges(p1, h1.start, h1.end, [first]).map((r) => first.slice(r.from, r.to)).join(""), "The quokkaberry grows on small islands where");
+  assert.equal(itemRanges(p2, h2.start, h2.end, [second]).map((r) => second.slice(r.from, r.to)).join(""), "the winters are mild and the soil is sandy");
+});
+
+test("Chinese text is found, and search finds every place", () => {
+  const items = ["第一章 简介", "LaTeX 是一个排版系统，", "适合排版科技文档。排版系统很好。"];
+  const page = pageText(items);
+  const hit = locate(normalize("LaTeX是一个排版系统，适合排版科技文档。").text, page.text);
+  assert.ok(hit);
+  assert.equal(itemRanges(page, hit.start, hit.end, items).map((r) => items[r.item].slice(r.from, r.to)).join("|"), "LaTeX 是一个排版系统|适合排版科技文档");
+  assert.deepEqual(findAll(normalize("排版系统").text, page.text).length, 2);
 });

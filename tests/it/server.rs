@@ -325,3 +325,165 @@ fn an_oversized_upload_is_refused_with_a_clear_error() {
     );
     assert!(s.engine.documents().expect("documents").is_empty());
 }
+
+/// GET `path` with `extra` header lines (each ending in CRLF): status, headers, body.
+fn get(addr: SocketAddr, path: &str, extra: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let mut t = TcpStream::connect(addr).expect("connect");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n");
+    t.write_all(req.as_bytes()).expect("write");
+    let mut r = BufReader::new(t);
+    let (status, headers) = head(&mut r);
+    let mut out = Vec::new();
+    if header(&headers, "transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        while let Some(c) = chunk(&mut r) {
+            out.extend(c);
+        }
+    } else {
+        r.read_to_end(&mut out).expect("body");
+    }
+    (status, headers, out)
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The `error` of a JSON error body.
+fn error_message(body: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)));
+    v["error"].as_str().expect("error field").to_string()
+}
+
+#[test]
+fn a_documents_pdf_is_served_whole_or_in_ranges_and_only_while_unchanged() {
+    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    let folder = tempfile::tempdir().expect("tempdir");
+    let path = folder.path().join("wasysym copy é.pdf");
+    std::fs::copy(util::shared().join("corpus/pdfs/wasysym.pdf"), &path).expect("copy");
+    // Older than the engine's window for racy timestamps: its check is remembered.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("set mtime");
+    let pdf = std::fs::read(&path).expect("read");
+    let len = pdf.len();
+    let mut id = None;
+    s.engine
+        .index(std::slice::from_ref(&path), &Cancel::new(), &mut |ev| {
+            if let quire::engine::IndexEvent::FileDone { doc_id, .. } = ev {
+                id = Some(doc_id);
+            }
+            true
+        })
+        .expect("index");
+    let id = id.expect("indexed");
+    let url = format!("/api/documents/{id}/file");
+
+    // Whole, twice (the second from the remembered check), in several body chunks.
+    for _ in 0..2 {
+        let (status, h, body) = get(s.addr, &url, "");
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        assert!(
+            body == pdf,
+            "the body is not the file ({} bytes)",
+            body.len()
+        );
+        assert_eq!(header(&h, "content-type"), Some("application/pdf"));
+        assert_eq!(header(&h, "content-length"), Some(len.to_string().as_str()));
+        assert_eq!(header(&h, "accept-ranges"), Some("bytes"));
+        assert_eq!(header(&h, "cache-control"), Some("no-store"));
+        assert_eq!(
+            header(&h, "content-disposition"),
+            Some("inline; filename*=UTF-8''wasysym%20copy%20%C3%A9.pdf")
+        );
+        assert!(
+            header(&h, "content-security-policy").is_some_and(|v| v.contains("worker-src 'self'"))
+        );
+    }
+
+    // One range: the first ten bytes, the last five, from an offset to the end.
+    let (status, h, body) = get(s.addr, &url, "Range: bytes=0-9\r\n");
+    assert_eq!(status, 206);
+    assert_eq!(body, &pdf[..10]);
+    assert_eq!(
+        header(&h, "content-range"),
+        Some(format!("bytes 0-9/{len}").as_str())
+    );
+    assert_eq!(header(&h, "content-length"), Some("10"));
+    let (status, h, body) = get(s.addr, &url, "Range: bytes=-5\r\n");
+    assert_eq!(status, 206);
+    assert_eq!(body, &pdf[len - 5..]);
+    assert_eq!(
+        header(&h, "content-range"),
+        Some(format!("bytes {}-{}/{len}", len - 5, len - 1).as_str())
+    );
+    let (status, _, body) = get(s.addr, &url, "Range: bytes=70000-\r\n");
+    assert_eq!(status, 206);
+    assert!(
+        body == pdf[70000..],
+        "bytes=70000- gave {} bytes",
+        body.len()
+    );
+
+    // Past the end: 416, saying the length. Several ranges, or nonsense: the whole file.
+    let (status, h, body) = get(s.addr, &url, &format!("Range: bytes={len}-\r\n"));
+    assert_eq!(status, 416);
+    assert_eq!(
+        header(&h, "content-range"),
+        Some(format!("bytes */{len}").as_str())
+    );
+    assert!(error_message(&body).contains("not satisfiable"));
+    for ignored in ["bytes=0-1,5-9", "bytes=9-0", "pages=1-2"] {
+        let (status, _, body) = get(s.addr, &url, &format!("Range: {ignored}\r\n"));
+        assert_eq!(status, 200, "{ignored}");
+        assert!(body == pdf, "{ignored}");
+    }
+
+    // No such document; no number at all.
+    let (status, h, body) = get(s.addr, &format!("/api/documents/{}/file", id + 100), "");
+    assert_eq!(status, 404);
+    assert_eq!(header(&h, "content-type"), Some("application/json"));
+    assert_eq!(
+        error_message(&body),
+        format!("not found: document {}", id + 100)
+    );
+    let (status, _, _) = get(s.addr, "/api/documents/..%2F..%2Fetc%2Fpasswd/file", "");
+    assert!((400..500).contains(&status), "{status}");
+
+    // Other bytes at the same path (same length): refused, never served.
+    let mut other = pdf.clone();
+    other[len / 2] ^= 0x55;
+    std::fs::write(&path, &other).expect("write");
+    for range in ["", "Range: bytes=0-9\r\n"] {
+        let (status, _, body) = get(s.addr, &url, range);
+        assert_eq!(status, 409, "{range:?}");
+        assert!(
+            body != other && !body.starts_with(b"%PDF"),
+            "served the changed file"
+        );
+        let msg = error_message(&body);
+        assert!(
+            msg.contains("\"wasysym copy é.pdf\"")
+                && msg.contains("has changed since it was indexed"),
+            "{msg}"
+        );
+    }
+
+    // Moved away: not found, saying so.
+    std::fs::write(&path, &pdf).expect("write back");
+    assert_eq!(get(s.addr, &url, "").0, 200);
+    std::fs::rename(&path, folder.path().join("elsewhere.pdf")).expect("move");
+    let (status, _, body) = get(s.addr, &url, "");
+    assert_eq!(status, 404);
+    let msg = error_message(&body);
+    assert!(
+        msg.contains("is no longer at") && msg.contains("moved or deleted"),
+        "{msg}"
+    );
+}

@@ -2,6 +2,7 @@
 // only through ./transport.js; renders untrusted text only through ./dom.js.
 import { transport } from "./transport.js";
 import { el, clear, highlighted, queryTerms, citationParts } from "./dom.js";
+import { openDocument, closeViewer, isOpen as viewerOpen, shownDocument } from "./viewer.js";
 
 const MODES = [
   ["compact", "Packs as many chunks as fit into each call, then refines: fewer LLM calls (default)."],
@@ -52,8 +53,12 @@ async function loadDocuments() {
   const ul = clear($("documents"));
   for (const d of state.docs) {
     const failed = d.status === "failed";
-    ul.append(el("li", { class: failed ? "failed" : "", title: failed ? d.error : d.path, dataset: { docId: d.id } },
-      el("span", { class: "name" }, d.title || d.file_name || d.path),
+    const name = d.title || d.file_name || d.path;
+    ul.append(el("li", { class: failed ? "failed" : "", title: failed ? d.error : `${d.path} — click to open`, dataset: { docId: d.id } },
+      el("span", {
+        class: failed ? "name" : "name openable",
+        onclick: failed ? undefined : () => openDocument({ docId: d.id, name: d.file_name || name, page: 1 }),
+      }, name),
       el("span", { class: "meta" }, failed ? "failed" : `${d.pages} p.`),
       el("button", { title: "Remove from the index", onclick: () => removeDocument(d) }, "×")));
   }
@@ -63,6 +68,7 @@ async function loadDocuments() {
 async function removeDocument(d) {
   if (!confirm(`Remove “${d.title || d.path}” from the index?`)) return;
   try { await transport.removeDocument(d.id); } catch (e) { banner(e.message); }
+  if (shownDocument() === d.id) closeViewer();
   loadDocuments();
 }
 
@@ -296,6 +302,14 @@ function showCitation(view, n) {
   li.querySelector(".src-text")?.classList.add("open");
   for (const piece of li.querySelectorAll(".cited")) piece.classList.toggle("current", piece.dataset.n === String(n));
   li.scrollIntoView({ block: "nearest" });
+  const s = (view.sources || []).find((x) => x.chunk_id === c.chunk_id);
+  if (s) openSource(s, c.text);
+}
+
+/** Open a source's document in the viewer at its page, with `passage` (the source's
+ *  text, or the piece a citation names) highlighted. */
+function openSource(s, passage) {
+  openDocument({ docId: s.doc_id, name: s.file, page: s.page_start, pageEnd: s.page_end, passage: passage || s.text });
 }
 
 function statsLine(s) {
@@ -343,8 +357,9 @@ function showSources(view) {
     text.addEventListener("click", () => text.classList.toggle("open"));
     ol.append(el("li", { class: "source", dataset: { file: s.file, pages, chunkId: s.chunk_id } },
       el("div", { class: "src-head" },
-        el("span", { class: "src-file" }, s.file),
-        el("span", { class: "src-pages" }, pages),
+        el("button", { type: "button", class: "src-open", title: `Open ${s.file} at ${pages}, the passage highlighted`, onclick: () => openSource(s) },
+          el("span", { class: "src-file" }, s.file), " ",
+          el("span", { class: "src-pages" }, pages)),
         el("span", { class: "src-score" }, `score ${Number(s.score).toFixed(4)}`),
         s.rerank_score != null ? el("span", { class: "src-rerank", title: "The LLM reranker's relevance, 1–10" }, `rerank ${Number(s.rerank_score).toFixed(0)}/10`) : null,
         cites.length ? el("span", { class: "src-cites" }, `cited as ${cites.map((c) => `[${c.number}]`).join(" ")}`) : null),
@@ -474,7 +489,12 @@ $("question").addEventListener("keydown", (e) => {
     $("composer").requestSubmit();
   }
 });
-document.addEventListener("keydown", (e) => { if (e.key === "Escape") stop(); });
+// Esc stops a generation; otherwise (or from inside the viewer) it closes the viewer.
+document.addEventListener("keydown", (e) => {
+  if (e.key !== "Escape" || $("settings").open) return;
+  if (viewerOpen() && (!state.running || e.target.closest?.("#viewer"))) closeViewer();
+  else stop();
+});
 $("stop").addEventListener("click", stop);
 
 // ---------- settings ----------

@@ -53,6 +53,20 @@ const http = {
   status: () => httpJson("GET", "/api/status"),
   documents: () => httpJson("GET", "/api/documents"),
   removeDocument: (id) => httpJson("DELETE", `/api/documents/${encodeURIComponent(id)}`),
+  /** What PDF.js opens a document from: its URL, which PDF.js reads in ranges. The
+   *  first byte is asked for here, so that a file moved or changed since indexing
+   *  fails with the engine's message rather than PDF.js's bare status code. */
+  async documentSource(id) {
+    const url = `/api/documents/${encodeURIComponent(id)}/file`;
+    const r = await fetch(url, { headers: { range: "bytes=0-0" } });
+    if (!r.ok) {
+      const t = await r.text();
+      let msg = t;
+      try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
+      throw new Error(msg || `${r.status} ${r.statusText}`);
+    }
+    return { url };
+  },
   settings: () => httpJson("GET", "/api/settings"),
   saveSettings: (s) => httpJson("PUT", "/api/settings", s),
   conversations: () => httpJson("GET", "/api/conversations"),
@@ -93,6 +107,11 @@ const desktop = tauri && {
   status: () => ipc("status"),
   documents: () => ipc("documents"),
   removeDocument: (id) => ipc("remove_document", { id }),
+  /** The document's bytes, over IPC (no file-system access for the page). */
+  async documentSource(id) {
+    const bytes = await ipc("document_file", { id });
+    return { data: new Uint8Array(bytes) };
+  },
   settings: () => ipc("settings"),
   saveSettings: (settings) => ipc("save_settings", { settings }),
   conversations: () => ipc("conversations"),

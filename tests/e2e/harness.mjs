@@ -1,0 +1,40 @@
+// What the browser suites share: where things are, `quire serve` on a temporary data
+// directory (loopback, a free port), and Debian's Chromium through playwright-core.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+export const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const shared = process.env.QUIRE_SHARED || resolve(repo, "../shared");
+export const bin = process.env.QUIRE_BIN || join(repo, "target/debug/quire");
+
+/** A corpus question by id, from ../shared/corpus/questions.jsonl. */
+export function corpusQuestion(id) {
+  const line = readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes(`"${id}"`));
+  return JSON.parse(line);
+}
+
+/** Start `quire serve` on `dataDir`; resolves to { url, proc } once it listens. */
+export function startServer(dataDir) {
+  return new Promise((ok, fail) => {
+    const proc = spawn(bin, ["serve", "--port", "0", "--data-dir", dataDir], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    proc.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/serving on (http:\/\/\S+)/);
+      if (m) ok({ url: m[1], proc });
+    });
+    proc.on("exit", (code) => fail(new Error(`quire serve exited with ${code}: ${out}`)));
+  });
+}
+
+/** Headless Chromium, nothing of its own on the network. */
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}

@@ -1,0 +1,208 @@
+// End-to-end test of the PDF viewer in a real browser (Debian's Chromium via
+// playwright-core), over `quire serve` on a temporary data directory. It needs only
+// the embedding model: questions are asked in no_text mode (retrieval, no LLM).
+// Screenshots go to artifacts/e2e/, the 1,000-page timing to
+// artifacts/e2e/viewer-timing.json.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, mkdirSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { makePdf, makeHostilePdf } from "./make-pdf.mjs";
+import { repo, shared, corpusQuestion, startServer, launchBrowser } from "./harness.mjs";
+
+const shots = join(repo, "artifacts/e2e");
+const question = corpusQuestion("A23");
+let server, url, origin, browser, page, dataDir;
+const problems = []; // dialogs, page errors, requests off our origin, navigations
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  dataDir = mkdtempSync(join(tmpdir(), "quire-viewer-"));
+  ({ url, proc: server } = await startServer(dataDir));
+  origin = new URL(url).origin;
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on("pageerror", (e) => problems.push(`page error: ${e}`));
+  page.on("dialog", (d) => { problems.push(`dialog: ${d.message()}`); d.dismiss(); });
+  page.on("request", (r) => { if (!r.url().startsWith(origin) && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) problems.push(`request off origin: ${r.url()}`); });
+  page.on("popup", (p) => problems.push(`popup: ${p.url()}`));
+  page.on("framenavigated", (f) => { if (f === page.mainFrame() && !f.url().startsWith(origin)) problems.push(`navigated to ${f.url()}`); });
+  page.on("console", (m) => { if (/Content.Security.Policy|Refused to/i.test(m.text())) problems.push(`console: ${m.text()}`); });
+  await page.goto(url);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill("SIGTERM");
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function upload(path, name) {
+  await page.setInputFiles("#file-input", path);
+  await page.waitForSelector(`#documents li:has-text("${name}")`, { timeout: 600_000 });
+}
+
+/** Ask in no_text mode in a new conversation; wait for the sources. */
+async function retrieve(text) {
+  await page.click("#new-chat");
+  await page.selectOption("#mode", "no_text");
+  const before = await page.locator(".msg.assistant").count();
+  await page.fill("#question", text);
+  await page.press("#question", "Enter");
+  await page.waitForFunction((n) => {
+    const msgs = document.querySelectorAll(".msg.assistant");
+    return msgs.length > n && !msgs[msgs.length - 1].classList.contains("streaming");
+  }, before, { timeout: 120_000 });
+  assert.equal(await page.locator(".msg.assistant").last().locator(".error").count(), 0);
+}
+
+/** Wait until the viewer shows a rendered page (page `n` if given); its number. */
+async function shown(n) {
+  await page.waitForSelector(`#viewer .pdf-page${n ? `[data-page="${n}"]` : ""}[data-rendered]`, { timeout: 120_000 });
+  return Number(await page.inputValue("#viewer-page"));
+}
+
+const highlightedText = () => page.locator("#viewer .textLayer .hl").allTextContents().then((t) => t.join(""));
+
+test("a source opens the viewer at its page with the passage highlighted", async () => {
+  await upload(join(shared, "corpus/pdfs", question.file), question.file.replace(/\.pdf$/, ""));
+  await retrieve(question.question);
+  const first = page.locator("#sources li.source").first();
+  // "p. 2", or "pp. 1–2" for a chunk that runs over a page break: then both pages are
+  // shown, one under the other, each with its part of the passage highlighted.
+  const [from, to = from] = (await first.getAttribute("data-pages")).match(/\d+/g).map(Number);
+  await first.locator(".src-open").click();
+  assert.equal(await shown(), from);
+  const rendered = await page.locator("#viewer .pdf-page[data-rendered]").evaluateAll((els) => els.map((e) => Number(e.dataset.page)));
+  assert.deepEqual(rendered, Array.from({ length: to - from + 1 }, (_, i) => from + i));
+  assert.ok(from <= question.pages[0] && question.pages[0] <= to, `source 1 (pp. ${from}-${to}) should hold the answering page ${question.pages[0]}`);
+  assert.match(await page.locator("#viewer-count").innerText(), /of \d+/);
+  const text = await highlightedText();
+  for (const term of question.must_contain) assert.ok(text.includes(term), `"${term}" not in the highlight: ${text.slice(0, 300)}`);
+  assert.match(await page.locator("#viewer-status").innerText(), /Passage highlighted/);
+  // The highlight is scrolled into view.
+  const box = await page.locator("#viewer-scroll").boundingBox();
+  const hl = await page.locator("#viewer .textLayer .hl").first().boundingBox();
+  assert.ok(hl.y >= box.y && hl.y + hl.height <= box.y + box.height, JSON.stringify({ box, hl }));
+  await page.screenshot({ path: join(shots, "10-viewer.png") });
+  const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+  await page.click("#theme-btn");
+  await page.screenshot({ path: join(shots, "10-viewer-dark.png") });
+  if (theme !== (await page.evaluate(() => document.documentElement.dataset.theme))) await page.click("#theme-btn");
+});
+
+test("the viewer pages, zooms, finds, resizes and closes with Esc", async () => {
+  const start = Number(await page.inputValue("#viewer-page"));
+  await page.click("#viewer-next");
+  assert.equal(await shown(start + 1), start + 1);
+  await page.click("#viewer-prev");
+  await page.fill("#viewer-page", "1");
+  await page.press("#viewer-page", "Enter");
+  await page.waitForSelector('#viewer .pdf-page[data-page="1"][data-rendered]');
+  const before = await page.locator("#viewer .pdf-page").first().boundingBox();
+  await page.click("#viewer-zoom-in");
+  await page.waitForSelector('#viewer .pdf-page[data-page="1"][data-rendered]');
+  const after = await page.locator("#viewer .pdf-page").first().boundingBox();
+  assert.ok(after.width > before.width, `${before.width} -> ${after.width}`);
+  await page.click("#viewer-fit");
+  // Find: the next page with the term, the term marked there.
+  await page.fill("#viewer-search", "nointegrals");
+  await page.press("#viewer-search", "Enter");
+  await page.waitForFunction(() => document.querySelector("#viewer .textLayer .found"));
+  const found = await page.locator("#viewer .textLayer .found").allTextContents();
+  assert.ok(found.length > 0 && found.every((t) => t.toLowerCase() === "nointegrals"), found.join("|"));
+  assert.match(await page.locator("#viewer-status").innerText(), /match/);
+  await page.fill("#viewer-search", "xylophonequartz");
+  await page.press("#viewer-search", "Enter");
+  await page.waitForFunction(() => /not in this document/.test(document.querySelector("#viewer-status").textContent));
+  // Resize by dragging the left edge.
+  const w0 = (await page.locator("#viewer").boundingBox()).width;
+  const edge = await page.locator("#viewer-resize").boundingBox();
+  await page.mouse.move(edge.x + 4, edge.y + 200);
+  await page.mouse.down();
+  await page.mouse.move(edge.x - 116, edge.y + 200, { steps: 5 });
+  await page.mouse.up();
+  const w1 = (await page.locator("#viewer").boundingBox()).width;
+  assert.ok(w1 > w0 + 80, `${w0} -> ${w1}`);
+  await page.click("#viewer-scroll");
+  await page.keyboard.press("Escape");
+  assert.ok(await page.locator("#viewer").isHidden());
+  assert.deepEqual(problems, []);
+});
+
+test("a document in the list opens at its first page", async () => {
+  await page.locator("#documents li .name.openable").first().click();
+  assert.equal(await shown(), 1);
+  await page.click("#viewer-close");
+  assert.ok(await page.locator("#viewer").isHidden());
+});
+
+test("a hostile PDF opens, shows its text, and runs nothing", async () => {
+  const hostile = join(dataDir, "hostile-viewer.pdf");
+  makeHostilePdf(hostile, [
+    "The marmoset lantern glows over the harbour at night.",
+    "This line is a launch link to a program.",
+    "This line is a link that runs JavaScript.",
+    "This line links to a remote server.",
+  ]);
+  await upload(hostile, "hostile-viewer");
+  await retrieve("Where does the marmoset lantern glow?");
+  const src = page.locator('#sources li.source[data-file="hostile-viewer.pdf"]').first();
+  await src.locator(".src-open").click();
+  assert.equal(await shown(), 1);
+  assert.match(await highlightedText(), /marmoset lantern glows/);
+  // Click every link's area: nothing opens, navigates or runs.
+  for (const y of [0, 1, 2, 3]) {
+    const span = page.locator("#viewer .textLayer > span").nth(y);
+    if (await span.count()) await span.click({ force: true });
+  }
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.locator("#viewer a, #viewer iframe, #viewer object, #viewer embed, #viewer script").count(), 0);
+  assert.equal(page.url().startsWith(origin), true);
+  assert.deepEqual(problems, []);
+  await page.screenshot({ path: join(shots, "11-viewer-hostile.png") });
+});
+
+test("a file gone from disk says so and opens nothing else", async () => {
+  // Browser uploads are kept in the data directory: remove the kept copy.
+  const uploads = join(dataDir, "uploads");
+  const kept = readdirSync(uploads).find((f) => f.startsWith("hostile-viewer"));
+  unlinkSync(join(uploads, kept));
+  await page.click("#viewer-close");
+  await page.locator('#documents li:has-text("hostile-viewer") .name').click();
+  await page.waitForSelector("#viewer .viewer-error");
+  assert.match(await page.locator("#viewer .viewer-error").innerText(), /no longer at|moved or deleted/);
+  assert.equal(await page.locator("#viewer .pdf-page").count(), 0);
+  await page.screenshot({ path: join(shots, "12-viewer-gone.png") });
+  await page.click("#viewer-close");
+});
+
+test("a 1,000-page PDF opens at its last page with the passage highlighted (timed)", async () => {
+  const long = join(dataDir, "long-1000.pdf");
+  const pages = [];
+  for (let i = 1; i < 1000; i++) pages.push([`Page ${i} of the long register.`]);
+  // The last page: a paragraph long enough that the chunk with its end starts there.
+  const last = [];
+  for (let i = 0; i < 14; i++) last.push(`Entry ${i}: the harbour master records the weather, the ships and the cargo.`);
+  last.push("The zephyrine lighthouse keeper logs the tide at dusk.");
+  pages.push(last);
+  makePdf(long, pages);
+  const t0 = Date.now();
+  await upload(long, "long-1000");
+  const indexSecs = (Date.now() - t0) / 1000;
+  await retrieve("Who logs the tide at the zephyrine lighthouse?");
+  const src = page.locator('#sources li.source[data-file="long-1000.pdf"][data-pages="p. 1000"]').first();
+  assert.equal(await src.count(), 1, await page.locator("#sources").innerText());
+  const clicked = await page.evaluate(() => performance.now());
+  await src.locator(".src-open").click();
+  await page.waitForSelector('#viewer .pdf-page[data-page="1000"][data-rendered] .hl', { timeout: 120_000 });
+  const ms = (await page.evaluate(() => performance.now())) - clicked;
+  assert.match(await highlightedText(), /zephyrine lighthouse keeper logs the tide/);
+  const timing = { pages: 1000, bytes: statSync(long).size, click_to_highlight_ms: Math.round(ms),
+    viewer_reported_ms: Number(await page.locator("#viewer").getAttribute("data-shown-ms")), index_secs: indexSecs };
+  writeFileSync(join(shots, "viewer-timing.json"), `${JSON.stringify(timing, null, 2)}\n`);
+  console.log(`1,000-page PDF, last page: ${JSON.stringify(timing)}`);
+  await page.screenshot({ path: join(shots, "13-viewer-1000.png") });
+  assert.deepEqual(problems, []);
+});
