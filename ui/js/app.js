@@ -3,6 +3,7 @@
 import { transport } from "./transport.js";
 import { el, clear, highlighted, queryTerms, citationParts } from "./dom.js";
 import { openDocument, closeViewer, isOpen as viewerOpen, shownDocument } from "./viewer.js";
+import { renderMarkdown, morph } from "./markdown.js";
 
 const MODES = [
   ["compact", "Packs as many chunks as fit into each call, then refines: fewer LLM calls (default)."],
@@ -230,7 +231,7 @@ function reopenedAnswer(m) {
     sv.prompt.querySelector("pre").textContent = c.prompt;
     sv.out.textContent = c.output;
   }
-  renderAnswer(view, m.content);
+  renderAnswer(view, m.content, { now: true });
   if (m.status) view.stats.textContent = m.status === "stopped" ? "Stopped." : m.status;
   else if (m.stats) view.stats.textContent = statsLine(m.stats);
   view.root.addEventListener("click", (e) => { if (!e.target.closest("button.cite")) showSources(view); });
@@ -274,20 +275,44 @@ function setSearchedFor(view, q) {
   view.searched.hidden = false;
 }
 
-/** The answer text, with each `[N]` that names a numbered source as a link to it. The
- *  whole text is rendered again on every token, so a marker split across tokens
- *  becomes one link once it is whole. Text goes in as text nodes only. */
-function renderAnswer(view, text) {
-  const body = clear(view.body);
-  const known = new Set((view.citations || []).map((c) => c.number));
-  for (const part of citationParts(text, known)) {
-    if (typeof part === "string") { body.append(document.createTextNode(part)); continue; }
-    const n = part.n;
-    body.append(el("button", {
-      type: "button", class: "cite", title: `Show source ${n}`, dataset: { n },
-      onclick: (e) => { e.stopPropagation(); showCitation(view, n); },
-    }, `[${n}]`));
+/** The answer as Markdown (./markdown.js: elements and text nodes, never HTML), with
+ *  each `[N]` that names a numbered source as a link to it. The whole text is parsed
+ *  again as it streams (at most once a frame), so a marker or a table split across
+ *  tokens becomes whole once it is; only the blocks that changed are replaced. */
+function renderAnswer(view, text, { now = false } = {}) {
+  view.text = text;
+  const draw = () => {
+    view.frame = null;
+    morph(view.body, renderMarkdown(view.text, citeHook(view)));
+  };
+  if (now || document.hidden) {
+    if (view.frame) cancelAnimationFrame(view.frame);
+    draw();
+  } else if (!view.frame) {
+    view.frame = requestAnimationFrame(draw);
   }
+}
+
+/** Draw the answer's text now if a frame is still pending. */
+function flush(view) {
+  if (view.frame) renderAnswer(view, view.text, { now: true });
+}
+
+/** Text with the answer's citation markers as buttons. */
+function citeHook(view) {
+  const known = new Set((view.citations || []).map((c) => c.number));
+  return (text) => {
+    const frag = document.createDocumentFragment();
+    for (const part of citationParts(text, known)) {
+      if (typeof part === "string") { frag.append(document.createTextNode(part)); continue; }
+      const n = part.n;
+      frag.append(el("button", {
+        type: "button", class: "cite", title: `Show source ${n}`, dataset: { n },
+        onclick: (e) => { e.stopPropagation(); showCitation(view, n); },
+      }, `[${n}]`));
+    }
+    return frag;
+  };
 }
 
 /** Show the answer's sources and select the one `[n]` cites, scrolled into view. */
@@ -436,13 +461,14 @@ async function ask(question) {
         break;
       }
       case "done":
-        renderAnswer(view, ev.answer);
+        renderAnswer(view, ev.answer, { now: true });
         view.stats.textContent = statsLine(ev.stats || {});
         break;
       case "cancelled":
         view.stats.textContent = "Stopped.";
         break;
       case "error":
+        flush(view);
         view.body.append(el("div", { class: "error" }, ev.message));
         break;
       default: break;
@@ -464,8 +490,10 @@ async function ask(question) {
   try {
     await handle.done;
   } catch (e) {
+    flush(view);
     view.body.append(el("div", { class: "error" }, e.message));
   } finally {
+    flush(view);
     view.root.classList.remove("streaming");
     view.root.addEventListener("click", (e) => { if (!e.target.closest("button.cite")) showSources(view); });
     setRunning(null);

@@ -55,6 +55,7 @@ export async function openDocument({ docId, name, page = 1, pageEnd, passage }) 
   const seq = ++V.seq;
   if (V.docId !== docId || !V.doc) {
     await closeDoc();
+    clear($("viewer-pages"));
     V.docId = docId;
     V.name = name || "";
     status("Opening…");
