@@ -54,8 +54,8 @@ export async function openDocument({ docId, name, page = 1, pageEnd, passage }) 
   V.page = page;
   const seq = ++V.seq;
   if (V.docId !== docId || !V.doc) {
-    await closeDoc();
     clear($("viewer-pages"));
+    await closeDoc();
     V.docId = docId;
     V.name = name || "";
     status("Opening…");
