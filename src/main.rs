@@ -226,6 +226,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 question,
                 mode: turn.mode,
                 overrides: opts.overrides()?,
+                ..Default::default()
             };
             cli::ask::ask(&data.engine()?, req, &opts).map(|_| ())
         }

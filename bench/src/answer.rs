@@ -238,6 +238,7 @@ pub fn ask_once(
         question: q.question.clone(),
         mode: Some(mode.name().to_string()),
         overrides: overrides.clone(),
+        ..Default::default()
     };
     let mut sample = Sample::default();
     let mut conversation = None;
@@ -249,7 +250,7 @@ pub fn ask_once(
             AskEvent::Sources { sources, .. } => {
                 sample.context = join_texts(sources.iter().map(|s| s.text.as_str()));
             }
-            AskEvent::Done { answer, stats } => {
+            AskEvent::Done { answer, stats, .. } => {
                 sample.answer = answer;
                 sample.llm_calls = stats.llm_calls;
                 sample.output_tokens = stats.output_tokens;

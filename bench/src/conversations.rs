@@ -204,6 +204,7 @@ pub fn run(
                         rerank: Some(follow_up),
                         ..Default::default()
                     },
+                    ..Default::default()
                 },
                 cancel,
             )?;
@@ -224,7 +225,7 @@ pub fn run(
                 })
                 .unwrap_or_else(|| turn.question.clone());
             let (answer, stats) = match events.last() {
-                Some(AskEvent::Done { answer, stats }) => (answer.clone(), stats.clone()),
+                Some(AskEvent::Done { answer, stats, .. }) => (answer.clone(), stats.clone()),
                 _ => {
                     return Err(Error::Invalid(format!(
                         "{} turn {}: no answer",

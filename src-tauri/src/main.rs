@@ -104,6 +104,39 @@ async fn remove_conversation(engine: Eng<'_>, id: i64) -> CmdResult<()> {
     blocking(move || e.remove_conversation(id)).await
 }
 
+#[tauri::command]
+async fn delete_message(engine: Eng<'_>, conversation_id: i64, message_id: i64) -> CmdResult<()> {
+    let e = engine.inner().clone();
+    blocking(move || e.delete_message(conversation_id, message_id)).await
+}
+
+/// Export a conversation as Markdown to a file the person chooses in the native save
+/// dialog; the path written, or none when the dialog was cancelled.
+#[tauri::command]
+async fn export_conversation(
+    app: tauri::AppHandle,
+    engine: Eng<'_>,
+    id: i64,
+) -> CmdResult<Option<PathBuf>> {
+    use tauri_plugin_dialog::DialogExt;
+    let e = engine.inner().clone();
+    let md = blocking(move || e.export_conversation(id)).await?;
+    let (tx, mut rx) = tauri::async_runtime::channel(1);
+    app.dialog()
+        .file()
+        .add_filter("Markdown", &["md"])
+        .set_file_name(format!("quire-conversation-{id}.md"))
+        .save_file(move |path| {
+            let _ = tx.try_send(path.and_then(|p| p.into_path().ok()));
+        });
+    let Some(path) = rx.recv().await.flatten() else {
+        return Ok(None);
+    };
+    let to = path.clone();
+    blocking(move || std::fs::write(&to, md).map_err(|e| quire::Error::io(&to, e))).await?;
+    Ok(Some(path))
+}
+
 /// Ask; events go to `channel` as they come.
 #[tauri::command]
 async fn ask(engine: Eng<'_>, request: AskRequest, channel: Channel<AskEvent>) -> CmdResult<()> {
@@ -192,6 +225,8 @@ fn main() {
             conversations,
             conversation,
             remove_conversation,
+            delete_message,
+            export_conversation,
             ask,
             cancel,
             index_paths,

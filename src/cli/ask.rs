@@ -193,6 +193,7 @@ pub fn chat(engine: &Engine, turn: TurnArgs, args: &AskArgs) -> anyhow::Result<(
             question: question.to_string(),
             mode: turn.mode.clone(),
             overrides: overrides.clone(),
+            ..Default::default()
         };
         match ask(engine, req, args) {
             Ok(id) => conversation = Some(id),

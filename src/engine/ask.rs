@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::{lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Source};
+use super::{exchanges, lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Source};
 use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
 use crate::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
@@ -150,27 +150,10 @@ impl Engine {
         let reg = self.register(cancel);
 
         let chat_mode: ChatMode = settings.chat_mode.parse()?;
-        let (conversation_id, history) = {
-            let store = self.store();
-            let conn = store.conn();
-            let (id, history) = match req.conversation_id {
-                Some(id) => match conversations::get(conn, id)? {
-                    Some(c) => (id, history_of(&c.messages)),
-                    None => return Err(Error::NotFound(format!("conversation {id}"))),
-                },
-                None => (conversations::create(conn, &question)?, Vec::new()),
-            };
-            conversations::add_message(
-                conn,
-                id,
-                "user",
-                &question,
-                Some(mode.name()),
-                None,
-                &Map::new(),
-            )?;
-            (id, history)
-        };
+        let placed = exchanges::place(self.store().conn(), &req, &question)?;
+        let (conversation_id, question_id) = (placed.conversation_id, placed.question_id);
+        let history = history_of(&placed.before);
+        let question = placed.question;
         let mut send = |ev: AskEvent| -> Result<()> {
             if on(ev) {
                 Ok(())
@@ -182,6 +165,7 @@ impl Engine {
         send(AskEvent::Started {
             ask_id: reg.id,
             conversation_id,
+            question_id,
         })?;
 
         let mut record = Record::default();
@@ -233,9 +217,10 @@ impl Engine {
             &extra,
         );
         let answer = outcome?;
-        saved?;
+        let message_id = saved?;
         send(AskEvent::Done {
             answer,
+            message_id,
             stats: record.stats.unwrap_or_default(),
         })
     }
@@ -475,19 +460,27 @@ struct Turn<'a> {
 
 /// The conversation before a question, as the chat engines' memory holds it: each
 /// question and its finished answer (a stopped or failed answer is left out, with its
-/// question).
+/// question); of a question asked again, its newest finished answer.
 fn history_of(messages: &[conversations::Message]) -> Vec<Message> {
     let mut out = Vec::new();
     let mut pending: Option<&str> = None;
+    let mut answered = false;
     for m in messages {
         match m.role.as_str() {
-            "user" => pending = Some(&m.content),
-            "assistant" => {
-                let finished = !m.extra.contains_key("status");
-                if let (Some(q), true) = (pending.take(), finished) {
+            "user" => {
+                pending = Some(&m.content);
+                answered = false;
+            }
+            "assistant" if !m.extra.contains_key("status") => {
+                if answered {
+                    out.pop();
+                } else if let Some(q) = pending {
                     out.push(Message::user(q));
-                    out.push(Message::assistant(m.content.clone()));
+                } else {
+                    continue;
                 }
+                out.push(Message::assistant(m.content.clone()));
+                answered = true;
             }
             _ => {}
         }

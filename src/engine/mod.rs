@@ -15,12 +15,14 @@ use crate::store::Store;
 use crate::{Error, Result};
 
 mod ask;
+mod exchanges;
 mod files;
 mod models;
 mod types;
 mod uploads;
 
 pub use ask::synth_nodes;
+pub use exchanges::to_markdown;
 pub use types::*;
 
 /// The engine. Cheap to share behind an `Arc`; one generation runs at a time and

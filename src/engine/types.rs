@@ -43,6 +43,14 @@ pub struct AskRequest {
     pub mode: Option<String>,
     /// This question's departures from the settings.
     pub overrides: AskOverrides,
+    /// Ask question message `regenerate` (the conversation's last question) again: the
+    /// new answer is kept beside the earlier ones; `question` is not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regenerate: Option<i64>,
+    /// `question` edits question message `replace_from`: that question and every
+    /// message after it are removed, and the conversation goes on from `question`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_from: Option<i64>,
 }
 
 /// Per-question overrides of the settings (`quire ask --top-k --template --var`).
@@ -158,6 +166,8 @@ pub enum AskEvent {
     Started {
         ask_id: u64,
         conversation_id: i64,
+        /// The question's message in the conversation.
+        question_id: i64,
     },
     /// The standalone question a follow-up was condensed into: what was searched for.
     Condensed {
@@ -196,6 +206,8 @@ pub enum AskEvent {
     Done {
         answer: String,
         stats: AskStats,
+        /// The answer's message in the conversation.
+        message_id: i64,
     },
     Error {
         message: String,

@@ -73,6 +73,11 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
             "/conversations/{id}",
             get(conversation).delete(remove_conversation),
         )
+        .route(
+            "/conversations/{id}/messages/{message}",
+            delete(delete_message),
+        )
+        .route("/conversations/{id}/export", get(export_conversation))
         .route("/ask", post(ask))
         .route("/reembed", post(reembed))
         .route(
@@ -371,6 +376,38 @@ async fn remove_conversation(
     let e = st.engine.clone();
     blocking(move || e.remove_conversation(id)).await?;
     Ok(Json(serde_json::json!({ "removed": id })))
+}
+
+async fn delete_message(
+    State(st): State<AppState>,
+    UrlPath((id, message)): UrlPath<(i64, i64)>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let e = st.engine.clone();
+    blocking(move || e.delete_message(id, message)).await?;
+    Ok(Json(serde_json::json!({ "removed": message })))
+}
+
+/// The conversation as a Markdown file to save.
+async fn export_conversation(
+    State(st): State<AppState>,
+    UrlPath(id): UrlPath<i64>,
+) -> ApiResult<Response> {
+    let e = st.engine.clone();
+    let md = blocking(move || e.export_conversation(id)).await?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/markdown; charset=utf-8".to_string(),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"quire-conversation-{id}.md\""),
+            ),
+        ],
+        md,
+    )
+        .into_response())
 }
 
 fn sse_event<T: serde::Serialize>(ev: &T) -> Event {

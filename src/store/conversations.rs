@@ -179,6 +179,24 @@ pub fn get(conn: &Connection, id: i64) -> Result<Option<Conversation>> {
     Ok(Some(Conversation { info, messages }))
 }
 
+/// Delete messages `ids` of conversation `conversation`. Returns how many there were.
+pub fn remove_messages(conn: &Connection, conversation: i64, ids: &[i64]) -> Result<usize> {
+    let mut n = 0;
+    for id in ids {
+        n += conn.execute(
+            "DELETE FROM messages WHERE conversation_id = ?1 AND id = ?2",
+            params![conversation, id],
+        )?;
+    }
+    if n > 0 {
+        conn.execute(
+            "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
+            params![conversation, now()],
+        )?;
+    }
+    Ok(n)
+}
+
 /// Delete a conversation and its messages. Returns whether it existed.
 pub fn remove(conn: &Connection, id: i64) -> Result<bool> {
     conn.execute("DELETE FROM messages WHERE conversation_id = ?1", [id])?;

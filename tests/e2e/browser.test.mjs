@@ -3,7 +3,7 @@
 // directory. Screenshots go to artifacts/e2e/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makePdf } from "./make-pdf.mjs";
@@ -15,6 +15,7 @@ const MODES = ["compact", "refine", "tree_summarize", "simple_summarize", "no_te
 const question = corpusQuestion("A23");
 
 let server, url, browser, page, dataDir;
+let expectConfirm = false;
 const pageErrors = [];
 
 before(async () => {
@@ -29,7 +30,12 @@ before(async () => {
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("dialog", (d) => { pageErrors.push(`dialog: ${d.message()}`); d.dismiss(); });
+  // A dialog is an error, except the confirmation a test expects (deleting).
+  page.on("dialog", (d) => {
+    if (expectConfirm && d.type() === "confirm") { expectConfirm = false; d.accept(); return; }
+    pageErrors.push(`dialog: ${d.message()}`);
+    d.dismiss();
+  });
   // Record whether answer text grew while the message was still streaming.
   await page.addInitScript(() => {
     window.__streamed = 0;
@@ -175,6 +181,62 @@ test("a follow-up is condensed, cited and reranked, and whole again when reopene
   // Back to plain questions for the tests after this one.
   await page.uncheck("#cite");
   await page.uncheck("#rerank");
+});
+
+test("an answer is copied, asked again beside itself, its question edited and deleted, the conversation exported", async () => {
+  await page.click("#new-chat");
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
+  const first = await askIn("no_text", question.question);
+  assert.equal(await first.locator(".error").count(), 0);
+  // Asked again in another mode: the second answer stands beside the first.
+  await page.selectOption("#mode", "compact");
+  await first.hover();
+  await first.locator("button.act.again").click();
+  await page.waitForFunction(() => {
+    const g = [...document.querySelectorAll("#messages .answers")].pop();
+    return g.querySelectorAll(".msg.assistant").length === 2 && !g.querySelector(".msg.streaming");
+  }, null, { timeout: 600_000 });
+  const group = page.locator("#messages .answers").last();
+  const [a, b] = [group.locator(".msg.assistant").nth(0), group.locator(".msg.assistant").nth(1)];
+  assert.match(await b.locator(".who").innerText(), /compact/);
+  const [ba, bb] = [await a.boundingBox(), await b.boundingBox()];
+  assert.ok(bb.x > ba.x + ba.width - 1 && Math.abs(bb.y - ba.y) < 2, `not side by side: ${JSON.stringify([ba, bb])}`);
+  assert.equal(await page.locator("#messages .msg.user").count(), 1, "asking again adds no question");
+  await page.screenshot({ path: join(shots, "08-asked-again.png") });
+  // Copied as plain text: what the answer reads as.
+  await b.hover();
+  await b.locator("button.act", { hasText: "Copy text" }).click();
+  const copied = (await page.evaluate(() => navigator.clipboard.readText())).replace(/\s+/g, " ").trim();
+  const shown = (await b.locator(".body").innerText()).replace(/\s+/g, " ").trim();
+  assert.ok(copied.length > 0 && shown.includes(copied.slice(0, 40)), `${copied.slice(0, 80)} | ${shown.slice(0, 80)}`);
+  // Edited: the question and its answers are replaced by the new one's.
+  await page.selectOption("#mode", "no_text");
+  const user = page.locator("#messages .msg.user").last();
+  await user.hover();
+  await user.locator("button.act", { hasText: "Edit" }).click();
+  await user.locator("textarea.edit").fill("Which wasysym option adds no new integral signs?");
+  await user.locator("textarea.edit").press("Enter");
+  await page.waitForFunction(() => {
+    const users = document.querySelectorAll("#messages .msg.user");
+    return users.length === 1 && users[0].textContent.includes("adds no new integral") &&
+      document.querySelectorAll("#messages .msg.assistant").length === 1 && !document.querySelector(".msg.streaming");
+  }, null, { timeout: 120_000 });
+  // Exported as Markdown with the sources and their pages.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#export-btn")]);
+  const md = readFileSync(await download.path(), "utf8");
+  assert.match(md, /## Question\n\nWhich wasysym option adds no new integral signs\?/);
+  assert.match(md, /1\. \*\*wasysym\.pdf\*\*, pp?\. \d/);
+  assert.ok(!md.includes(question.question), "the replaced question is gone");
+  // Deleted after a confirmation, and gone after a reload too.
+  const answer = page.locator("#messages .msg.assistant").last();
+  await answer.hover();
+  expectConfirm = true;
+  await answer.locator("button.act", { hasText: "Delete" }).click();
+  await page.waitForFunction(() => document.querySelectorAll("#messages .msg.assistant").length === 0);
+  await page.reload();
+  await page.waitForSelector("#messages .msg.user");
+  assert.equal(await page.locator("#messages .msg.assistant").count(), 0);
+  assert.deepEqual(pageErrors, []);
 });
 
 test("document text is shown as text, never run", async () => {

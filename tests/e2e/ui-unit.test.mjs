@@ -2,6 +2,11 @@
 // streamed answer; finding a chunk's text on a PDF page's text layer.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { citationParts } from "../../ui/js/dom.js";
 import { normalize, pageText, locate, findAll, itemRanges } from "../../ui/js/locate.js";
 
@@ -74,4 +79,19 @@ test("Chinese text is found, and search finds every place", () => {
   assert.ok(hit);
   assert.equal(itemRanges(page, hit.start, hit.end, items).map((r) => items[r.item].slice(r.from, r.to)).join("|"), "LaTeX 是一个排版系统|适合排版科技文档");
   assert.deepEqual(findAll(normalize("排版系统").text, page.text).length, 2);
+});
+
+test("every UI module parses", () => {
+  const dir = fileURLToPath(new URL("../../ui/js/", import.meta.url));
+  const tmp = mkdtempSync(join(tmpdir(), "quire-ui-"));
+  try {
+    for (const f of readdirSync(dir).filter((n) => n.endsWith(".js"))) {
+      const copy = join(tmp, f.replace(/\.js$/, ".mjs"));
+      copyFileSync(join(dir, f), copy);
+      const r = spawnSync(process.execPath, ["--check", copy], { encoding: "utf8" });
+      assert.equal(r.status, 0, `${f}: ${r.stderr}`);
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 });

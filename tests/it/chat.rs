@@ -84,6 +84,7 @@ fn a_follow_up_is_condensed_cited_reranked_and_kept_whole() {
                 rerank: Some(true),
                 ..Default::default()
             },
+            ..Default::default()
         },
     );
     let steps = labels(&events);
@@ -198,6 +199,7 @@ fn each_question_alone_when_chat_mode_is_off() {
                 chat_mode: Some("off".into()),
                 ..Default::default()
             },
+            ..Default::default()
         },
     );
     assert!(labels(&events).is_empty(), "no LLM call at all");
@@ -275,4 +277,144 @@ fn quire_chat_holds_one_conversation_over_stdin() {
         started[0], started[1],
         "the second line continues the conversation"
     );
+}
+
+/// The question message and answer message ids an ask reports.
+fn ids(events: &[AskEvent]) -> (i64, i64, i64) {
+    let (conversation, question) = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Started {
+                conversation_id,
+                question_id,
+                ..
+            } => Some((*conversation_id, *question_id)),
+            _ => None,
+        })
+        .unwrap();
+    let answer = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Done { message_id, .. } => Some(*message_id),
+            _ => None,
+        })
+        .unwrap();
+    (conversation, question, answer)
+}
+
+#[test]
+fn a_question_is_asked_again_edited_and_deleted_and_the_conversation_exports() {
+    let (engine, _dir) = engine();
+    let first = "Which option keeps the integral signs untouched?";
+    let (conv, q1, a1) = ids(&ask(
+        &engine,
+        AskRequest {
+            question: first.into(),
+            mode: Some("compact".into()),
+            ..Default::default()
+        },
+    ));
+    // Asked again in another mode: a second answer to the same question.
+    let again = ask(
+        &engine,
+        AskRequest {
+            conversation_id: Some(conv),
+            question: "(ignored)".into(),
+            mode: Some("simple_summarize".into()),
+            regenerate: Some(q1),
+            ..Default::default()
+        },
+    );
+    let (_, q1_again, a1b) = ids(&again);
+    assert_eq!(q1_again, q1);
+    let c = engine.conversation(conv).unwrap();
+    let shape: Vec<(&str, Option<&str>)> = c
+        .messages
+        .iter()
+        .map(|m| (m.role.as_str(), m.mode.as_deref()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("user", None),
+            ("assistant", Some("compact")),
+            ("assistant", Some("simple_summarize"))
+        ]
+    );
+    assert_eq!(c.messages[2].extra["query"], first);
+    // A follow-up sees the newest answer to the question, once.
+    let second = ask(
+        &engine,
+        AskRequest {
+            conversation_id: Some(conv),
+            question: "And the other symbols?".into(),
+            mode: Some("compact".into()),
+            ..Default::default()
+        },
+    );
+    let (_, q2, _) = ids(&second);
+    let condense = second
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Prompt { prompt, .. } if prompt.contains("Chat History") => {
+                Some(prompt.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    let newest = &c.messages[2].content;
+    assert!(
+        condense.contains(&format!("assistant: {newest}")),
+        "{condense}"
+    );
+    assert_eq!(condense.matches(first).count(), 1, "{condense}");
+    // Only the last question can be asked again.
+    let err = engine
+        .ask(
+            AskRequest {
+                conversation_id: Some(conv),
+                question: first.into(),
+                regenerate: Some(q1),
+                ..Default::default()
+            },
+            &Cancel::new(),
+            &mut |_| true,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("only the last question"), "{err}");
+    // Edited: the follow-up and its answer are replaced by the new question's.
+    let (_, q2b, _) = ids(&ask(
+        &engine,
+        AskRequest {
+            conversation_id: Some(conv),
+            question: "And which symbols does it add for music?".into(),
+            mode: Some("no_text".into()),
+            replace_from: Some(q2),
+            ..Default::default()
+        },
+    ));
+    let c = engine.conversation(conv).unwrap();
+    let texts: Vec<&str> = c
+        .messages
+        .iter()
+        .filter(|m| m.role == "user")
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(texts, [first, "And which symbols does it add for music?"]);
+    assert_eq!(c.messages.len(), 5);
+    // Deleted: an answer alone; a question with its answers.
+    engine.delete_message(conv, a1).unwrap();
+    assert_eq!(engine.conversation(conv).unwrap().messages.len(), 4);
+    engine.delete_message(conv, q2b).unwrap();
+    let c = engine.conversation(conv).unwrap();
+    let left: Vec<i64> = c.messages.iter().map(|m| m.id).collect();
+    assert_eq!(left, [q1, a1b]);
+    assert!(engine.delete_message(conv, q2b).is_err());
+    // Exported: the question, the answer with its mode, its sources with pages.
+    let md = engine.export_conversation(conv).unwrap();
+    assert!(md.starts_with("# Which option keeps"), "{md}");
+    assert!(md.contains(&format!("## Question\n\n{first}")), "{md}");
+    assert!(md.contains("### Answer (simple_summarize)"), "{md}");
+    assert!(md.contains(c.messages[1].content.trim()), "{md}");
+    assert!(md.contains("1. **wasysym.pdf**, p"), "{md}");
 }

@@ -195,7 +195,7 @@ fn switching_the_llm_takes_effect_on_the_next_question() {
             conversation_id: None,
             question: "Which option keeps the integral signs?".into(),
             mode: Some("compact".into()),
-            overrides: Default::default(),
+            ..Default::default()
         };
         let mut used = None;
         e.ask(req, &Cancel::new(), &mut |ev| {

@@ -3,7 +3,7 @@
 import { transport } from "./transport.js";
 import { el, clear, highlighted, queryTerms, citationParts } from "./dom.js";
 import { openDocument, closeViewer, isOpen as viewerOpen, shownDocument } from "./viewer.js";
-import { renderMarkdown, morph } from "./markdown.js";
+import { renderMarkdown, morph, plainText, copyText } from "./markdown.js";
 
 const MODES = [
   ["compact", "Packs as many chunks as fit into each call, then refines: fewer LLM calls (default)."],
@@ -194,6 +194,8 @@ async function loadConversations() {
 async function openConversation(id) {
   if (state.running) return;
   state.conversationId = id;
+  state.group = null;
+  $("export-btn").disabled = !id;
   localStorage.setItem("quire-conversation", id || "");
   clear($("messages"));
   clear($("sources"));
@@ -203,7 +205,7 @@ async function openConversation(id) {
       const conv = await transport.conversation(id);
       let last = null;
       for (const m of conv.messages) {
-        if (m.role === "user") userMessage(m.content);
+        if (m.role === "user") userMessage(m.content, m.id);
         else last = reopenedAnswer(m);
       }
       if (last) showSources(last);
@@ -220,6 +222,7 @@ async function openConversation(id) {
 function reopenedAnswer(m) {
   const view = assistantMessage(m.mode);
   view.root.classList.remove("streaming");
+  setAnswerId(view, m.id);
   view.query = m.query || "";
   view.queries = m.queries;
   view.notes = m.notes || [];
@@ -247,10 +250,20 @@ async function removeConversation(id) {
 $("new-chat").addEventListener("click", () => openConversation(null));
 
 // ---------- messages ----------
-function userMessage(text) {
-  const m = el("div", { class: "msg user" }, el("div", { class: "who" }, "You"), el("div", { class: "body" }, text));
-  $("messages").append(m);
+// Each question is followed by a group of its answers: asked again (maybe in another
+// mode), the answers stand side by side.
+function userMessage(text, id) {
+  const body = el("div", { class: "body" }, text);
+  const m = el("div", { class: "msg user", dataset: id ? { messageId: id } : {} },
+    el("div", { class: "who" }, "You", el("span", { class: "actions" },
+      el("button", { type: "button", class: "act", title: "Edit the question and ask it again", onclick: () => editQuestion(m) }, "Edit"),
+      el("button", { type: "button", class: "act", title: "Delete the question and its answers", onclick: () => deleteMessage(m) }, "Delete"))),
+    body);
+  const group = el("div", { class: "answers" });
+  $("messages").append(m, group);
+  state.group = group;
   scrollToEnd();
+  return m;
 }
 
 /** Keep the newest text in view; only the message list scrolls, never the window. */
@@ -264,10 +277,114 @@ function assistantMessage(mode) {
   const searched = el("div", { class: "searched", hidden: true });
   const steps = el("details", { class: "steps", hidden: true }, el("summary", {}, "Steps and prompts"));
   const stats = el("div", { class: "stats" });
-  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`), searched, steps, body, stats);
-  $("messages").append(root);
-  return { root, body, searched, steps, stats, stepViews: new Map(), citations: [] };
+  const actions = el("span", { class: "actions" });
+  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`, actions), searched, steps, body, stats);
+  (state.group || $("messages")).append(root);
+  const view = { root, body, searched, steps, stats, stepViews: new Map(), citations: [], text: "" };
+  actions.append(
+    el("button", { type: "button", class: "act", title: "Copy the answer as Markdown", onclick: (e) => copied(e, view.text) }, "Copy"),
+    el("button", { type: "button", class: "act", title: "Copy the answer as plain text", onclick: (e) => copied(e, plainText(view.text)) }, "Copy text"),
+    el("button", { type: "button", class: "act again", title: "Ask the question again, in the mode chosen in the toolbar; the answers stand side by side", onclick: () => askAgain(view) }, "Ask again"),
+    el("button", { type: "button", class: "act", title: "Delete this answer", onclick: () => deleteMessage(root) }, "Delete"));
+  return view;
 }
+
+function setAnswerId(view, id) {
+  if (id) view.root.dataset.messageId = id;
+}
+
+async function copied(e, text) {
+  e.stopPropagation();
+  const b = e.currentTarget;
+  const label = b.textContent;
+  b.textContent = (await copyText(text)) ? "Copied" : "Copy failed";
+  setTimeout(() => { b.textContent = label; }, 1500);
+}
+
+/** The question message an answer's group follows. */
+function questionOf(root) {
+  const group = root.closest(".answers");
+  const q = group?.previousElementSibling;
+  return q && q.classList.contains("user") ? q : null;
+}
+
+/** Ask the last question again, in the toolbar's mode, beside its answers. */
+function askAgain(view) {
+  const q = questionOf(view.root);
+  if (!q || state.running) return;
+  if (q.nextElementSibling !== $("messages").lastElementChild) {
+    banner("Only the last question can be asked again: edit an earlier one to ask it anew.");
+    return;
+  }
+  state.group = q.nextElementSibling;
+  ask(q.querySelector(".body").textContent, { regenerate: Number(q.dataset.messageId) });
+}
+
+/** Edit a question in place; saving asks it anew, replacing it and all after it. */
+function editQuestion(m) {
+  if (state.running || m.querySelector("textarea")) return;
+  const body = m.querySelector(".body");
+  const area = el("textarea", { class: "edit", rows: 3, "aria-label": "Edit the question" });
+  area.value = body.textContent;
+  const later = m.nextElementSibling?.nextElementSibling;
+  const save = el("button", { type: "button", class: "primary" }, "Ask");
+  const cancel = el("button", { type: "button" }, "Cancel");
+  const box = el("div", { class: "edit-box" }, area,
+    el("div", { class: "edit-bar" }, later ? el("span", { class: "muted" }, "Asking replaces this question, its answers and everything after it.") : null, cancel, save));
+  body.hidden = true;
+  body.after(box);
+  area.focus();
+  const close = () => { box.remove(); body.hidden = false; };
+  cancel.addEventListener("click", close);
+  area.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") { e.stopPropagation(); close(); }
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); }
+  });
+  save.addEventListener("click", () => {
+    const text = area.value.trim();
+    if (!text) return;
+    const id = Number(m.dataset.messageId);
+    // Everything from this question on goes; the edited one takes its place.
+    while (m.nextSibling) m.nextSibling.remove();
+    m.remove();
+    ask(text, id ? { replaceFrom: id } : {});
+  });
+}
+
+async function deleteMessage(node) {
+  const id = Number(node.dataset.messageId);
+  if (state.running || !id || !state.conversationId) return;
+  const what = node.classList.contains("user") ? "this question and its answers" : "this answer";
+  if (!confirm(`Delete ${what}?`)) return;
+  try {
+    await transport.deleteMessage(state.conversationId, id);
+  } catch (e) {
+    banner(e.message);
+  }
+  openConversation(state.conversationId);
+}
+
+/** Give every message on screen its id in the conversation (a stopped or failed
+ *  answer learns its id only from the kept conversation). */
+async function syncIds() {
+  if (!state.conversationId) return;
+  let conv;
+  try { conv = await transport.conversation(state.conversationId); } catch (_) { return; }
+  const nodes = [...$("messages").querySelectorAll(".msg")];
+  if (nodes.length !== conv.messages.length) return;
+  nodes.forEach((n, i) => { n.dataset.messageId = conv.messages[i].id; });
+}
+
+/** Save the conversation as Markdown, with its sources and pages. */
+async function exportConversation() {
+  if (!state.conversationId) return;
+  try {
+    await transport.exportConversation(state.conversationId);
+  } catch (e) {
+    banner(`Export failed: ${e.message}`);
+  }
+}
+$("export-btn").addEventListener("click", exportConversation);
 
 function setSearchedFor(view, q) {
   view.searchedFor = q;
@@ -417,11 +534,13 @@ function setRunning(r) {
   $("stop").hidden = !r;
 }
 
-async function ask(question) {
+/** Ask `question`; `regenerate` (the question's message id) asks the last question
+ *  again beside its answers, `replaceFrom` replaces that question and what follows. */
+async function ask(question, { regenerate, replaceFrom } = {}) {
   if (state.running || !question.trim()) return;
   banner("");
   const mode = $("mode").value;
-  userMessage(question);
+  const qNode = regenerate ? null : userMessage(question);
   const view = assistantMessage(mode);
   view.query = question;
   let answer = "";
@@ -429,8 +548,10 @@ async function ask(question) {
   const onEvent = (ev) => {
     switch (ev.type) {
       case "started":
+        if (qNode && ev.question_id) qNode.dataset.messageId = ev.question_id;
         if (!state.conversationId || state.conversationId !== ev.conversation_id) {
           state.conversationId = ev.conversation_id;
+          $("export-btn").disabled = false;
           localStorage.setItem("quire-conversation", ev.conversation_id);
           loadConversations();
         }
@@ -461,6 +582,7 @@ async function ask(question) {
         break;
       }
       case "done":
+        setAnswerId(view, ev.message_id);
         renderAnswer(view, ev.answer, { now: true });
         view.stats.textContent = statsLine(ev.stats || {});
         break;
@@ -483,6 +605,8 @@ async function ask(question) {
       cite_sources: $("cite").checked,
       rerank: $("rerank").checked,
     },
+    regenerate,
+    replace_from: replaceFrom,
   };
   void finalStep;
   const handle = transport.ask(request, onEvent);
@@ -495,6 +619,7 @@ async function ask(question) {
   } finally {
     flush(view);
     view.root.classList.remove("streaming");
+    syncIds();
     view.root.addEventListener("click", (e) => { if (!e.target.closest("button.cite")) showSources(view); });
     setRunning(null);
     loadConversations();

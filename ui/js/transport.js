@@ -72,6 +72,21 @@ const http = {
   conversations: () => httpJson("GET", "/api/conversations"),
   conversation: (id) => httpJson("GET", `/api/conversations/${encodeURIComponent(id)}`),
   removeConversation: (id) => httpJson("DELETE", `/api/conversations/${encodeURIComponent(id)}`),
+  deleteMessage: (conversation, id) =>
+    httpJson("DELETE", `/api/conversations/${encodeURIComponent(conversation)}/messages/${encodeURIComponent(id)}`),
+  /** Download the conversation as a Markdown file. */
+  async exportConversation(id) {
+    const r = await fetch(`/api/conversations/${encodeURIComponent(id)}/export`);
+    if (!r.ok) throw new Error((await r.json().catch(() => null))?.error || `${r.status}`);
+    const url = URL.createObjectURL(await r.blob());
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = `quire-conversation-${id}.md`;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  },
   /** Ask; events stream to onEvent. Returns { cancel, done }. */
   ask(request, onEvent) {
     const ctl = new AbortController();
@@ -117,6 +132,9 @@ const desktop = tauri && {
   conversations: () => ipc("conversations"),
   conversation: (id) => ipc("conversation", { id }),
   removeConversation: (id) => ipc("remove_conversation", { id }),
+  deleteMessage: (conversationId, messageId) => ipc("delete_message", { conversationId, messageId }),
+  /** Save the conversation as Markdown where the person chooses (a native dialog). */
+  exportConversation: (id) => ipc("export_conversation", { id }),
   ask(request, onEvent) {
     const channel = new tauri.core.Channel();
     let askId = null;
