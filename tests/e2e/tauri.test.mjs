@@ -167,7 +167,7 @@ const viewerState = () => exec(`
   return { page: document.getElementById("viewer-page").value, error: document.querySelector("#viewer .viewer-error")?.textContent || null,
            hl: [...document.querySelectorAll("#viewer .textLayer .hl")].map((s) => s.textContent).join(""),
            text: document.querySelector("#viewer .textLayer")?.textContent || "", status: document.getElementById("viewer-status").textContent,
-           href: location.href, pwned: window.__pwned };
+           href: location.href, pwned: window.__pwned === undefined ? "unset" : String(window.__pwned) };
 `);
 
 test("in the window, source 1 opens the viewer at its page with the passage highlighted", async () => {
@@ -213,7 +213,7 @@ test("in the window, a hostile PDF opens, shows its text and runs nothing", asyn
   assert.equal(v.error, null);
   assert.match(v.text, /marmoset lantern glows/);
   assert.match(v.hl, /marmoset lantern glows/);
-  assert.equal(v.pwned, undefined);
+  assert.equal(v.pwned, "unset");
   assert.equal(v.href, start);
   assert.equal(await exec("return document.querySelectorAll('#viewer a, #viewer iframe, #viewer object, #viewer embed, #viewer script').length"), 0);
   // No dialog is open: the driver has no alert to read.
@@ -222,6 +222,37 @@ test("in the window, a hostile PDF opens, shows its text and runs nothing", asyn
   const png = await wd("GET", `/session/${session}/screenshot`);
   writeFileSync(join(shots, "window-viewer-hostile.png"), Buffer.from(png, "base64"));
   await exec("document.getElementById('viewer-close').click()");
+});
+
+test("in the window, an answer is asked again beside itself, rendered as Markdown, and deleted", async () => {
+  await retrieve(question.question);
+  await exec(`
+    const sel = document.getElementById("mode");
+    sel.value = "no_text";
+    const last = [...document.querySelectorAll("#messages .msg.assistant")].pop();
+    last.querySelector("button.act.again").click();
+  `);
+  await waitFor("const g = [...document.querySelectorAll('#messages .answers')].pop(); return g.querySelectorAll('.msg.assistant').length === 2 && !g.querySelector('.msg.streaming')", [], "the second answer");
+  // Markdown from the renderer the window loaded: a table, as elements.
+  const md = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    import("./js/markdown.js").then(({ renderMarkdown }) => {
+      const box = document.createElement("div");
+      box.append(renderMarkdown("| a | b |\\n|---|---|\\n| 1 | <img src=x onerror=alert(1)> |"));
+      done({ cells: box.querySelectorAll("td").length, imgs: box.querySelectorAll("img").length, text: box.textContent });
+    }, (e) => done({ error: String(e) }));
+  `);
+  assert.deepEqual(md, { cells: 2, imgs: 0, text: "ab1<img src=x onerror=alert(1)>" });
+  const ids = await exec("return [...document.querySelectorAll('#messages .msg')].map((m) => m.dataset.messageId || null)");
+  assert.equal(ids.length, 3);
+  assert.ok(ids.every(Boolean), JSON.stringify(ids));
+  await exec(`
+    window.confirm = () => true;
+    [...document.querySelectorAll("#messages .msg.assistant")].pop().querySelector("button.act:last-child").click();
+  `);
+  await waitFor("return document.querySelectorAll('#messages .msg.assistant').length === 1 && document.querySelectorAll('#messages .msg').length === 2", [], "the deleted answer gone");
+  const png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-actions.png"), Buffer.from(png, "base64"));
 });
 
 test("settings list the models, and the reembed command re-embeds with progress", async () => {

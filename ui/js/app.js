@@ -1,7 +1,7 @@
 // Quire's UI: chat, response modes, sources, documents, settings. Talks to the engine
 // only through ./transport.js; renders untrusted text only through ./dom.js.
 import { transport } from "./transport.js";
-import { el, clear, highlighted, queryTerms, citationParts } from "./dom.js";
+import { el, clear, highlighted, queryTerms, citationParts, langOf } from "./dom.js";
 import { openDocument, closeViewer, isOpen as viewerOpen, shownDocument } from "./viewer.js";
 import { renderMarkdown, morph, plainText, copyText } from "./markdown.js";
 
@@ -186,7 +186,7 @@ async function loadConversations() {
   const ul = clear($("conversations"));
   for (const c of list) {
     ul.append(el("li", { class: c.id === state.conversationId ? "active" : "", dataset: { convId: c.id } },
-      el("span", { class: "name", title: c.title, onclick: () => openConversation(c.id) }, c.title || "Untitled"),
+      el("span", { class: "name", title: c.title, lang: langOf(c.title || ""), onclick: () => openConversation(c.id) }, c.title || "Untitled"),
       el("button", { title: "Delete conversation", onclick: () => removeConversation(c.id) }, "×")));
   }
 }
@@ -253,7 +253,7 @@ $("new-chat").addEventListener("click", () => openConversation(null));
 // Each question is followed by a group of its answers: asked again (maybe in another
 // mode), the answers stand side by side.
 function userMessage(text, id) {
-  const body = el("div", { class: "body" }, text);
+  const body = el("div", { class: "body", lang: langOf(text) }, text);
   const m = el("div", { class: "msg user", dataset: id ? { messageId: id } : {} },
     el("div", { class: "who" }, "You", el("span", { class: "actions" },
       el("button", { type: "button", class: "act", title: "Edit the question and ask it again", onclick: () => editQuestion(m) }, "Edit"),
@@ -400,6 +400,8 @@ function renderAnswer(view, text, { now = false } = {}) {
   view.text = text;
   const draw = () => {
     view.frame = null;
+    const lang = langOf(view.text);
+    if (lang) view.body.lang = lang;
     morph(view.body, renderMarkdown(view.text, citeHook(view)));
   };
   if (now || document.hidden) {
@@ -495,7 +497,7 @@ function showSources(view) {
     const pages = s.page_start === s.page_end ? `p. ${s.page_start}` : `pp. ${s.page_start}–${s.page_end}`;
     const ranks = (s.evidence || []).map((e) => `${e.retriever} #${e.rank + 1}${e.query_index ? ` (q${e.query_index + 1})` : ""}`).join(", ");
     const cites = (view.citations || []).filter((c) => c.chunk_id === s.chunk_id);
-    const text = el("div", { class: "src-text", title: "Click to expand" }, sourceText(s.text || "", cites, terms));
+    const text = el("div", { class: "src-text", title: "Click to expand", lang: langOf(s.text || "") }, sourceText(s.text || "", cites, terms));
     text.addEventListener("click", () => text.classList.toggle("open"));
     ol.append(el("li", { class: "source", dataset: { file: s.file, pages, chunkId: s.chunk_id } },
       el("div", { class: "src-head" },

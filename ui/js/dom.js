@@ -88,3 +88,10 @@ export function citationParts(text, known) {
   if (last < text.length) parts.push(text.slice(last));
   return parts;
 }
+
+/** The language tag for text with Chinese characters (and no Japanese kana), so that
+ *  the browser picks Chinese glyph forms for it; undefined otherwise. */
+export function langOf(text) {
+  if (!/\p{Script=Han}/u.test(text)) return undefined;
+  return /[\p{Script=Hiragana}\p{Script=Katakana}]/u.test(text) ? "ja" : "zh-Hans";
+}

@@ -1,0 +1,79 @@
+// Chinese end to end in a real browser (Debian's Chromium via playwright-core): a
+// Chinese corpus PDF indexed, a Chinese question asked, and the Chinese text on screen
+// (the conversation's title, the question, the sources, the viewer) drawn with real
+// glyphs, not boxes; the question's page opened with the passage highlighted.
+// Screenshots in both themes go to artifacts/e2e/.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { repo, shared, corpusQuestion, startServer, launchBrowser } from "./harness.mjs";
+import { glyphCheck } from "./glyphs.mjs";
+
+const shots = join(repo, "artifacts/e2e");
+const question = corpusQuestion("A03");
+let server, url, browser, page, dataDir;
+const problems = [];
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  dataDir = mkdtempSync(join(tmpdir(), "quire-zh-"));
+  ({ url, proc: server } = await startServer(dataDir));
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 }, locale: "zh-CN" });
+  page.on("pageerror", (e) => problems.push(`page error: ${e}`));
+  page.on("dialog", (d) => { problems.push(`dialog: ${d.message()}`); d.dismiss(); });
+  await page.goto(url);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill("SIGTERM");
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** The platform fonts Chromium drew `selector`'s text with (DevTools protocol). */
+async function platformFonts(selector) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("DOM.enable");
+  await cdp.send("CSS.enable");
+  const { root } = await cdp.send("DOM.getDocument", { depth: -1 });
+  const { nodeId } = await cdp.send("DOM.querySelector", { nodeId: root.nodeId, selector });
+  const { fonts } = await cdp.send("CSS.getPlatformFontsForNode", { nodeId });
+  await cdp.detach();
+  return fonts;
+}
+
+test("a Chinese question over a Chinese PDF reads as Chinese on screen, in both themes", async () => {
+  await page.setInputFiles("#file-input", join(shared, "corpus/pdfs", question.file));
+  // Listed by its title (Chinese here); its path names the file.
+  await page.waitForSelector('#documents li[title*="ctex-faq"]', { timeout: 600_000 });
+  await page.selectOption("#mode", "no_text");
+  await page.fill("#question", question.question);
+  await page.press("#question", "Enter");
+  await page.waitForFunction(() => document.querySelector(".msg.assistant") && !document.querySelector(".msg.streaming"), null, { timeout: 120_000 });
+  await page.waitForSelector("#conversations li .name");
+  // Each piece of Chinese text on screen is drawn with real glyphs.
+  for (const sel of ["#conversations li .name", ".msg.user .body", "#sources li.source .src-text"]) {
+    const r = await page.evaluate(glyphCheck, sel);
+    assert.ok(r.ok, `${sel}: ${JSON.stringify(r)}`);
+  }
+  assert.equal(await page.getAttribute(".msg.user .body", "lang"), "zh-Hans");
+  const fonts = await platformFonts("#sources li.source .src-text");
+  assert.ok(fonts.some((f) => /CJK|Han|Hei|PingFang|YaHei|WenQuanYi/i.test(f.familyName) && f.glyphCount > 0), JSON.stringify(fonts));
+  // The answering page among the sources, opened with the passage highlighted.
+  const where = await page.locator("#sources li.source").evaluateAll((lis) => lis.map((li) => li.dataset.pages));
+  const i = where.findIndex((w) => w.match(/\d+/g).map(Number).includes(question.pages[0]));
+  assert.ok(i >= 0, `page ${question.pages[0]} not among ${where.join("; ")}`);
+  await page.locator("#sources li.source").nth(i).locator(".src-open").click();
+  await page.waitForSelector(`#viewer .pdf-page[data-page="${question.pages[0]}"][data-rendered]`, { timeout: 120_000 });
+  const hl = (await page.locator("#viewer .textLayer .hl").allTextContents()).join("");
+  assert.ok(/\p{Script=Han}/u.test(hl), `no Chinese highlighted: ${hl.slice(0, 200)}`);
+  assert.ok(hl.includes("iffalse"), hl.slice(0, 300));
+  await page.screenshot({ path: join(shots, "20-chinese-light.png") });
+  await page.evaluate(() => { document.documentElement.dataset.theme = "dark"; });
+  await page.screenshot({ path: join(shots, "20-chinese-dark.png") });
+  await page.evaluate(() => { document.documentElement.dataset.theme = "light"; });
+  assert.deepEqual(problems, []);
+});
