@@ -137,17 +137,20 @@ fn chunk(r: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Server-sent events, decoded as they arrive.
+/// Server-sent events, decoded as they arrive. The bytes are kept until an event is
+/// whole, so a character cut by a chunk boundary is decoded whole (a lossy decode
+/// would show a cut character in an event as U+FFFD).
 struct Sse {
     r: BufReader<TcpStream>,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 impl Sse {
     fn next(&mut self) -> Option<Value> {
         loop {
-            if let Some(i) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..i + 2).collect();
+            if let Some(i) = self.buf.windows(2).position(|w| w == b"\n\n") {
+                let raw: Vec<u8> = self.buf.drain(..i + 2).collect();
+                let block = String::from_utf8(raw).expect("an event is UTF-8");
                 let data: String = block
                     .lines()
                     .filter_map(|l| l.strip_prefix("data:"))
@@ -159,7 +162,7 @@ impl Sse {
                 return Some(serde_json::from_str(&data).expect("event JSON"));
             }
             let c = chunk(&mut self.r)?;
-            self.buf.push_str(&String::from_utf8_lossy(&c));
+            self.buf.extend_from_slice(&c);
         }
     }
 }
@@ -179,10 +182,7 @@ fn ask(addr: SocketAddr, question: &str, mode: &str) -> Sse {
     assert!(headers
         .iter()
         .any(|(k, v)| k == "content-type" && v.starts_with("text/event-stream")));
-    Sse {
-        r,
-        buf: String::new(),
-    }
+    Sse { r, buf: Vec::new() }
 }
 
 fn kind(ev: &Value) -> &str {
@@ -486,4 +486,35 @@ fn a_documents_pdf_is_served_whole_or_in_ranges_and_only_while_unchanged() {
         msg.contains("is no longer at") && msg.contains("moved or deleted"),
         "{msg}"
     );
+}
+
+#[test]
+fn a_chinese_answer_streams_in_whole_characters() {
+    // The default model answers Chinese questions in Chinese.
+    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    let pdf = util::shared().join("corpus/pdfs/ctex-faq.pdf");
+    s.engine
+        .index(&[pdf], &Cancel::new(), &mut |_| true)
+        .expect("index");
+    let q = "有一大段内容暂时不想让 LaTeX 编译，有没有办法一次性把整段屏蔽掉？";
+    let mut sse = ask(s.addr, q, "compact");
+    let events = until_done(&mut sse);
+    let done = events.last().expect("done");
+    assert_eq!(kind(done), "done", "{events:?}");
+    let tokens: Vec<&str> = events
+        .iter()
+        .filter(|e| kind(e) == "token" && e["final"] == true)
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(tokens.len() > 1, "tokens did not stream");
+    for t in &tokens {
+        assert!(
+            !t.contains('\u{FFFD}'),
+            "a token carries a cut character: {t:?}"
+        );
+    }
+    let answer = done["answer"].as_str().unwrap_or("");
+    assert_eq!(tokens.concat().trim(), answer.trim());
+    let han = answer.chars().filter(|c| quire::text::is_cjk(*c)).count();
+    assert!(han >= 4, "not answered in Chinese: {answer}");
 }
