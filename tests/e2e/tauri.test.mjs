@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { makeHostilePdf } from "./make-pdf.mjs";
+import { glyphCheck } from "./glyphs.mjs";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const shared = process.env.QUIRE_SHARED || resolve(repo, "../shared");
@@ -253,6 +254,48 @@ test("in the window, an answer is asked again beside itself, rendered as Markdow
   await waitFor("return document.querySelectorAll('#messages .msg.assistant').length === 1 && document.querySelectorAll('#messages .msg').length === 2", [], "the deleted answer gone");
   const png = await wd("GET", `/session/${session}/screenshot`);
   writeFileSync(join(shots, "window-actions.png"), Buffer.from(png, "base64"));
+});
+
+test("in the window, a Chinese question streams whole characters and reads as Chinese, in both themes", async () => {
+  const zh = JSON.parse(readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes('"A03"')));
+  const indexed = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const ch = new window.__TAURI__.core.Channel();
+    const seen = [];
+    ch.onmessage = (e) => seen.push(e.type);
+    window.__TAURI__.core.invoke("index_paths", { paths: [arguments[0]], channel: ch }).then(() => done(seen), (e) => done([String(e)]));
+  `, [join(shared, "corpus/pdfs", zh.file)]);
+  assert.ok(indexed.includes("file_done"), indexed.join(","));
+  // Over the Tauri channel, as the UI receives them: no token carries a cut character.
+  const r = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const ch = new window.__TAURI__.core.Channel();
+    const tokens = [];
+    let answer = null;
+    ch.onmessage = (e) => { if (e.type === "token" && e.final) tokens.push(e.text); if (e.type === "done") answer = e.answer; };
+    window.__TAURI__.core.invoke("ask", { request: { question: arguments[0], mode: "compact", overrides: {} }, channel: ch })
+      .then(() => done({ tokens, answer }), (e) => done({ error: String(e) }));
+  `, [zh.question]);
+  assert.ok(!r.error, r.error);
+  assert.ok(r.tokens.length > 1, "tokens did not stream");
+  assert.ok(r.tokens.every((t) => !t.includes("\uFFFD")), JSON.stringify(r.tokens));
+  assert.equal(r.tokens.join("").trim(), r.answer.trim());
+  assert.ok((r.answer.match(/\p{Script=Han}/gu) || []).length >= 4, `not in Chinese: ${r.answer}`);
+  // On screen: the conversation that ask made, its question and answer in real glyphs.
+  await exec("location.reload()");
+  await waitFor("return document.querySelectorAll('#conversations li .name').length > 0 && document.querySelector('#mode option')", [], "the conversations");
+  await exec("[...document.querySelectorAll('#conversations li .name')].find((n) => /\\p{Script=Han}/u.test(n.textContent)).click()");
+  await waitFor("return !!document.querySelector('.msg.assistant .body p')", [], "the Chinese answer");
+  for (const sel of ["#conversations li .name[lang]", ".msg.user .body", ".msg.assistant .body"]) {
+    const g = await exec(`return (${glyphCheck.toString()})(arguments[0])`, [sel]);
+    assert.ok(g.ok, `${sel}: ${JSON.stringify(g)}`);
+  }
+  let png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-chinese-light.png"), Buffer.from(png, "base64"));
+  await exec("document.documentElement.dataset.theme = 'dark'");
+  png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-chinese-dark.png"), Buffer.from(png, "base64"));
+  await exec("document.documentElement.dataset.theme = 'light'");
 });
 
 test("settings list the models, and the reembed command re-embeds with progress", async () => {
