@@ -14,7 +14,7 @@ pkgs=(build-essential pkg-config curl file libssl-dev libwebkit2gtk-4.1-dev
       libxdo-dev libayatana-appindicator3-dev librsvg2-dev python3-pip
       fonts-noto-cjk)
 if [ "$want_test" = 1 ]; then
-  pkgs+=(poppler-utils chromium xvfb webkit2gtk-driver xauth)
+  pkgs+=(poppler-utils poppler-data chromium xvfb webkit2gtk-driver xauth)
   command -v npm >/dev/null || pkgs+=(nodejs npm)
 fi
 

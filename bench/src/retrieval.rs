@@ -9,7 +9,11 @@
 //!
 //! Without `--data-dir`, [`index_pdf_dir`] stands in for ingestion: pages come from
 //! poppler's `pdftotext` (installed by the test set-up) and [`chunk_pages`] cuts them
-//! into windows of the embedder's tokens, one page at a time.
+//! into windows of the embedder's tokens, one page at a time. Where poppler-data is
+//! not installed, `pdftotext` drops the Chinese of Adobe-GB1 CID fonts
+//! (lshort-zh-cn.pdf), so Chinese figures come from an index built by `quire index`
+//! (`--data-dir`). `bench/data/questions-zh.jsonl` holds 32 more Chinese questions
+//! over the corpus's two Chinese documents (`--questions`).
 
 use std::fmt;
 use std::path::Path;
@@ -562,6 +566,30 @@ pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<Sca
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_extra_chinese_questions_load() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/questions-zh.jsonl");
+        let qs = load_questions(&path).unwrap();
+        assert_eq!(qs.len(), 32);
+        let mut ids: Vec<&str> = qs.iter().map(|q| q.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), qs.len());
+        for q in &qs {
+            assert_eq!(q.lang, "zh", "{}", q.id);
+            assert!(
+                ["ctex-faq.pdf", "lshort-zh-cn.pdf"].contains(&q.file.as_str()),
+                "{}",
+                q.id
+            );
+            assert!(
+                !q.pages.is_empty() && q.pages.iter().all(|&p| p >= 1),
+                "{}",
+                q.id
+            );
+        }
+    }
 
     #[test]
     fn percentile_is_nearest_rank() {

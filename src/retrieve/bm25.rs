@@ -325,6 +325,62 @@ mod tests {
         );
     }
 
+    /// Chinese is indexed as characters and their bigrams, not as dictionary words
+    /// nor as characters alone. Measured on the Chinese questions (README, "Chinese
+    /// retrieval"), jieba word segmentation ranked no better, and worse where the
+    /// question and the page cut the same idea differently. Here the question says
+    /// 中文和英文混在一起 and the page 中英文混排: jieba cuts them into words they do
+    /// not share (中文/英文/混在 against 中英文/混排) and finds only the passage that
+    /// shares the words 和 and 一起; characters and bigrams (中, 英, 文, 混, 英文,
+    /// 文混, …) find the answer first.
+    #[test]
+    fn chinese_paraphrase_is_found_through_characters_and_bigrams() {
+        let ix = build(&[
+            (1, 1, "中英文混排时为何无法正确分行？"),
+            (2, 1, "中文字体和西文字体可以一起设置。"),
+            (3, 2, "页眉和页脚的格式由 fancyhdr 宏包设置。"),
+        ]);
+        let hits = ix.search("中文和英文混在一起的时候，为什么断行不对？", 3, None);
+        assert_eq!(hits.first().map(|h| h.chunk_id), Some(1), "{hits:?}");
+        // The bigram keeps a two-character word whole: 行距 (line spacing) finds its
+        // passage before one with many a 行 and 距 apart, where characters alone
+        // would rank it second.
+        let ix = build(&[
+            (1, 1, "行距由 \\linespread 调整。"),
+            (2, 1, "每一行的长度和距离：一行一行地距离相等。"),
+        ]);
+        let hits = ix.search("行距", 2, None);
+        assert_eq!(ids(&hits), vec![1, 2]);
+    }
+
+    /// The English words of a mixed query are words, however it is typed (spaced,
+    /// unspaced, full-width), and their rarity carries the ranking over the common
+    /// Chinese 选项.
+    #[test]
+    fn mixed_chinese_english_query_weighs_its_english_words() {
+        let ix = build(&[
+            (
+                1,
+                1,
+                "用 tlmgr update --all --dry-run 可以先看会更新哪些宏包，并不真的安装。",
+            ),
+            (
+                2,
+                1,
+                "选项写在 \\documentclass 的方括号里，各个选项之间用逗号分隔。",
+            ),
+            (3, 2, "宏包的选项也可以用 \\PassOptionsToPackage 事先给出。"),
+        ]);
+        for q in [
+            "tlmgr 的 dry-run 选项",
+            "tlmgr的dry-run选项",
+            "ｔｌｍｇｒ 的 ｄｒｙ－ｒｕｎ 选项",
+        ] {
+            let hits = ix.search(q, 3, None);
+            assert_eq!(hits.first().map(|h| h.chunk_id), Some(1), "{q}: {hits:?}");
+        }
+    }
+
     #[test]
     fn filter_and_top_k() {
         let ix = build(&[(1, 1, "alpha beta"), (2, 2, "alpha"), (3, 2, "alpha gamma")]);
