@@ -39,12 +39,17 @@ after(async () => {
 function render(src) {
   return page.evaluate(async (src) => {
     const { renderMarkdown } = await import("/js/markdown.js");
+    // A message of its own, over the page: the app's own rendering (which clears the
+    // message list as it starts) never touches it.
+    document.getElementById("md-test")?.remove();
     const msg = document.createElement("div");
+    msg.id = "md-test";
     msg.className = "msg assistant";
+    Object.assign(msg.style, { position: "fixed", top: "0", left: "0", width: "640px", zIndex: "1000", padding: "12px", background: "var(--bg)" });
     const body = document.createElement("div");
     body.className = "body";
     msg.append(body);
-    document.getElementById("messages").append(msg);
+    document.body.append(msg);
     body.append(renderMarkdown(src));
     const tags = [...body.querySelectorAll("*")].map((n) => n.tagName.toLowerCase());
     const attrs = [...body.querySelectorAll("*")].flatMap((n) => [...n.attributes].map((a) => a.name));
@@ -82,12 +87,12 @@ test("an answer's Markdown becomes headings, a table, lists and code with a copy
   assert.match(r.html, /<th class="align-center">effect<\/th>/);
   // The copy button copies the code.
   await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin });
-  await page.locator(".md-code button.copy").last().click();
-  assert.equal(await page.locator(".md-code button.copy").last().innerText(), "Copied");
+  await page.locator("#md-test .md-code button.copy").last().click();
+  assert.equal(await page.locator("#md-test .md-code button.copy").last().innerText(), "Copied");
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "\\usepackage[nointegrals]{wasysym}");
-  await page.locator(".msg.assistant").last().screenshot({ path: join(shots, "14-markdown-answer.png") });
+  await page.locator("#md-test").screenshot({ path: join(shots, "14-markdown-answer.png") });
   await page.evaluate(() => { document.documentElement.dataset.theme = "dark"; });
-  await page.locator(".msg.assistant").last().screenshot({ path: join(shots, "14-markdown-answer-dark.png") });
+  await page.locator("#md-test").screenshot({ path: join(shots, "14-markdown-answer-dark.png") });
   await page.evaluate(() => { document.documentElement.dataset.theme = "light"; });
   assert.deepEqual(problems, []);
 });
@@ -118,21 +123,21 @@ test("hostile Markdown shows as text and runs or loads nothing", async () => {
   // shows as written. Other links show their words, the address only on hover, and
   // clicking them goes nowhere.
   assert.ok(r.text.includes("[click me](javascript:window.__pwned=1;alert(1))"), r.text);
-  const links = page.locator(".msg.assistant").last().locator(".md-link");
+  const links = page.locator("#md-test .md-link");
   const titles = await links.evaluateAll((ls) => ls.map((l) => l.title));
   assert.ok(titles.length > 0 && titles.every((t) => !/^\s*javascript:/i.test(t)), titles.join(" | "));
   for (let i = 0; i < titles.length; i++) await links.nth(i).click();
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.evaluate(() => getComputedStyle(document.body).display), "block");
   assert.deepEqual(problems, []);
-  await page.locator(".msg.assistant").last().screenshot({ path: join(shots, "15-markdown-hostile.png") });
+  await page.locator("#md-test").screenshot({ path: join(shots, "15-markdown-hostile.png") });
 });
 
 test("while an answer streams, finished blocks stay put and a citation in code stays text", async () => {
   const same = await page.evaluate(async (src) => {
     const { renderMarkdown, morph } = await import("/js/markdown.js");
     const box = document.createElement("div");
-    document.getElementById("messages").append(box);
+    document.body.append(box);
     let first = null;
     let kept = 0;
     let steps = 0;
