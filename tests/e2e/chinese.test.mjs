@@ -5,11 +5,12 @@
 // Screenshots in both themes go to artifacts/e2e/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { repo, shared, corpusQuestion, startServer, launchBrowser } from "./harness.mjs";
 import { glyphCheck } from "./glyphs.mjs";
+import { makePdf } from "./make-pdf.mjs";
 
 const shots = join(repo, "artifacts/e2e");
 const question = corpusQuestion("A03");
@@ -75,5 +76,21 @@ test("a Chinese question over a Chinese PDF reads as Chinese on screen, in both 
   await page.evaluate(() => { document.documentElement.dataset.theme = "dark"; });
   await page.screenshot({ path: join(shots, "20-chinese-dark.png") });
   await page.evaluate(() => { document.documentElement.dataset.theme = "light"; });
+  assert.deepEqual(problems, []);
+});
+
+test("a file with a Chinese name uploads, lists under its name and opens", async () => {
+  const path = join(dataDir, "plain.pdf");
+  makePdf(path, [["The quetzal feather ledger lists every feather by colour."]]);
+  const name = "羽毛账本 说明.pdf";
+  await page.setInputFiles("#file-input", { name, mimeType: "application/pdf", buffer: readFileSync(path) });
+  const item = page.locator("#documents li .name", { hasText: name });
+  await item.waitFor({ timeout: 300_000 });
+  const r = await page.evaluate(glyphCheck, `#documents li[data-doc-id="${await item.evaluate((n) => n.closest("li").dataset.docId)}"] .name`);
+  assert.ok(r.ok, JSON.stringify(r));
+  await item.click();
+  await page.waitForSelector('#viewer .pdf-page[data-page="1"][data-rendered]');
+  assert.equal(await page.locator("#viewer-title").innerText(), name);
+  assert.match(await page.locator("#viewer .textLayer").first().innerText(), /quetzal feather ledger/);
   assert.deepEqual(problems, []);
 });
