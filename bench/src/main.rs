@@ -81,6 +81,14 @@ enum BenchCmd {
         /// instead of the default.
         #[arg(long)]
         embedder: Option<String>,
+        /// Queries per question for the fused set: more than 1 adds variants the LLM
+        /// generates (LlamaIndex's QueryFusionRetriever prompt).
+        #[arg(long, default_value_t = 1)]
+        queries: usize,
+        /// The LLM that generates the query variants (a GGUF file name in the model
+        /// folders, or a path; default: the default model).
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Answers per response mode over the corpus questions, through the engine: median
     /// seconds per question, LLM calls, tokens generated, share of answers containing
@@ -138,7 +146,17 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             fusion,
             data_dir,
             embedder,
-        } => retrieval(json, &pdfs, &questions, fusion, data_dir, embedder),
+            queries,
+            model,
+        } => retrieval(
+            json,
+            &pdfs,
+            &questions,
+            fusion,
+            data_dir,
+            embedder,
+            (queries, model),
+        ),
         BenchCmd::Answer(a) => answer(&a),
         BenchCmd::Conversations(a) => conversations(&a),
         BenchCmd::TreeBatch(a) => tree_batch(&a),
@@ -216,8 +234,19 @@ fn retrieval(
     fusion: quire::retrieve::FusionMode,
     data_dir: Option<PathBuf>,
     embedder: Option<String>,
+    (queries, model): (usize, Option<String>),
 ) -> anyhow::Result<()> {
     let qs = quire_bench::retrieval::load_questions(questions)?;
+    let llm = if queries > 1 {
+        let path = match model {
+            Some(m) => quire::models::find(&m)?,
+            None => quire::models::default_llm()?,
+        };
+        eprintln!("query variants by: {}", path.display());
+        Some(quire::llm::GgufLlm::load(&path)?)
+    } else {
+        None
+    };
     let dir = match embedder {
         Some(name) => quire::models::find(&name)?,
         None => quire::models::default_embedder()?,
@@ -235,7 +264,8 @@ fn retrieval(
             std::sync::Arc::new(quire::retrieve::RetrievalIndex::build(chunks)?)
         }
     };
-    let r = quire_bench::retrieval::quality(&index, &emb, None, &qs, fusion, 1)?;
+    let llm = llm.as_ref().map(|l| l as &dyn quire::llm::Llm);
+    let r = quire_bench::retrieval::quality(&index, &emb, llm, &qs, fusion, queries.max(1))?;
     emit(&r, json)
 }
 
