@@ -193,3 +193,61 @@ pub fn to_markdown(conv: &Conversation) -> String {
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::store::conversations::ConversationInfo;
+
+    fn msg(id: i64, role: &str, content: &str, extra: serde_json::Value) -> Message {
+        Message {
+            id,
+            role: role.into(),
+            content: content.into(),
+            mode: (role == "assistant").then(|| "compact".into()),
+            query: None,
+            extra: extra.as_object().cloned().unwrap_or_default(),
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_chinese_conversation_exports_with_its_sources_and_pages() {
+        let conv = Conversation {
+            info: ConversationInfo {
+                id: 7,
+                title: "怎样屏蔽一大段内容？".into(),
+                created_at: 0,
+                updated_at: 0,
+            },
+            messages: vec![
+                msg(1, "user", "怎样屏蔽一大段内容？", serde_json::json!({})),
+                msg(
+                    2,
+                    "assistant",
+                    "用 \\iffalse 和 \\fi 包起来 [1]。",
+                    serde_json::json!({
+                        "searched_for": "屏蔽 一大段 内容",
+                        "sources": [{
+                            "chunk_id": 42, "doc_id": 1, "file": "ctex-faq.pdf",
+                            "page_start": 14, "page_end": 15, "score": 0.5,
+                            "text": "38 如何注释掉一大段内容，不做编译？\n用命令 \\iffalse 和 \\fi",
+                            "evidence": []
+                        }],
+                        "citations": [{"number": 1, "chunk_id": 42, "text": "用命令 \\iffalse"}]
+                    }),
+                ),
+            ],
+        };
+        let md = to_markdown(&conv);
+        assert!(md.starts_with("# 怎样屏蔽一大段内容？\n"), "{md}");
+        assert!(md.contains("## Question\n\n怎样屏蔽一大段内容？\n"), "{md}");
+        assert!(md.contains("*Searched for: 屏蔽 一大段 内容*"), "{md}");
+        assert!(md.contains("用 \\iffalse 和 \\fi 包起来 [1]。"), "{md}");
+        assert!(
+            md.contains("1. **ctex-faq.pdf**, pp. 14–15, cited as [1]: “38 如何注释掉一大段内容，不做编译？ 用命令 \\iffalse 和 \\fi”"),
+            "{md}"
+        );
+    }
+}

@@ -7,7 +7,7 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { citationParts } from "../../ui/js/dom.js";
+import { citationParts, queryTerms } from "../../ui/js/dom.js";
 import { normalize, pageText, locate, findAll, itemRanges } from "../../ui/js/locate.js";
 
 test("citation markers become citations, whole once streamed", () => {
@@ -94,4 +94,11 @@ test("every UI module parses", () => {
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+});
+
+test("a Chinese question's terms are marked without spaces to split on", () => {
+  const terms = queryTerms("有一大段内容暂时不想让 LaTeX 编译");
+  for (const t of ["一大", "大段", "段内", "编译", "latex"]) assert.ok(terms.includes(t), `${t} not in ${terms.join(",")}`);
+  assert.ok(!terms.some((t) => /\s/.test(t)));
+  assert.deepEqual(queryTerms("tlmgr 的 dry-run 选项").filter((t) => /\p{Script=Han}/u.test(t)), ["选项"]);
 });
