@@ -65,9 +65,23 @@ async function shown(n) {
 
 const highlightedText = () => page.locator("#viewer .textLayer .hl").allTextContents().then((t) => t.join(""));
 
+test("a first start says what to do and what the modes do", async () => {
+  const welcome = page.locator("#messages .welcome");
+  await welcome.waitFor();
+  assert.match(await welcome.locator("h2").innerText(), /Start by adding your PDFs/);
+  assert.equal(await welcome.locator("dt").count(), 7);
+  assert.ok(await welcome.locator("button", { hasText: "Add PDFs" }).isVisible());
+  await page.screenshot({ path: join(shots, "09-first-run.png") });
+  await page.click("#theme-btn");
+  await page.screenshot({ path: join(shots, "09-first-run-dark.png") });
+  await page.click("#theme-btn");
+});
+
 test("a source opens the viewer at its page with the passage highlighted", async () => {
   await upload(join(shared, "corpus/pdfs", question.file), question.file.replace(/\.pdf$/, ""));
+  await page.waitForFunction(() => /Ask about your 1 document/.test(document.querySelector("#messages .welcome h2")?.textContent || ""));
   await retrieve(question.question);
+  assert.equal(await page.locator("#messages .welcome").count(), 0, "the welcome goes once a question is asked");
   const first = page.locator("#sources li.source").first();
   // "p. 2", or "pp. 1–2" for a chunk that runs over a page break: then both pages are
   // shown, one under the other, each with its part of the passage highlighted.

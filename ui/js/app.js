@@ -64,6 +64,24 @@ async function loadDocuments() {
       el("button", { title: "Remove from the index", onclick: () => removeDocument(d) }, "×")));
   }
   if (!state.docs.length) ul.append(el("li", { class: "meta" }, "No documents yet: drop PDFs above."));
+  showWelcome();
+}
+
+/** An empty conversation's welcome: what to do first, and what the modes do. */
+function showWelcome() {
+  const box = $("messages");
+  box.querySelector(".welcome")?.remove();
+  if (box.querySelector(".msg")) return;
+  const n = state.docs.filter((d) => d.status === "done").length;
+  box.append(el("section", { class: "welcome", "aria-label": "Getting started" },
+    el("h2", {}, n ? `Ask about your ${n} document${n === 1 ? "" : "s"}` : "Start by adding your PDFs"),
+    n
+      ? el("p", {}, "Type a question below. Each answer lists its sources; click one to see the passage on its page.")
+      : el("p", {}, "Drop PDFs anywhere on this window, or ",
+        el("button", { type: "button", class: "primary", onclick: () => $("add-files").click() }, "Add PDFs"),
+        ". They are read, split and indexed on this computer; nothing leaves it."),
+    el("h3", {}, "Response modes (the Mode menu above)"),
+    el("dl", {}, MODES.flatMap(([m, d]) => [el("dt", {}, m), el("dd", {}, d)]))));
 }
 
 async function removeDocument(d) {
@@ -214,6 +232,7 @@ async function openConversation(id) {
       state.conversationId = null;
     }
   }
+  showWelcome();
   loadConversations();
 }
 
@@ -253,6 +272,7 @@ $("new-chat").addEventListener("click", () => openConversation(null));
 // Each question is followed by a group of its answers: asked again (maybe in another
 // mode), the answers stand side by side.
 function userMessage(text, id) {
+  $("messages").querySelector(".welcome")?.remove();
   const body = el("div", { class: "body", lang: langOf(text) }, text);
   const m = el("div", { class: "msg user", dataset: id ? { messageId: id } : {} },
     el("div", { class: "who" }, "You", el("span", { class: "actions" },
