@@ -71,6 +71,8 @@ before(async () => {
     capabilities: { alwaysMatch: { "tauri:options": { application: app }, browserName: "wry" } },
   });
   session = s.sessionId;
+  // Scripts that index or re-embed run as long as the work takes: no 30 s default.
+  await wd("POST", `/session/${session}/timeouts`, { script: 1_800_000 });
   await waitFor("return !!window.__TAURI__ && document.readyState === 'complete' && !!document.querySelector('#mode option')", [], "the window");
 });
 
