@@ -87,7 +87,22 @@ enum Cmd {
         /// Comma-separated: vector, bm25.
         #[arg(long, default_value = "vector,bm25")]
         retrievers: String,
+        /// Which documents to search: `all`, `collection:NAME`, or documents (ids,
+        /// paths or file names) separated by commas.
+        #[arg(long, value_name = "SCOPE")]
+        scope: Option<String>,
         /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Collections of documents to scope questions to (`--scope collection:NAME`);
+    /// without a subcommand, list them.
+    Collections {
+        #[command(subcommand)]
+        cmd: Option<cli::collections::CollectionsCmd>,
+        /// Print the collections as one JSON array.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -203,17 +218,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             fusion,
             queries,
             retrievers,
+            scope,
             json,
             data,
         } => {
+            let engine = data.engine()?;
+            let scope = match scope {
+                Some(s) => engine.parse_scope(&s)?,
+                None => Default::default(),
+            };
             let opts = quire::engine::RetrieveOptions {
                 top_k,
                 fusion,
                 num_queries: queries,
                 retrievers: quire::engine::RetrieverKind::parse_list(&retrievers)?,
+                filter: engine.resolve_scope(&scope)?.filter,
                 ..Default::default()
             };
-            cli::search::search(&data.engine()?, &question, &opts, json)
+            cli::search::search(&engine, &question, &opts, json)
         }
         Cmd::Ask {
             question,
@@ -221,15 +243,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             opts,
             data,
         } => {
+            let engine = data.engine()?;
+            let scope = match &turn.scope {
+                Some(s) => engine.parse_scope(s)?,
+                None => Default::default(),
+            };
             let req = quire::engine::AskRequest {
                 conversation_id: turn.conversation,
                 question,
                 mode: turn.mode,
                 overrides: opts.overrides()?,
+                scope,
                 ..Default::default()
             };
-            cli::ask::ask(&data.engine()?, req, &opts).map(|_| ())
+            cli::ask::ask(&engine, req, &opts).map(|_| ())
         }
+        Cmd::Collections { cmd, json, data } => cli::collections::run(&data.engine()?, cmd, json),
         Cmd::Chat { turn, opts, data } => cli::ask::chat(&data.engine()?, turn, &opts),
         Cmd::Generate(a) => cli::generate::generate(a),
         Cmd::ExtractChild { file } => Ok(quire::ingest::pdf::child_main(&file)?),

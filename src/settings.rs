@@ -52,6 +52,12 @@ pub struct Settings {
     pub rerank_batch_size: usize,
     /// Candidates retrieved for the reranker to choose `top_k` from.
     pub rerank_candidates: usize,
+    /// The "not found" threshold: when the closest passage's cosine similarity to the
+    /// question is below it, the answer says the documents don't seem to cover the
+    /// question instead of letting the model improvise. `None` uses the threshold
+    /// calibrated for the embedding model ([`crate::retrieve::relevance`]); `0` turns
+    /// the check off.
+    pub not_found_threshold: Option<f32>,
 }
 
 impl Default for Settings {
@@ -76,6 +82,7 @@ impl Default for Settings {
             rerank: false,
             rerank_batch_size: crate::chat::rerank::BATCH_SIZE,
             rerank_candidates: 8,
+            not_found_threshold: None,
         }
     }
 }
@@ -152,6 +159,27 @@ impl Settings {
                 self.rerank_candidates
             ));
         }
+        if let Some(t) = self.not_found_threshold {
+            if !(0.0..=1.0).contains(&t) {
+                return bad(format!(
+                    "not_found_threshold must be 0..=1 (0 turns the check off), not {t}"
+                ));
+            }
+        }
+        // A custom template must fit every response mode it can be used with.
+        if let Some(t) = &self.text_qa_template {
+            use crate::synth::Synthesizer as _;
+            for mode in MODES {
+                crate::synth::Builtin {
+                    mode: mode.parse()?,
+                    templates: crate::synth::Templates::custom(crate::synth::Template::new(
+                        t.clone(),
+                    )),
+                    answer_filter: false,
+                }
+                .check(&self.template_vars)?;
+            }
+        }
         if self.model.trim().is_empty() {
             return bad("model must name a GGUF file".into());
         }
@@ -214,5 +242,31 @@ mod tests {
             ..Settings::default()
         };
         assert!(s.validate().unwrap_err().to_string().contains("top_k"));
+        let s = Settings {
+            not_found_threshold: Some(1.5),
+            ..Settings::default()
+        };
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("not_found_threshold"));
+        let s = Settings {
+            text_qa_template: Some("Answer {query_str} please".into()),
+            ..Settings::default()
+        };
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("{context_str}"), "{e}");
+        let s = Settings {
+            text_qa_template: Some("{context_str}\n{query_str} in {tone}".into()),
+            ..Settings::default()
+        };
+        assert!(s.validate().unwrap_err().to_string().contains("tone"));
+        let mut s = Settings {
+            text_qa_template: Some("{context_str}\n{query_str} in {tone}".into()),
+            ..Settings::default()
+        };
+        s.template_vars.insert("tone".into(), "verse".into());
+        s.validate().unwrap();
     }
 }

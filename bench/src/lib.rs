@@ -7,7 +7,7 @@
 //! [`retrieval`] (quality over the corpus, latency at scale) and [`answer`] (answers
 //! per response mode through the engine, and tree_summarize batched),
 //! [`conversations`] (follow-up questions: retrieval with and without condensing and
-//! reranking); [`pdftotext`]
+//! reranking), [`not_found`] (the "not found" threshold's calibration); [`pdftotext`]
 //! is the one runner of poppler's `pdftotext` that extract and retrieval share.
 
 pub mod answer;
@@ -15,6 +15,7 @@ pub mod conversations;
 pub mod embed;
 pub mod extract;
 pub mod llm;
+pub mod not_found;
 pub mod pdftotext;
 pub mod retrieval;
 

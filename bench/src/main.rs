@@ -102,6 +102,25 @@ enum BenchCmd {
     /// answering page in the top k as typed, condensed with the history, and each
     /// reranked by the LLM; and the seconds condensing and reranking add.
     Conversations(ConversationsArgs),
+    /// The "not found" signal (closest chunk's cosine) on the corpus questions and on
+    /// questions the corpus does not answer, and the threshold it calibrates.
+    NotFound {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// A Quire index of the corpus (made here from `--pdfs` when empty).
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+        questions: PathBuf,
+        #[arg(long, default_value = "bench/data/unanswerable.jsonl")]
+        unanswerable: PathBuf,
+        /// The embedding model (folder name or path) instead of the settings'.
+        #[arg(long)]
+        embedder: Option<String>,
+    },
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -160,6 +179,24 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Answer(a) => answer(&a),
         BenchCmd::Conversations(a) => conversations(&a),
         BenchCmd::TreeBatch(a) => tree_batch(&a),
+        BenchCmd::NotFound {
+            json,
+            data_dir,
+            pdfs,
+            questions,
+            unanswerable,
+            embedder,
+        } => {
+            let r = quire_bench::not_found::run(
+                &data_dir,
+                &pdfs,
+                &questions,
+                &unanswerable,
+                embedder.as_deref(),
+                |m| eprintln!("{m}"),
+            )?;
+            emit(&r, json)
+        }
         BenchCmd::RetrievalScale {
             json,
             sizes,

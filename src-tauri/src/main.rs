@@ -87,6 +87,39 @@ async fn save_settings(engine: Eng<'_>, settings: Settings) -> CmdResult<engine:
 }
 
 #[tauri::command]
+async fn collections(engine: Eng<'_>) -> CmdResult<Vec<engine::Collection>> {
+    let e = engine.inner().clone();
+    blocking(move || e.collections()).await
+}
+
+#[tauri::command]
+async fn create_collection(
+    engine: Eng<'_>,
+    name: String,
+    documents: Vec<i64>,
+) -> CmdResult<engine::Collection> {
+    let e = engine.inner().clone();
+    blocking(move || e.create_collection(&name, &documents)).await
+}
+
+#[tauri::command]
+async fn update_collection(
+    engine: Eng<'_>,
+    id: i64,
+    name: Option<String>,
+    documents: Option<Vec<i64>>,
+) -> CmdResult<engine::Collection> {
+    let e = engine.inner().clone();
+    blocking(move || e.update_collection(id, name.as_deref(), documents.as_deref())).await
+}
+
+#[tauri::command]
+async fn remove_collection(engine: Eng<'_>, id: i64) -> CmdResult<()> {
+    let e = engine.inner().clone();
+    blocking(move || e.remove_collection(id)).await
+}
+
+#[tauri::command]
 async fn conversations(engine: Eng<'_>) -> CmdResult<Vec<ConversationInfo>> {
     let e = engine.inner().clone();
     blocking(move || e.conversations()).await
@@ -222,6 +255,10 @@ fn main() {
             document_file,
             settings,
             save_settings,
+            collections,
+            create_collection,
+            update_collection,
+            remove_collection,
             conversations,
             conversation,
             remove_conversation,

@@ -16,6 +16,10 @@ pub struct TurnArgs {
     /// Continue this conversation.
     #[arg(long)]
     pub conversation: Option<i64>,
+    /// Which documents to search: `all` (the default), `collection:NAME`, or
+    /// documents (ids, paths or file names) separated by commas.
+    #[arg(long, value_name = "SCOPE")]
+    pub scope: Option<String>,
 }
 
 /// The options of `quire ask` beyond the question, mode and conversation.
@@ -109,9 +113,18 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
                 }
             }
             AskEvent::Condensed { question } => eprintln!("searched for: {question}"),
-            AskEvent::Sources { sources: s, notes } => {
+            AskEvent::Sources {
+                sources: s,
+                notes,
+                scope,
+                relevance,
+            } => {
+                eprintln!("searched: {scope}");
                 for n in notes {
                     eprintln!("note: {n}");
+                }
+                if let Some(r) = relevance {
+                    eprintln!("{}", r.reason);
                 }
                 sources = s;
             }
@@ -127,7 +140,11 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
                 is_final: true,
                 ..
             } => return write!(out, "{text}").and_then(|_| out.flush()).is_ok(),
-            AskEvent::Done { stats, .. } => {
+            AskEvent::Done { stats, answer, .. } => {
+                if stats.llm_calls == 0 && !answer.is_empty() {
+                    // No model streamed it (the "not found" answer).
+                    let _ = write!(out, "{answer}");
+                }
                 let _ = writeln!(out);
                 eprintln!(
                     "\n{} LLM call(s), {} prompt + {} output tokens, {:.1}s ({:.1} tok/s)",
@@ -175,6 +192,10 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
 pub fn chat(engine: &Engine, turn: TurnArgs, args: &AskArgs) -> anyhow::Result<()> {
     use std::io::BufRead;
     let overrides = args.overrides()?;
+    let scope = match &turn.scope {
+        Some(s) => engine.parse_scope(s)?,
+        None => Default::default(),
+    };
     let mut conversation = turn.conversation;
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
@@ -193,6 +214,7 @@ pub fn chat(engine: &Engine, turn: TurnArgs, args: &AskArgs) -> anyhow::Result<(
             question: question.to_string(),
             mode: turn.mode.clone(),
             overrides: overrides.clone(),
+            scope: scope.clone(),
             ..Default::default()
         };
         match ask(engine, req, args) {

@@ -8,12 +8,15 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::{exchanges, lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Source};
+use super::scope::ResolvedScope;
+use super::{
+    exchanges, lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Relevance, Source,
+};
 use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
 use crate::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
 use crate::retrieve::{
-    ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex, RetrieveOptions,
+    relevance, ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex, RetrieveOptions,
 };
 use crate::settings::Settings;
 use crate::store::conversations;
@@ -147,6 +150,8 @@ impl Engine {
             answer_filter: request.answer_filter,
         }
         .check(&request.options.vars)?;
+        // A scope that names nothing searchable is refused before anything is kept.
+        let scope = self.resolve_scope(&req.scope)?;
         let reg = self.register(cancel);
 
         let chat_mode: ChatMode = settings.chat_mode.parse()?;
@@ -175,6 +180,7 @@ impl Engine {
                 question: &question,
                 history: &history,
                 chat_mode,
+                scope: &scope,
             };
             self.answer(&settings, &request, &turn, cancel, &mut send, &mut record)
         };
@@ -198,6 +204,10 @@ impl Engine {
         }
         if !record.notes.is_empty() {
             extra.insert("notes".into(), json!(record.notes));
+        }
+        extra.insert("scope".into(), Value::String(scope.label.clone()));
+        if let Some(r) = &record.relevance {
+            extra.insert("relevance".into(), json!(r));
         }
         extra.insert("sources".into(), json!(record.sources));
         if let Some(stats) = &record.stats {
@@ -289,6 +299,7 @@ impl Engine {
             },
             fusion: settings.fusion.parse::<FusionMode>()?,
             num_queries: settings.num_queries,
+            filter: turn.scope.filter.clone(),
             ..RetrieveOptions::default()
         };
         cancel.check()?;
@@ -311,7 +322,33 @@ impl Engine {
             })
             .collect();
 
-        // 3. LLM reranking (LlamaIndex's LLMRerank), keeping the fused order when the
+        // 3. Honest "not found": when even the closest chunk is far from the question,
+        //    the closest passages are shown and no model improvises an answer.
+        let threshold = settings
+            .not_found_threshold
+            .or_else(|| relevance::calibrated_threshold(&settings.embedder));
+        let judged = relevance::judge(&retrieval, threshold, &settings.embedder);
+        record.relevance = Some(judged.clone());
+        if !judged.covered {
+            retrieval.nodes.truncate(settings.top_k);
+            let sources = sources_of(&retrieval);
+            record.sources = sources.clone();
+            record.notes = notes.clone();
+            send(AskEvent::Sources {
+                sources,
+                notes,
+                scope: turn.scope.label.clone(),
+                relevance: Some(judged),
+            })?;
+            record.stats = Some(AskStats {
+                secs: t0.elapsed().as_secs_f64(),
+                llm_calls: record.calls.len(),
+                ..AskStats::default()
+            });
+            return Ok(relevance::not_found_answer(turn.question));
+        }
+
+        // 4. LLM reranking (LlamaIndex's LLMRerank), keeping the fused order when the
         //    model's answer cannot be read.
         let mut rerank_scores: Option<Vec<f32>> = None;
         if let (Some(l), true) = (llm_dyn, settings.rerank) {
@@ -359,9 +396,14 @@ impl Engine {
         }
         record.sources = sources.clone();
         record.notes = notes.clone();
-        send(AskEvent::Sources { sources, notes })?;
+        send(AskEvent::Sources {
+            sources,
+            notes,
+            scope: turn.scope.label.clone(),
+            relevance: record.relevance.clone(),
+        })?;
 
-        // 4. Synthesis: numbered sources when citing. A follow-up under
+        // 5. Synthesis: numbered sources when citing. A follow-up under
         //    condense_plus_context is answered as the original message with the context
         //    and the conversation in a chat prompt; every other question (the first of
         //    a conversation goes straight through) is answered as the standalone
@@ -456,6 +498,7 @@ struct Turn<'a> {
     question: &'a str,
     history: &'a [Message],
     chat_mode: ChatMode,
+    scope: &'a ResolvedScope,
 }
 
 /// The conversation before a question, as the chat engines' memory holds it: each
@@ -542,6 +585,7 @@ struct Record {
     searched_for: Option<String>,
     citations: Vec<Citation>,
     notes: Vec<String>,
+    relevance: Option<Relevance>,
     condense_secs: Option<f64>,
     rerank_secs: Option<f64>,
     sources: Vec<Source>,

@@ -18,11 +18,13 @@ mod ask;
 mod exchanges;
 mod files;
 mod models;
+mod scope;
 mod types;
 mod uploads;
 
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
+pub use scope::ResolvedScope;
 pub use types::*;
 
 /// The engine. Cheap to share behind an `Arc`; one generation runs at a time and
@@ -268,6 +270,12 @@ impl Engine {
             llm,
             embedder,
             problems,
+            model_dirs: crate::models::search_dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect(),
+            llm_name: models::setting_name(&model),
+            embedder_name: models::setting_name(&self.settings().embedder),
         }
     }
 }

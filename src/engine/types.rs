@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::ingest::IndexEvent;
 pub use crate::llm::Cancel;
+pub use crate::retrieve::relevance::Relevance;
 pub use crate::retrieve::{FusionMode, RetrieveOptions, RetrieverKind};
 pub use crate::settings::Settings;
+pub use crate::store::collections::Collection;
 pub use crate::store::conversations::{Conversation, ConversationInfo, Message};
 use crate::{Error, Result};
 
@@ -51,6 +53,21 @@ pub struct AskRequest {
     /// message after it are removed, and the conversation goes on from `question`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace_from: Option<i64>,
+    /// Which documents to search (all when absent).
+    pub scope: Scope,
+}
+
+/// Which documents a question searches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Scope {
+    /// Every document in the index.
+    #[default]
+    All,
+    /// The documents of one collection.
+    Collection { id: i64 },
+    /// These documents.
+    Documents { ids: Vec<i64> },
 }
 
 /// Per-question overrides of the settings (`quire ask --top-k --template --var`).
@@ -181,6 +198,13 @@ pub enum AskEvent {
         /// Remarks on the retrieval, e.g. a retriever left out for the language.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notes: Vec<String>,
+        /// What was searched, in words: "All documents", a collection, file names.
+        #[serde(default)]
+        scope: String,
+        /// Whether the documents seem to cover the question; when they don't, no LLM
+        /// answers and `sources` are the closest passages.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        relevance: Option<Relevance>,
     },
     /// The numbered sources a citing answer's `[N]` markers refer to.
     Citations {
@@ -223,6 +247,14 @@ pub struct Status {
     pub embedder: Option<String>,
     /// Human-readable problems, e.g. a missing model and how to fetch it.
     pub problems: Vec<String>,
+    /// Where models are looked for, in order (for a first run without them).
+    #[serde(default)]
+    pub model_dirs: Vec<String>,
+    /// The model file names the settings choose (found or not).
+    #[serde(default)]
+    pub llm_name: String,
+    #[serde(default)]
+    pub embedder_name: String,
 }
 
 /// Settings plus the choices the dialog offers.

@@ -13,6 +13,7 @@
 pub mod bm25;
 pub mod fusion;
 pub mod query_gen;
+pub mod relevance;
 pub mod text;
 pub mod vector;
 
@@ -229,6 +230,20 @@ pub struct Retrieval {
     /// the query's language, as indices into `queries` and `retrievers`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<(usize, usize)>,
+    /// Each (query, retriever) list's best hit before fusion, whether or not fusion
+    /// kept it: how close the closest chunk came ([`relevance`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub best: Vec<BestHit>,
+}
+
+/// The best hit of one (query, retriever) list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestHit {
+    pub query: usize,
+    pub retriever: usize,
+    pub chunk_id: i64,
+    /// The retriever's raw score (cosine similarity for `vector`).
+    pub score: f32,
 }
 
 /// Run `retrievers` for `query` (and, when `opts.num_queries > 1` and an LLM is
@@ -263,6 +278,7 @@ pub fn retrieve(
     let candidates = opts.candidates();
     let mut lists = Vec::with_capacity(queries.len() * retrievers.len());
     let mut skipped = Vec::new();
+    let mut best = Vec::new();
     for (qi, q) in queries.iter().enumerate() {
         let covered: Vec<bool> = retrievers.iter().map(|r| r.covers(q)).collect();
         let route = opts.route_by_language && covered.iter().any(|&c| c);
@@ -273,6 +289,14 @@ pub fn retrieve(
                 continue;
             }
             let hits = r.retrieve(q, candidates, opts.filter.as_ref())?;
+            if let Some(h) = hits.first() {
+                best.push(BestHit {
+                    query: qi,
+                    retriever: ri,
+                    chunk_id: h.chunk_id,
+                    score: h.score,
+                });
+            }
             lists.push(fusion::RankedList {
                 query: qi,
                 retriever: ri,
@@ -287,6 +311,7 @@ pub fn retrieve(
         fusion: opts.fusion,
         nodes,
         skipped,
+        best,
     })
 }
 

@@ -5,6 +5,7 @@
 //! `x-quire-token` header or the `quire_token` cookie (set by opening `/?token=...`).
 
 mod assets;
+mod collections;
 mod error;
 
 use std::convert::Infallible;
@@ -68,6 +69,14 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         .route("/documents/{id}", delete(remove_document))
         .route("/documents/{id}/file", get(document_file))
         .route("/settings", get(get_settings).put(put_settings))
+        .route(
+            "/collections",
+            get(collections::list).post(collections::create),
+        )
+        .route(
+            "/collections/{id}",
+            axum::routing::put(collections::update).delete(collections::remove),
+        )
         .route("/conversations", get(conversations))
         .route(
             "/conversations/{id}",

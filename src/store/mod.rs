@@ -7,6 +7,7 @@
 //! not block each other, and a document is written in one transaction, so a crash or a
 //! kill leaves either all of it or none of it.
 
+pub mod collections;
 pub mod conversations;
 
 use std::path::Path;
@@ -167,12 +168,18 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         migrate(&mut conn)?;
         conversations::migrate(&conn)?;
+        collections::migrate(&conn)?;
         Ok(Self { conn })
     }
 
     /// The connection, for the other tables of the database (conversations).
     pub fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// The connection, for a transaction over the other tables (collections).
+    pub fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 
     /// The schema version.
@@ -253,6 +260,18 @@ impl Store {
             )));
         }
         let tx = self.conn.transaction()?;
+        // A document indexed again stays in its collections.
+        let old: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM documents WHERE path = ?1",
+                [doc.path],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let in_collections = match old {
+            Some(old) => collections::of_document(&tx, old)?,
+            None => Vec::new(),
+        };
         tx.execute("DELETE FROM documents WHERE path = ?1", [doc.path])?;
         tx.execute(
             "INSERT INTO documents (path, file_name, hash, title, pages, status, bytes, indexed_at)
@@ -268,6 +287,7 @@ impl Store {
             ],
         )?;
         let id = tx.last_insert_rowid();
+        collections::restore(&tx, id, &in_collections)?;
         {
             let mut page =
                 tx.prepare("INSERT INTO pages (doc_id, number, text) VALUES (?1, ?2, ?3)")?;
@@ -308,6 +328,15 @@ impl Store {
         error: &str,
     ) -> Result<i64> {
         let tx = self.conn.transaction()?;
+        let old: Option<i64> = tx
+            .query_row("SELECT id FROM documents WHERE path = ?1", [path], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let in_collections = match old {
+            Some(old) => collections::of_document(&tx, old)?,
+            None => Vec::new(),
+        };
         tx.execute("DELETE FROM documents WHERE path = ?1", [path])?;
         tx.execute(
             "INSERT INTO documents (path, file_name, hash, status, error, bytes, indexed_at)
@@ -315,6 +344,7 @@ impl Store {
             params![path, file_name(path), hash, error, bytes as i64, now_ms()],
         )?;
         let id = tx.last_insert_rowid();
+        collections::restore(&tx, id, &in_collections)?;
         Self::bump(&tx)?;
         tx.commit()?;
         Ok(id)

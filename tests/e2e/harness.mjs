@@ -17,10 +17,15 @@ export function corpusQuestion(id) {
   return JSON.parse(line);
 }
 
-/** Start `quire serve` on `dataDir`; resolves to { url, proc } once it listens. */
-export function startServer(dataDir) {
+/** Start `quire serve` on `dataDir` (`opts`: another binary, working directory or
+ *  environment); resolves to { url, proc } once it listens. */
+export function startServer(dataDir, opts = {}) {
   return new Promise((ok, fail) => {
-    const proc = spawn(bin, ["serve", "--port", "0", "--data-dir", dataDir], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+    const proc = spawn(opts.bin || bin, ["serve", "--port", "0", "--data-dir", dataDir], {
+      cwd: opts.cwd || repo,
+      env: { ...process.env, ...(opts.env || {}) },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let out = "";
     proc.stdout.on("data", (d) => {
       out += d;

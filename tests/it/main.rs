@@ -12,6 +12,7 @@ mod llm;
 mod models;
 mod pdf;
 mod plumbing;
+mod scope;
 mod server;
 mod synth;
 mod synth_model;
