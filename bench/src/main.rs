@@ -117,6 +117,9 @@ enum BenchCmd {
         questions: PathBuf,
         #[arg(long, default_value = "bench/data/unanswerable.jsonl")]
         unanswerable: PathBuf,
+        /// Generic questions any document answers (summaries, authorship).
+        #[arg(long, default_value = "bench/data/generic.jsonl")]
+        generic: PathBuf,
         /// The embedding model (folder name or path) instead of the settings'.
         #[arg(long)]
         embedder: Option<String>,
@@ -185,12 +188,14 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             pdfs,
             questions,
             unanswerable,
+            generic,
             embedder,
         } => {
             let r = quire_bench::not_found::run(
                 &data_dir,
                 &pdfs,
                 &questions,
+                &generic,
                 &unanswerable,
                 embedder.as_deref(),
                 |m| eprintln!("{m}"),

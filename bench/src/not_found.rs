@@ -1,10 +1,12 @@
 //! The figures of `quire bench not-found`: how the "not found" signal (the closest
 //! chunk's cosine similarity to the question, [`quire::retrieve::relevance`])
 //! separates the corpus questions, which the documents answer, from questions they do
-//! not (`bench/data/unanswerable.jsonl`), over a Quire index of the corpus made by the
+//! not (`bench/data/unanswerable.jsonl`), with generic questions any document answers
+//! ("Who wrote this?", "Summarize the main points": `bench/data/generic.jsonl`, whose
+//! closest chunk is never very close), over a Quire index of the corpus made by the
 //! engine. It prints each question's signal, the threshold this data calibrates (the
-//! highest that keeps every answerable question, less a margin), and what the
-//! threshold in use refuses.
+//! highest, in hundredths, that keeps every corpus and generic question by at least
+//! [`MARGIN`]), and what the threshold in use refuses.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,8 @@ struct Question {
 pub struct Scored {
     pub id: String,
     pub lang: String,
+    /// `corpus` (a corpus question), `generic` or `unanswerable`.
+    pub kind: String,
     pub answerable: bool,
     /// `None`: the vector search did not run (a language the embedder does not cover).
     pub best: Option<f32>,
@@ -54,7 +58,7 @@ pub struct Report {
 
 /// Kept below the lowest answerable question's signal, so that a question a little
 /// further from its page than any in the corpus is still answered.
-pub const MARGIN: f32 = 0.05;
+pub const MARGIN: f32 = 0.01;
 
 /// The threshold calibrated from `scores`: the lowest answerable signal less
 /// [`MARGIN`], rounded down to hundredths; `None` without answerable scores.
@@ -83,6 +87,7 @@ pub fn run(
     data_dir: &Path,
     pdfs: &Path,
     answerable: &Path,
+    generic: &Path,
     unanswerable: &Path,
     embedder: Option<&str>,
     mut progress: impl FnMut(&str),
@@ -105,12 +110,17 @@ pub fn run(
         ..RetrieveOptions::default()
     };
     let mut questions = Vec::new();
-    for (path, answerable) in [(answerable, true), (unanswerable, false)] {
+    for (path, kind, answerable) in [
+        (answerable, "corpus", true),
+        (generic, "generic", true),
+        (unanswerable, "unanswerable", false),
+    ] {
         for q in load(path)? {
             let r = engine.search(&q.question, &opts, &cancel)?;
             questions.push(Scored {
                 id: q.id,
                 lang: q.lang,
+                kind: kind.into(),
                 answerable,
                 best: relevance::best_cosine(&r),
             });
@@ -157,23 +167,19 @@ impl fmt::Display for Report {
                 "  {:<6} {:<3} {:<12} {}",
                 s.id,
                 s.lang,
-                if s.answerable {
-                    "answerable"
-                } else {
-                    "unanswerable"
-                },
+                s.kind,
                 s.best.map_or("not checked".into(), |b| format!("{b:.3}"))
             )?;
         }
         let t = |x: Option<f32>| x.map_or("none".into(), |t| format!("{t:.2}"));
         writeln!(
             f,
-            "calibrated threshold (lowest answerable − {MARGIN}): {}",
+            "calibrated threshold (lowest corpus or generic question − {MARGIN}, in hundredths): {}",
             t(self.calibrated)
         )?;
         writeln!(
             f,
-            "at the threshold in use ({}): answerable kept {}/{}, unanswerable refused {}/{}, not checked {}",
+            "at the threshold in use ({}): corpus and generic kept {}/{}, unanswerable refused {}/{}, not checked {}",
             t(self.threshold_in_use),
             self.answerable_kept,
             self.answerable_checked,
@@ -193,6 +199,7 @@ mod tests {
         Scored {
             id: String::new(),
             lang: "en".into(),
+            kind: String::new(),
             answerable,
             best,
         }
@@ -206,17 +213,18 @@ mod tests {
             s(true, None),
             s(false, Some(0.2)),
         ];
-        assert_eq!(calibrate(&scores), Some(0.42));
+        assert_eq!(calibrate(&scores), Some(0.46));
         assert_eq!(calibrate(&[s(false, Some(0.3))]), None);
     }
 
     #[test]
-    fn the_unanswerable_questions_load() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/unanswerable.jsonl");
-        let qs = load(&dir).unwrap();
+    fn the_unanswerable_and_generic_questions_load() {
+        let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data");
+        let qs = load(&data.join("unanswerable.jsonl")).unwrap();
         assert!(qs.len() >= 20);
         assert!(qs
             .iter()
             .all(|q| !q.question.is_empty() && !q.id.is_empty()));
+        assert!(load(&data.join("generic.jsonl")).unwrap().len() >= 8);
     }
 }

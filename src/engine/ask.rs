@@ -119,11 +119,13 @@ impl Engine {
     }
 
     /// Refuse a request that cannot be answered, before anything runs: an empty
-    /// question. (Shells that answer a request before streaming call it first.)
+    /// question, a scope that names nothing searchable. (Shells that answer a request
+    /// before streaming call it first.)
     pub fn check_ask(&self, req: &AskRequest) -> Result<()> {
         if req.question.trim().is_empty() {
             return Err(Error::Invalid("the question is empty".into()));
         }
+        self.resolve_scope(&req.scope)?;
         Ok(())
     }
 

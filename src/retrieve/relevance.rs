@@ -14,7 +14,13 @@ use super::Retrieval;
 
 /// Thresholds calibrated by `quire-bench not-found` for the embedding models Quire
 /// ships (folder names). Another model gets no check until the user sets one.
-const CALIBRATED: &[(&str, f32)] = &[("all-MiniLM-L6-v2", 0.34)];
+///
+/// MiniLM, on the corpus: the 18 English corpus questions score 0.57–0.83, ten generic
+/// questions any document answers ("Who wrote this?", "Summarize the main points")
+/// 0.32–0.54, and 26 questions the corpus does not answer 0.17–0.42. 0.30 is the
+/// highest hundredth that keeps every corpus and generic question (by at least 0.01);
+/// it refuses 20 of the 26. (0.51 would refuse all 26, and "Who wrote this?" too.)
+const CALIBRATED: &[(&str, f32)] = &[("all-MiniLM-L6-v2", 0.30)];
 
 /// The calibrated threshold for embedding model `embedder` (its folder name or a path
 /// ending in it), if there is one.
@@ -144,21 +150,21 @@ mod tests {
         // BM25's raw score and a generated query's cosine are not the signal.
         let r = retrieval(vec![hit(0, 0, 0.2), hit(0, 1, 9.0), hit(1, 0, 0.9)]);
         assert_eq!(best_cosine(&r), Some(0.2));
-        let j = judge(&r, Some(0.34), "all-MiniLM-L6-v2");
+        let j = judge(&r, Some(0.30), "all-MiniLM-L6-v2");
         assert!(!j.covered);
         assert!(
-            j.reason.contains("0.20") && j.reason.contains("0.34"),
+            j.reason.contains("0.20") && j.reason.contains("0.30"),
             "{}",
             j.reason
         );
-        let j = judge(&retrieval(vec![hit(0, 0, 0.5)]), Some(0.34), "x");
+        let j = judge(&retrieval(vec![hit(0, 0, 0.5)]), Some(0.30), "x");
         assert!(j.covered);
         // Off, uncalibrated, or no vector search: no check, and the reason says which.
         let j = judge(&r, Some(0.0), "x");
         assert!(j.covered && j.reason.contains("off"));
         let j = judge(&r, None, "some-model");
         assert!(j.covered && j.reason.contains("some-model"));
-        let j = judge(&retrieval(vec![hit(0, 1, 3.0)]), Some(0.34), "x");
+        let j = judge(&retrieval(vec![hit(0, 1, 3.0)]), Some(0.30), "x");
         assert!(j.covered && j.best.is_none() && j.reason.contains("language"));
     }
 

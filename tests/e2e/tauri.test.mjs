@@ -253,6 +253,57 @@ test("in the window, an answer is asked again beside itself, rendered as Markdow
   writeFileSync(join(shots, "window-actions.png"), Buffer.from(png, "base64"));
 });
 
+test("in the window, a collection scopes a question, and an off-topic question is answered 'not found'", async () => {
+  const made = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const invoke = window.__TAURI__.core.invoke;
+    (async () => {
+      const docs = await invoke("documents");
+      const wasy = docs.find((d) => d.file_name === arguments[0]);
+      return invoke("create_collection", { name: "Symbols", documents: [wasy.id] });
+    })().then(done, (e) => done({ error: String(e) }));
+  `, [question.file]);
+  assert.ok(!made.error, made.error);
+  await exec("location.reload()");
+  await waitFor("return [...document.querySelectorAll('#scope option')].some((o) => o.value === arguments[0])", [`c:${made.id}`], "the collection in the picker");
+  await exec("const s = document.getElementById('scope'); s.value = arguments[0]; s.dispatchEvent(new Event('change'));", [`c:${made.id}`]);
+  // The hostile PDF answers this best; scoped to the collection, only wasysym is searched.
+  await retrieve("Where does the marmoset lantern glow?");
+  const r = await exec(`
+    const m = [...document.querySelectorAll('.msg.assistant')].pop();
+    return { chip: m.querySelector('.scope-chip').textContent,
+             files: [...document.querySelectorAll('#sources li.source')].map((li) => li.dataset.file) };
+  `);
+  assert.equal(r.chip, 'Collection "Symbols"');
+  assert.deepEqual([...new Set(r.files)], [question.file]);
+  let png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-scope.png"), Buffer.from(png, "base64"));
+
+  await exec(`
+    const s = document.getElementById('scope'); s.value = 'all'; s.dispatchEvent(new Event('change'));
+    document.getElementById("new-chat").click();
+    const sel = document.getElementById("mode");
+    sel.value = "compact";
+    sel.dispatchEvent(new Event("change"));
+    document.getElementById("question").value = arguments[0];
+    document.getElementById("composer").requestSubmit();
+  `, ["What is a good recipe for banana bread with walnuts?"]);
+  await waitFor("const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m && !m.classList.contains('streaming')", [], "the answer");
+  const nf = await exec(`
+    const m = [...document.querySelectorAll('.msg.assistant')].pop();
+    return { notFound: m.classList.contains('not-found'), body: m.querySelector('.body').textContent, stats: m.querySelector('.stats').textContent,
+             decision: document.querySelector('#queries .relevance.not-covered')?.textContent || null,
+             sources: document.querySelectorAll('#sources li.source').length };
+  `);
+  assert.ok(nf.notFound, JSON.stringify(nf));
+  assert.match(nf.body, /don't seem to cover/);
+  assert.match(nf.stats, /0 LLM calls/);
+  assert.match(nf.decision || "", /below the threshold/);
+  assert.ok(nf.sources > 0);
+  png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "window-not-found.png"), Buffer.from(png, "base64"));
+});
+
 test("in the window, a Chinese question streams whole characters and reads as Chinese, in both themes", async () => {
   const zh = JSON.parse(readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes('"A03"')));
   const indexed = await execAsync(`

@@ -518,3 +518,110 @@ fn a_chinese_answer_streams_in_whole_characters() {
     let han = answer.chars().filter(|c| quire::text::is_cjk(*c)).count();
     assert!(han >= 4, "not answered in Chinese: {answer}");
 }
+
+/// `method path` with a JSON body: status and parsed JSON body.
+fn json_request(addr: SocketAddr, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let t = send(
+        addr,
+        method,
+        path,
+        "application/json",
+        body.to_string().as_bytes(),
+    );
+    let mut r = BufReader::new(t);
+    let (status, headers) = head(&mut r);
+    let text = body(&mut r, &headers);
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn collections_are_kept_over_http_and_a_question_s_scope_is_honoured() {
+    let s = start_indexed();
+    let doc = s.engine.documents().expect("documents")[0].id;
+    let (status, made) = json_request(
+        s.addr,
+        "POST",
+        "/api/collections",
+        &serde_json::json!({ "name": "Symbols", "documents": [doc] }),
+    );
+    assert_eq!(status, 200, "{made}");
+    let id = made["id"].as_i64().expect("id");
+    assert_eq!(made["documents"], serde_json::json!([doc]));
+    // Refused with a message that says why.
+    let (status, e) = json_request(
+        s.addr,
+        "POST",
+        "/api/collections",
+        &serde_json::json!({ "name": " " }),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        e["error"].as_str().unwrap_or("").contains("needs a name"),
+        "{e}"
+    );
+    let (status, e) = json_request(
+        s.addr,
+        "PUT",
+        &format!("/api/collections/{id}"),
+        &serde_json::json!({ "documents": [doc, 999] }),
+    );
+    assert_eq!(status, 404, "{e}");
+    let (status, renamed) = json_request(
+        s.addr,
+        "PUT",
+        &format!("/api/collections/{id}"),
+        &serde_json::json!({ "name": "Wasy" }),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        (renamed["name"].as_str(), renamed["documents"].clone()),
+        (Some("Wasy"), serde_json::json!([doc]))
+    );
+    let (_, _, list) = get(s.addr, "/api/collections", "");
+    let list: Value = serde_json::from_slice(&list).expect("json");
+    assert_eq!(list[0]["name"], "Wasy");
+
+    // The ask's scope field.
+    let body = serde_json::json!({
+        "question": QUESTION, "mode": "no_text", "scope": { "kind": "collection", "id": id }
+    });
+    let t = send(
+        s.addr,
+        "POST",
+        "/api/ask",
+        "application/json",
+        body.to_string().as_bytes(),
+    );
+    let mut r = BufReader::new(t);
+    let (status, _) = head(&mut r);
+    assert_eq!(status, 200);
+    let events = until_done(&mut Sse { r, buf: Vec::new() });
+    let sources = events
+        .iter()
+        .find(|e| kind(e) == "sources")
+        .expect("sources");
+    assert_eq!(sources["scope"], "Collection \"Wasy\"");
+    assert_eq!(sources["relevance"]["covered"], true, "{sources}");
+    // A scope naming nothing is refused before the stream starts.
+    let (status, e) = json_request(
+        s.addr,
+        "POST",
+        "/api/ask",
+        &serde_json::json!({ "question": QUESTION, "scope": { "kind": "documents", "ids": [] } }),
+    );
+    assert_eq!(status, 400, "{e}");
+    let t = send(
+        s.addr,
+        "DELETE",
+        &format!("/api/collections/{id}"),
+        "application/json",
+        b"",
+    );
+    let mut r = BufReader::new(t);
+    assert_eq!(head(&mut r).0, 200);
+    let (_, _, list) = get(s.addr, "/api/collections", "");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&list).expect("json"),
+        serde_json::json!([])
+    );
+}

@@ -4,6 +4,9 @@ import { transport } from "./transport.js";
 import { el, clear, highlighted, queryTerms, citationParts, langOf } from "./dom.js";
 import { openDocument, closeViewer, isOpen as viewerOpen, shownDocument } from "./viewer.js";
 import { renderMarkdown, morph, plainText, copyText } from "./markdown.js";
+import "./keys.js";
+import { initScope, setDocuments, scopeRequest } from "./scope.js";
+import { modelsCard } from "./firstrun.js";
 
 const MODES = [
   ["compact", "Packs as many chunks as fit into each call, then refines: fewer LLM calls (default)."],
@@ -51,20 +54,25 @@ async function loadDocuments() {
     banner(`Could not list documents: ${e.message}`);
     return;
   }
+  // Rebuilt under a keyboard user: the focus stays on the same row (or goes to Add PDFs).
+  const focusedDoc = document.activeElement?.closest?.("#documents li")?.dataset.docId;
   const ul = clear($("documents"));
   for (const d of state.docs) {
     const failed = d.status === "failed";
     const name = d.title || d.file_name || d.path;
     ul.append(el("li", { class: failed ? "failed" : "", title: failed ? d.error : `${d.path} — click to open`, dataset: { docId: d.id } },
-      el("span", {
+      el(failed ? "span" : "button", {
+        type: failed ? undefined : "button",
         class: failed ? "name" : "name openable",
         onclick: failed ? undefined : () => openDocument({ docId: d.id, name: d.file_name || name, page: 1 }),
       }, name),
       el("span", { class: "meta" }, failed ? "failed" : `${d.pages} p.`),
-      el("button", { title: "Remove from the index", onclick: () => removeDocument(d) }, "×")));
+      el("button", { type: "button", title: "Remove from the index", "aria-label": `Remove ${name} from the index`, onclick: () => removeDocument(d) }, "×")));
   }
   if (!state.docs.length) ul.append(el("li", { class: "meta" }, "No documents yet: drop PDFs above."));
+  if (focusedDoc) (ul.querySelector(`li[data-doc-id="${CSS.escape(focusedDoc)}"] button`) || $("add-files")).focus();
   showWelcome();
+  setDocuments(state.docs);
 }
 
 /** An empty conversation's welcome: what to do first, and what the modes do. */
@@ -72,6 +80,8 @@ function showWelcome() {
   const box = $("messages");
   box.querySelector(".welcome")?.remove();
   if (box.querySelector(".msg")) return;
+  const first = modelsCard(state.status, async () => { await checkStatus(); showWelcome(); });
+  if (first) { box.append(first); return; }
   const n = state.docs.filter((d) => d.status === "done").length;
   box.append(el("section", { class: "welcome", "aria-label": "Getting started" },
     el("h2", {}, n ? `Ask about your ${n} document${n === 1 ? "" : "s"}` : "Start by adding your PDFs"),
@@ -201,12 +211,14 @@ if (transport.onFileDrop) {
 async function loadConversations() {
   let list = [];
   try { list = await transport.conversations(); } catch (e) { banner(e.message); }
+  const focusedConv = document.activeElement?.closest?.("#conversations li")?.dataset.convId;
   const ul = clear($("conversations"));
   for (const c of list) {
     ul.append(el("li", { class: c.id === state.conversationId ? "active" : "", dataset: { convId: c.id } },
-      el("span", { class: "name", title: c.title, lang: langOf(c.title || ""), onclick: () => openConversation(c.id) }, c.title || "Untitled"),
-      el("button", { title: "Delete conversation", onclick: () => removeConversation(c.id) }, "×")));
+      el("button", { type: "button", class: "name", title: c.title, lang: langOf(c.title || ""), "aria-current": c.id === state.conversationId ? "true" : undefined, onclick: () => openConversation(c.id) }, c.title || "Untitled"),
+      el("button", { type: "button", title: "Delete conversation", "aria-label": `Delete conversation ${c.title || "Untitled"}`, onclick: () => removeConversation(c.id) }, "×")));
   }
+  if (focusedConv) (ul.querySelector(`li[data-conv-id="${CSS.escape(focusedConv)}"] .name`) || $("new-chat")).focus();
 }
 
 async function openConversation(id) {
@@ -247,6 +259,7 @@ function reopenedAnswer(m) {
   view.notes = m.notes || [];
   view.sources = m.sources || [];
   view.citations = m.citations || [];
+  showScope(view, m.scope, m.relevance);
   if (m.searched_for) setSearchedFor(view, m.searched_for);
   for (const c of m.calls || []) {
     const sv = stepView(view, { step: c.step, label: c.label });
@@ -298,9 +311,10 @@ function assistantMessage(mode) {
   const steps = el("details", { class: "steps", hidden: true }, el("summary", {}, "Steps and prompts"));
   const stats = el("div", { class: "stats" });
   const actions = el("span", { class: "actions" });
-  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`, actions), searched, steps, body, stats);
+  const scope = el("span", { class: "scope-chip", hidden: true });
+  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`, scope, actions), searched, steps, body, stats);
   (state.group || $("messages")).append(root);
-  const view = { root, body, searched, steps, stats, stepViews: new Map(), citations: [], text: "" };
+  const view = { root, body, searched, steps, stats, scope, stepViews: new Map(), citations: [], text: "" };
   actions.append(
     el("button", { type: "button", class: "act", title: "Copy the answer as Markdown", onclick: (e) => copied(e, view.text) }, "Copy"),
     el("button", { type: "button", class: "act", title: "Copy the answer as plain text", onclick: (e) => copied(e, plainText(view.text)) }, "Copy text"),
@@ -406,6 +420,18 @@ async function exportConversation() {
 }
 $("export-btn").addEventListener("click", exportConversation);
 
+/** Which documents an answer searched, on the answer; and, when the documents did not
+ *  seem to cover the question, the answer marked as such. */
+function showScope(view, scope, relevance) {
+  view.relevance = relevance || null;
+  if (scope) {
+    view.scope.textContent = scope;
+    view.scope.title = `Searched: ${scope}`;
+    view.scope.hidden = false;
+  }
+  view.root.classList.toggle("not-found", !!relevance && relevance.covered === false);
+}
+
 function setSearchedFor(view, q) {
   view.searchedFor = q;
   clear(view.searched).append("Searched for: ", el("q", {}, q));
@@ -508,6 +534,13 @@ function showSources(view) {
   const terms = queryTerms(view.searchedFor || view.query || "");
   const q = clear($("queries"));
   if (view.searchedFor) q.append(el("div", { class: "searched" }, "Searched for: ", el("q", {}, view.searchedFor)));
+  if (view.scope && !view.scope.hidden) q.append(el("div", { class: "scope-line" }, "Searched: ", el("strong", {}, view.scope.textContent)));
+  if (view.relevance) {
+    const r = view.relevance;
+    q.append(el("div", { class: `relevance ${r.covered ? "covered" : "not-covered"}`, title: "Whether the documents seem to cover the question (Settings: “Not found” threshold)" },
+      r.covered ? "" : el("strong", {}, "Not found in the documents. "), r.reason,
+      r.covered ? "" : el("div", {}, "The sources below are the closest passages; no model answered from them.")));
+  }
   for (const n of view.notes || []) q.append(el("div", { class: "note" }, n));
   if (view.queries && view.queries.length > 1) {
     q.append(el("div", {}, "Generated queries:"), el("ul", {}, view.queries.map((x) => el("li", {}, x))));
@@ -554,6 +587,7 @@ function setRunning(r) {
   state.running = r;
   $("send").hidden = !!r;
   $("stop").hidden = !r;
+  $("messages").setAttribute("aria-busy", r ? "true" : "false");
 }
 
 /** Ask `question`; `regenerate` (the question's message id) asks the last question
@@ -583,6 +617,7 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
       case "sources":
         view.sources = ev.sources;
         view.notes = ev.notes || [];
+        showScope(view, ev.scope, ev.relevance);
         showSources(view);
         break;
       case "citations": view.citations = ev.citations; showSources(view); break;
@@ -629,6 +664,7 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
     },
     regenerate,
     replace_from: replaceFrom,
+    scope: scopeRequest(),
   };
   void finalStep;
   const handle = transport.ask(request, onEvent);
@@ -692,6 +728,7 @@ async function openSettings() {
     "rerank_candidates", "rerank_batch_size", "citation_chunk_size"]) {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
+  form.elements.not_found_threshold.value = s.not_found_threshold ?? "";
   form.elements.model.value = modelName(s.model);
   showModelInfo();
   showEmbedderInfo();
@@ -767,6 +804,7 @@ $("settings-save").addEventListener("click", async (e) => {
     structured_answer_filtering: f.structured_answer_filtering.checked,
     text_qa_template: f.text_qa_template.value.trim() ? f.text_qa_template.value : null,
     template_vars: vars,
+    not_found_threshold: f.not_found_threshold.value.trim() === "" ? null : Number(f.not_found_threshold.value),
   };
   for (const k of ["models", "embedders", "index_embedders"]) delete next[k];
   try {
@@ -784,6 +822,7 @@ $("settings-save").addEventListener("click", async (e) => {
 async function checkStatus() {
   try {
     const st = await transport.status();
+    state.status = st;
     state.settings = await transport.settings();
     const fix = indexNeedsReembed(state.settings) ? { label: "Re-embed now", run: reembed } : null;
     banner((st.problems || []).join("\n"), fix);
@@ -806,6 +845,8 @@ async function saveChatSwitches() {
   try { state.settings = await transport.saveSettings(next); } catch (e) { banner(e.message); }
 }
 for (const id of ["chat-mode", "cite", "rerank"]) $(id).addEventListener("change", saveChatSwitches);
+
+initScope({ onError: banner });
 
 async function start() {
   showModeHelp();
