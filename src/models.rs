@@ -2,7 +2,9 @@
 //!
 //! Models are looked up, in order, in `$QUIRE_MODELS_DIR`, `./models`, the
 //! `models/` folder next to the executable (and its ancestors, for `target/*/quire`),
-//! and the data directory's `models/`. Nothing is ever downloaded at run time.
+//! the installed models (`<exe dir>/../share/quire/models`: `/usr/share/quire/models`
+//! for the `.deb`'s `/usr/bin/quire` and `/usr/bin/quire-desktop`), and the data
+//! directory's `models/`. Nothing is ever downloaded at run time.
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +21,13 @@ pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// Folder name of the default embedding model.
 pub const DEFAULT_EMBEDDER: &str = "all-MiniLM-L6-v2";
 
-/// The folders searched for models, most specific first.
+/// The folders searched for models, most specific first. `$QUIRE_MODELS_PATH` (folders
+/// separated by `:`) replaces the whole list: a first run without any model can be
+/// tried (and tested) with it.
 pub fn search_dirs() -> Vec<PathBuf> {
+    if let Some(p) = std::env::var_os("QUIRE_MODELS_PATH") {
+        return std::env::split_paths(&p).collect();
+    }
     let mut dirs = Vec::new();
     if let Some(d) = std::env::var_os("QUIRE_MODELS_DIR") {
         dirs.push(PathBuf::from(d));
@@ -30,12 +37,22 @@ pub fn search_dirs() -> Vec<PathBuf> {
         for anc in exe.ancestors().skip(1).take(4) {
             dirs.push(anc.join("models"));
         }
+        dirs.extend(installed_dir(&exe));
     }
     dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models"));
     if let Some(d) = data_dir() {
         dirs.push(d.join("models"));
     }
     dirs
+}
+
+/// Where an installed package keeps its models: `<exe dir>/../share/quire/models`
+/// (`/usr/share/quire/models` for `/usr/bin/quire`, as `make package`'s `.deb` lays them
+/// out). Searched before the source tree's `models/`, so an installed binary uses the
+/// installed models.
+pub fn installed_dir(exe: &Path) -> Option<PathBuf> {
+    let prefix = exe.parent()?.parent()?;
+    Some(prefix.join("share/quire/models"))
 }
 
 /// Every entry of the model folders for which `keep` holds, one per name (the first in
@@ -116,4 +133,35 @@ pub fn default_llm() -> Result<PathBuf> {
 /// The default embedding model's folder.
 pub fn default_embedder() -> Result<PathBuf> {
     find(DEFAULT_EMBEDDER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installed_models_are_under_share_next_to_bin() {
+        assert_eq!(
+            installed_dir(Path::new("/usr/bin/quire")),
+            Some(PathBuf::from("/usr/share/quire/models"))
+        );
+        assert_eq!(
+            installed_dir(Path::new("/opt/q/bin/quire-desktop")),
+            Some(PathBuf::from("/opt/q/share/quire/models"))
+        );
+        assert_eq!(installed_dir(Path::new("quire")), None);
+    }
+
+    #[test]
+    fn installed_models_are_searched_before_the_source_tree() {
+        let dirs = search_dirs();
+        let exe = std::env::current_exe().ok().and_then(|e| installed_dir(&e));
+        let installed = dirs.iter().position(|d| Some(d) == exe.as_ref());
+        // The source tree's entry is the last one naming it (an ancestor of this test
+        // binary, target/debug/deps, is the source tree too).
+        let source = dirs
+            .iter()
+            .rposition(|d| *d == Path::new(env!("CARGO_MANIFEST_DIR")).join("models"));
+        assert!(installed.is_some() && installed < source, "{dirs:?}");
+    }
 }

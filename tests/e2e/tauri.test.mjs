@@ -381,3 +381,50 @@ test("settings list the models, and the reembed command re-embeds with progress"
   `);
   assert.deepEqual(after.index_embedders.map((m) => m.name), ["m3e-small"]);
 });
+
+test("the window's first run without model files says what is missing and how to get it", async () => {
+  // A second window of the app, on its own driver, whose model search path holds
+  // only an empty folder (QUIRE_MODELS_PATH replaces it).
+  // Its own ports: tauri-driver's native WebKitWebDriver port defaults to 4445.
+  const port = PORT + 10;
+  const home = mkdtempSync(join(tmpdir(), "quire-tauri-first-"));
+  const drv = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1)], {
+    cwd: home,
+    env: { ...process.env, QUIRE_DATA_DIR: join(home, "data"), QUIRE_MODELS_PATH: join(home, "none") },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const at = `http://127.0.0.1:${port}`;
+  const call = async (method, path, body) => {
+    const r = await fetch(`${at}${path}`, { method, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const j = await r.json();
+    if (!r.ok || (j.value && j.value.error)) throw new Error(`${method} ${path}: ${JSON.stringify(j.value)}`);
+    return j.value;
+  };
+  let sid;
+  try {
+    for (let i = 0; ; i++) {
+      try { await fetch(`${at}/status`); break; } catch (e) {
+        if (i > 200) throw new Error(`tauri-driver did not start: ${e}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    sid = (await call("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app }, browserName: "wry" } } })).sessionId;
+    const run = (script) => call("POST", `/session/${sid}/execute/sync`, { script, args: [] });
+    let card = null;
+    for (let i = 0; i < 400 && !card; i++) {
+      card = await run("const c = document.querySelector('.first-run'); return c ? c.innerText : null;");
+      if (!card) await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(card, "no first-run card");
+    assert.match(card, /needs its models first/);
+    assert.match(card, /all-MiniLM-L6-v2/);
+    assert.match(card, /models\/fetch\.sh/);
+    assert.ok(card.includes(join(home, "none")), card);
+    const png = await call("GET", `/session/${sid}/screenshot`);
+    writeFileSync(join(shots, "window-first-run.png"), Buffer.from(png, "base64"));
+  } finally {
+    if (sid) await call("DELETE", `/session/${sid}`).catch(() => {});
+    drv.kill();
+    rmSync(home, { recursive: true, force: true });
+  }
+});

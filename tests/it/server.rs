@@ -520,13 +520,13 @@ fn a_chinese_answer_streams_in_whole_characters() {
 }
 
 /// `method path` with a JSON body: status and parsed JSON body.
-fn json_request(addr: SocketAddr, method: &str, path: &str, body: &Value) -> (u16, Value) {
+fn json_request(addr: SocketAddr, method: &str, path: &str, json: &Value) -> (u16, Value) {
     let t = send(
         addr,
         method,
         path,
         "application/json",
-        body.to_string().as_bytes(),
+        json.to_string().as_bytes(),
     );
     let mut r = BufReader::new(t);
     let (status, headers) = head(&mut r);

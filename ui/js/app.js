@@ -825,7 +825,11 @@ async function checkStatus() {
     state.status = st;
     state.settings = await transport.settings();
     const fix = indexNeedsReembed(state.settings) ? { label: "Re-embed now", run: reembed } : null;
-    banner((st.problems || []).join("\n"), fix);
+    // A missing model is explained by the first-run card in the chat, not twice.
+    const firstRun = !st.llm || !st.embedder;
+    const problems = (st.problems || []).filter((p) => !(firstRun && / model is missing /.test(p)));
+    if (firstRun) problems.unshift("A model file is missing: the empty conversation (+ New) says which, and how to get it.");
+    banner(problems.join("\n"), fix);
   } catch (e) {
     banner(`Quire's engine is not reachable: ${e.message}`);
   }
