@@ -1,10 +1,11 @@
-# Quire: the two commands of the README.
+# Quire: the commands of the README.
 #   make run    set up, build, and open the desktop window (or serve the UI without a display)
 #   make test   set up, build, and run the whole test suite
+#   make package  set up, build in release, and bundle the .deb installer (prints its path)
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test setup setup-test models build lint fmt
+.PHONY: run test package setup setup-test setup-package models build lint fmt
 
 run: setup
 	$(CARGO) build --release -p quire -p quire-bench
@@ -26,12 +27,25 @@ test: setup-test
 	$(CARGO) test --workspace
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
 	cd tests/e2e && xvfb-run -a npm run test:tauri
+	tests/package/run.sh
+
+# The .deb installer, bundled by Tauri's bundler from the release binaries: the desktop
+# app, the quire command line, a desktop entry and icons, and the default models in
+# /usr/share/quire/models (packaging/deb.sh). The desktop app builds on its own, as in
+# `test`.
+package: setup-package
+	$(CARGO) build --release -p quire
+	$(CARGO) build --release -p quire-desktop
+	packaging/deb.sh
 
 setup:
 	scripts/setup.sh
 
 setup-test:
 	scripts/setup.sh --test
+
+setup-package:
+	scripts/setup.sh --package
 
 models:
 	models/fetch.sh

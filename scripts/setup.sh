@@ -4,17 +4,27 @@
 #
 #   scripts/setup.sh          system packages for the app + models
 #   scripts/setup.sh --test   also the test tools (poppler, chromium, xvfb, webdriver)
+#   scripts/setup.sh --package  also npm, for Tauri's bundler (`make package`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_test=0
-[ "${1:-}" = "--test" ] && want_test=1
+want_package=0
+for a in "$@"; do
+  case "$a" in
+    --test) want_test=1 ;;
+    --package) want_package=1 ;;
+    *) echo "scripts/setup.sh: unknown option '$a'" >&2; exit 2 ;;
+  esac
+done
 
 pkgs=(build-essential pkg-config curl file libssl-dev libwebkit2gtk-4.1-dev
       libxdo-dev libayatana-appindicator3-dev librsvg2-dev python3-pip
       fonts-noto-cjk)
 if [ "$want_test" = 1 ]; then
   pkgs+=(poppler-utils poppler-data chromium xvfb webkit2gtk-driver xauth)
+fi
+if [ "$want_test" = 1 ] || [ "$want_package" = 1 ]; then
   command -v npm >/dev/null || pkgs+=(nodejs npm)
 fi
 

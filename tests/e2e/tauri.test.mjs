@@ -386,7 +386,7 @@ test("the window's first run without model files says what is missing and how to
   // A second window of the app, on its own driver, whose model search path holds
   // only an empty folder (QUIRE_MODELS_PATH replaces it).
   // Its own ports: tauri-driver's native WebKitWebDriver port defaults to 4445.
-  const port = PORT + 10;
+  const port = PORT + 20;
   const home = mkdtempSync(join(tmpdir(), "quire-tauri-first-"));
   const drv = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1)], {
     cwd: home,

@@ -1,0 +1,157 @@
+// The installed desktop app, end to end: tauri-driver + WebKitWebDriver start the
+// .deb's /usr/bin/quire-desktop (run under Xvfb by tests/package/run.sh, which
+// installs the package first), from a folder with no models/ and without
+// QUIRE_MODELS_DIR or QUIRE_MODELS_PATH: the packaged models must be found in
+// /usr/share/quire/models. It indexes one small PDF through the command a drop uses,
+// asks one question in the window, checks that the answer streamed with the PDF as
+// its source, and saves a screenshot to artifacts/package/.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { makePdf } from "../e2e/make-pdf.mjs";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const app = process.env.QUIRE_INSTALLED_APP || "/usr/bin/quire-desktop";
+const modelsDir = process.env.QUIRE_INSTALLED_MODELS || "/usr/share/quire/models";
+const llm = process.env.QUIRE_PACKAGE_LLM;
+const embedder = process.env.QUIRE_PACKAGE_EMBEDDER;
+const driverBin = process.env.TAURI_DRIVER || join(process.env.HOME, ".cargo/bin/tauri-driver");
+const shots = join(repo, "artifacts/package");
+// Not tauri.test.mjs's 4444 (and its WebKitWebDriver's 4445): the two never share a
+// driver.
+const PORT = 4454;
+const NATIVE_PORT = 4455;
+const base = `http://127.0.0.1:${PORT}`;
+
+let driver, session, work;
+
+async function wd(method, path, body) {
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const j = await r.json();
+  if (!r.ok || (j.value && j.value.error)) throw new Error(`${method} ${path}: ${JSON.stringify(j.value)}`);
+  return j.value;
+}
+
+const exec = (script, args = []) => wd("POST", `/session/${session}/execute/sync`, { script, args });
+const execAsync = (script, args = []) => wd("POST", `/session/${session}/execute/async`, { script, args });
+
+async function waitFor(script, args, what, tries = 1200) {
+  for (let i = 0; i < tries; i++) {
+    const v = await exec(script, args);
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+before(async () => {
+  assert.ok(llm && embedder, "QUIRE_PACKAGE_LLM and QUIRE_PACKAGE_EMBEDDER name the packaged models (tests/package/run.sh sets them)");
+  mkdirSync(shots, { recursive: true });
+  // The app's data directory and working folder: empty, no models/ in it.
+  work = mkdtempSync(join(tmpdir(), "quire-package-"));
+  const data = join(work, "data");
+  mkdirSync(data);
+  writeFileSync(join(data, "settings.json"), JSON.stringify({ model: llm, embedder }));
+  const env = { ...process.env, QUIRE_DATA_DIR: data };
+  delete env.QUIRE_MODELS_DIR;
+  delete env.QUIRE_MODELS_PATH;
+  driver = spawn(driverBin, ["--port", String(PORT), "--native-port", String(NATIVE_PORT)],
+    { cwd: work, env, stdio: ["ignore", "pipe", "pipe"] });
+  // The driver's log, up to 200 lines (a driver in trouble can repeat one forever).
+  let lines = 0;
+  for (const stream of [driver.stdout, driver.stderr]) {
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk) => {
+      for (const line of chunk.split("\n").filter(Boolean)) {
+        if (++lines <= 200) process.stderr.write(`tauri-driver: ${line}\n`);
+        else if (lines === 201) process.stderr.write("tauri-driver: (more lines left out)\n");
+      }
+    });
+  }
+  let exited = null;
+  driver.on("exit", (code) => { exited = code; });
+  for (let i = 0; ; i++) {
+    try { await fetch(`${base}/status`, { signal: AbortSignal.timeout(2000) }); break; } catch (e) {
+      if (exited !== null) throw new Error(`tauri-driver exited (${exited})`);
+      if (i > 200) throw new Error(`tauri-driver did not start: ${e}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const s = await wd("POST", "/session", {
+    capabilities: { alwaysMatch: { "tauri:options": { application: app }, browserName: "wry" } },
+  });
+  session = s.sessionId;
+  await wd("POST", `/session/${session}/timeouts`, { script: 600_000 });
+  await waitFor("return !!window.__TAURI__ && document.readyState === 'complete' && !!document.querySelector('#mode option')", [], "the window");
+});
+
+after(async () => {
+  if (session) await wd("DELETE", `/session/${session}`).catch(() => {});
+  driver?.kill();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test("the installed app uses the installed models", async () => {
+  const view = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    window.__TAURI__.core.invoke("settings").then(done, (e) => done({ error: String(e) }));
+  `);
+  assert.ok(!view.error, view.error);
+  assert.equal(view.models.find((m) => m.name === llm)?.path, join(modelsDir, llm), JSON.stringify(view.models.map((m) => m.path)));
+  assert.equal(view.embedders.find((m) => m.name === embedder)?.path, join(modelsDir, embedder), JSON.stringify(view.embedders.map((m) => m.path)));
+});
+
+test("index a PDF and ask one question: the answer streams, with the PDF as its source", async () => {
+  const pdf = join(work, "heron-notes.pdf");
+  makePdf(pdf, [
+    ["Field notes on the grey heron.",
+      "The grey heron of the Orrin estuary nests in the tall alder trees on Kestrel Island.",
+      "Each spring the colony returns in early March and lays three to five pale blue eggs."],
+    ["Feeding.", "Herons hunt fish and frogs in the shallow water at dawn and at dusk."],
+  ]);
+  const events = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const seen = [];
+    const ch = new window.__TAURI__.core.Channel();
+    ch.onmessage = (e) => seen.push(e);
+    window.__TAURI__.core.invoke("index_paths", { paths: [arguments[0]], channel: ch })
+      .then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
+  `, [pdf]);
+  assert.ok(events.some((e) => e.type === "file_done"), JSON.stringify(events.slice(-3)));
+  await exec("location.reload()");
+  await waitFor("return !!window.__TAURI__ && [...document.querySelectorAll('#documents li')].some(li => li.textContent.includes('heron-notes')) && !!document.querySelector('#mode option')",
+    [], "the document in the list");
+  await exec(`
+    window.__streamed = 0;
+    new MutationObserver(() => {
+      const live = document.querySelector(".msg.assistant.streaming .body");
+      if (live && live.textContent.length > 0) window.__streamed++;
+    }).observe(document, { subtree: true, childList: true, characterData: true });
+    const sel = document.getElementById("mode");
+    sel.value = "compact";
+    sel.dispatchEvent(new Event("change"));
+    document.getElementById("question").value = arguments[0];
+    document.getElementById("composer").requestSubmit();
+  `, ["Where does the grey heron nest?"]);
+  await waitFor("const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m && !m.classList.contains('streaming')", [], "the answer");
+  const r = await exec(`
+    const m = [...document.querySelectorAll('.msg.assistant')].pop();
+    return { body: m.querySelector('.body').textContent, errors: m.querySelectorAll('.error').length,
+             streamed: window.__streamed,
+             sources: [...document.querySelectorAll('#sources li.source')].map(li => li.dataset.file + ' ' + li.dataset.pages) };
+  `);
+  const png = await wd("GET", `/session/${session}/screenshot`);
+  writeFileSync(join(shots, "installed-window-answer.png"), Buffer.from(png, "base64"));
+  assert.equal(r.errors, 0, r.body);
+  assert.ok(r.body.trim().length > 0, "empty answer");
+  assert.ok(r.streamed > 1, "tokens did not stream");
+  assert.ok(r.sources.some((s) => s.startsWith("heron-notes.pdf ")), r.sources.join("; "));
+});
