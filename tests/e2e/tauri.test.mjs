@@ -420,6 +420,11 @@ test("the window's first run without model files says what is missing and how to
     assert.match(card, /all-MiniLM-L6-v2/);
     assert.match(card, /models\/fetch\.sh/);
     assert.ok(card.includes(join(home, "none")), card);
+    // The first window's conversation (remembered by the shared web view) is forgotten
+    // quietly; the banner points at the card.
+    const banner = await run("return document.getElementById('banner').textContent");
+    assert.doesNotMatch(banner, /Could not open/);
+    assert.match(banner, /model file is missing/);
     const png = await call("GET", `/session/${sid}/screenshot`);
     writeFileSync(join(shots, "window-first-run.png"), Buffer.from(png, "base64"));
   } finally {

@@ -538,7 +538,7 @@ function showSources(view) {
   if (view.relevance) {
     const r = view.relevance;
     q.append(el("div", { class: `relevance ${r.covered ? "covered" : "not-covered"}`, title: "Whether the documents seem to cover the question (Settings: “Not found” threshold)" },
-      r.covered ? "" : el("strong", {}, "Not found in the documents. "), r.reason,
+      r.covered ? "" : el("strong", {}, "Not found in the documents: "), r.covered ? r.reason : r.reason.replace(/^not found: /, ""),
       r.covered ? "" : el("div", {}, "The sources below are the closest passages; no model answered from them.")));
   }
   for (const n of view.notes || []) q.append(el("div", { class: "note" }, n));
@@ -860,7 +860,14 @@ async function start() {
   showModeHelp();
   await loadDocuments();
   // localStorage keeps strings; the engine wants the numeric id.
-  const last = Number(localStorage.getItem("quire-conversation")) || null;
+  // A remembered conversation that is gone (deleted, or another data directory's) is
+  // forgotten quietly.
+  let last = Number(localStorage.getItem("quire-conversation")) || null;
+  if (last) {
+    try {
+      if (!(await transport.conversations()).some((c) => c.id === last)) last = null;
+    } catch (_) { last = null; }
+  }
   await openConversation(last);
 }
 start();
