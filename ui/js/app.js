@@ -128,7 +128,7 @@ function onIndexEvent(ev) {
     case "embedded": progressRow(ev.path).meta.textContent = `${ev.chunks} chunks embedded`; break;
     case "file_done": {
       const r = progressRow(ev.path);
-      r.bar.value = r.bar.max; r.meta.textContent = ev.skipped ? "already indexed" : `done, ${ev.chunks} chunks`;
+      r.bar.value = r.bar.max; r.meta.textContent = ev.skipped ? "already indexed" : `done, ${ev.chunks} chunk${ev.chunks === 1 ? "" : "s"}`;
       break;
     }
     case "file_failed": {
