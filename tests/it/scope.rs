@@ -204,7 +204,7 @@ fn a_question_searches_only_its_scope_and_names_it() {
     bytes.extend_from_slice(b"\n% one\n");
     std::fs::write(&copy, &bytes).unwrap();
     engine
-        .index(&[copy.clone()], &Cancel::new(), &mut |_| true)
+        .index(std::slice::from_ref(&copy), &Cancel::new(), &mut |_| true)
         .unwrap();
     let again = engine.find_document(copy.to_str().unwrap()).unwrap();
     engine
@@ -213,7 +213,7 @@ fn a_question_searches_only_its_scope_and_names_it() {
     bytes.extend_from_slice(b"% two\n");
     std::fs::write(&copy, &bytes).unwrap();
     engine
-        .index(&[copy.clone()], &Cancel::new(), &mut |_| true)
+        .index(std::slice::from_ref(&copy), &Cancel::new(), &mut |_| true)
         .unwrap();
     let renewed = engine.find_document(copy.to_str().unwrap()).unwrap();
     assert_ne!(renewed, again, "indexed again under a new id");
