@@ -6,48 +6,27 @@
 // saves screenshots of the window to artifacts/tauri/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { makeHostilePdf } from "./make-pdf.mjs";
 import { glyphCheck } from "./glyphs.mjs";
+import { openWindow } from "./webdriver.mjs";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const shared = process.env.QUIRE_SHARED || resolve(repo, "../shared");
 const app = process.env.QUIRE_DESKTOP_BIN || join(repo, "target/debug/quire-desktop");
-const driverBin = process.env.TAURI_DRIVER || join(process.env.HOME, ".cargo/bin/tauri-driver");
 const shots = join(repo, "artifacts/tauri");
 const question = JSON.parse(readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes('"A23"')));
 const PORT = 4444;
 
-let driver, session, dataDir;
-const base = `http://127.0.0.1:${PORT}`;
-
-async function wd(method, path, body) {
-  const r = await fetch(`${base}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const j = await r.json();
-  if (!r.ok || (j.value && j.value.error)) throw new Error(`${method} ${path}: ${JSON.stringify(j.value)}`);
-  return j.value;
-}
-
-const exec = (script, args = []) => wd("POST", `/session/${session}/execute/sync`, { script, args });
-const execAsync = (script, args = []) => wd("POST", `/session/${session}/execute/async`, { script, args });
-
-async function waitFor(script, args, what, tries = 1200) {
-  // Polls the window's state; bounded by a number of tries, not a timer assertion.
-  for (let i = 0; i < tries; i++) {
-    const v = await exec(script, args);
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
+let win, session, base, dataDir;
+// The window's calls (./webdriver.mjs), once it is open.
+const wd = (...a) => win.wd(...a);
+const exec = (...a) => win.exec(...a);
+const execAsync = (...a) => win.execAsync(...a);
+const waitFor = (...a) => win.waitFor(...a);
 
 before(async () => {
   mkdirSync(shots, { recursive: true });
@@ -56,29 +35,13 @@ before(async () => {
   if (process.env.QUIRE_E2E_MODEL) {
     writeFileSync(join(dataDir, "settings.json"), JSON.stringify({ model: process.env.QUIRE_E2E_MODEL }));
   }
-  driver = spawn(driverBin, ["--port", String(PORT)], {
-    cwd: repo,
-    env: { ...process.env, QUIRE_DATA_DIR: dataDir },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  for (let i = 0; ; i++) {
-    try { await fetch(`${base}/status`); break; } catch (e) {
-      if (i > 200) throw new Error(`tauri-driver did not start: ${e}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const s = await wd("POST", "/session", {
-    capabilities: { alwaysMatch: { "tauri:options": { application: app }, browserName: "wry" } },
-  });
-  session = s.sessionId;
-  // Scripts that index or re-embed run as long as the work takes: no 30 s default.
-  await wd("POST", `/session/${session}/timeouts`, { script: 1_800_000 });
+  win = await openWindow({ app, port: PORT, cwd: repo, env: { ...process.env, QUIRE_DATA_DIR: dataDir } });
+  ({ session, base } = win);
   await waitFor("return !!window.__TAURI__ && document.readyState === 'complete' && !!document.querySelector('#mode option')", [], "the window");
 });
 
 after(async () => {
-  if (session) await wd("DELETE", `/session/${session}`).catch(() => {});
-  driver?.kill();
+  await win?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -383,53 +346,27 @@ test("settings list the models, and the reembed command re-embeds with progress"
 });
 
 test("the window's first run without model files says what is missing and how to get it", async () => {
-  // A second window of the app, on its own driver, whose model search path holds
-  // only an empty folder (QUIRE_MODELS_PATH replaces it).
-  // Its own ports: tauri-driver's native WebKitWebDriver port defaults to 4445.
-  const port = PORT + 20;
+  // A second window of the app, on its own driver and ports, whose model search path
+  // holds only an empty folder (QUIRE_MODELS_PATH replaces it).
   const home = mkdtempSync(join(tmpdir(), "quire-tauri-first-"));
-  const drv = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1)], {
-    cwd: home,
+  const second = await openWindow({
+    app, port: PORT + 20, cwd: home,
     env: { ...process.env, QUIRE_DATA_DIR: join(home, "data"), QUIRE_MODELS_PATH: join(home, "none") },
-    stdio: ["ignore", "inherit", "inherit"],
   });
-  const at = `http://127.0.0.1:${port}`;
-  const call = async (method, path, body) => {
-    const r = await fetch(`${at}${path}`, { method, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-    const j = await r.json();
-    if (!r.ok || (j.value && j.value.error)) throw new Error(`${method} ${path}: ${JSON.stringify(j.value)}`);
-    return j.value;
-  };
-  let sid;
   try {
-    for (let i = 0; ; i++) {
-      try { await fetch(`${at}/status`); break; } catch (e) {
-        if (i > 200) throw new Error(`tauri-driver did not start: ${e}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    sid = (await call("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app }, browserName: "wry" } } })).sessionId;
-    const run = (script) => call("POST", `/session/${sid}/execute/sync`, { script, args: [] });
-    let card = null;
-    for (let i = 0; i < 400 && !card; i++) {
-      card = await run("const c = document.querySelector('.first-run'); return c ? c.innerText : null;");
-      if (!card) await new Promise((r) => setTimeout(r, 250));
-    }
-    assert.ok(card, "no first-run card");
+    const card = await second.waitFor("const c = document.querySelector('.first-run'); return c ? c.innerText : null;", [], "the first-run card", 400);
     assert.match(card, /needs its models first/);
     assert.match(card, /all-MiniLM-L6-v2/);
     assert.match(card, /models\/fetch\.sh/);
     assert.ok(card.includes(join(home, "none")), card);
     // The first window's conversation (remembered by the shared web view) is forgotten
     // quietly; the banner points at the card.
-    const banner = await run("return document.getElementById('banner').textContent");
+    const banner = await second.exec("return document.getElementById('banner').textContent");
     assert.doesNotMatch(banner, /Could not open/);
     assert.match(banner, /model file is missing/);
-    const png = await call("GET", `/session/${sid}/screenshot`);
-    writeFileSync(join(shots, "window-first-run.png"), Buffer.from(png, "base64"));
+    await second.screenshot(join(shots, "window-first-run.png"));
   } finally {
-    if (sid) await call("DELETE", `/session/${sid}`).catch(() => {});
-    drv.kill();
+    await second.close();
     rmSync(home, { recursive: true, force: true });
   }
 });

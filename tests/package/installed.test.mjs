@@ -7,50 +7,27 @@
 // its source, and saves a screenshot to artifacts/package/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { makePdf } from "../e2e/make-pdf.mjs";
+import { openWindow } from "../e2e/webdriver.mjs";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const app = process.env.QUIRE_INSTALLED_APP || "/usr/bin/quire-desktop";
 const modelsDir = process.env.QUIRE_INSTALLED_MODELS || "/usr/share/quire/models";
 const llm = process.env.QUIRE_PACKAGE_LLM;
 const embedder = process.env.QUIRE_PACKAGE_EMBEDDER;
-const driverBin = process.env.TAURI_DRIVER || join(process.env.HOME, ".cargo/bin/tauri-driver");
 const shots = join(repo, "artifacts/package");
-// Not tauri.test.mjs's 4444 (and its WebKitWebDriver's 4445): the two never share a
-// driver.
+// Not tauri.test.mjs's ports (4444/4445, 4464/4465): the two never share a driver.
 const PORT = 4454;
-const NATIVE_PORT = 4455;
-const base = `http://127.0.0.1:${PORT}`;
 
-let driver, session, work;
-
-async function wd(method, path, body) {
-  const r = await fetch(`${base}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const j = await r.json();
-  if (!r.ok || (j.value && j.value.error)) throw new Error(`${method} ${path}: ${JSON.stringify(j.value)}`);
-  return j.value;
-}
-
-const exec = (script, args = []) => wd("POST", `/session/${session}/execute/sync`, { script, args });
-const execAsync = (script, args = []) => wd("POST", `/session/${session}/execute/async`, { script, args });
-
-async function waitFor(script, args, what, tries = 1200) {
-  for (let i = 0; i < tries; i++) {
-    const v = await exec(script, args);
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
+let win, session, work;
+const wd = (...a) => win.wd(...a);
+const exec = (...a) => win.exec(...a);
+const execAsync = (...a) => win.execAsync(...a);
+const waitFor = (...a) => win.waitFor(...a);
 
 before(async () => {
   assert.ok(llm && embedder, "QUIRE_PACKAGE_LLM and QUIRE_PACKAGE_EMBEDDER name the packaged models (tests/package/run.sh sets them)");
@@ -63,39 +40,13 @@ before(async () => {
   const env = { ...process.env, QUIRE_DATA_DIR: data };
   delete env.QUIRE_MODELS_DIR;
   delete env.QUIRE_MODELS_PATH;
-  driver = spawn(driverBin, ["--port", String(PORT), "--native-port", String(NATIVE_PORT)],
-    { cwd: work, env, stdio: ["ignore", "pipe", "pipe"] });
-  // The driver's log, up to 200 lines (a driver in trouble can repeat one forever).
-  let lines = 0;
-  for (const stream of [driver.stdout, driver.stderr]) {
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk) => {
-      for (const line of chunk.split("\n").filter(Boolean)) {
-        if (++lines <= 200) process.stderr.write(`tauri-driver: ${line}\n`);
-        else if (lines === 201) process.stderr.write("tauri-driver: (more lines left out)\n");
-      }
-    });
-  }
-  let exited = null;
-  driver.on("exit", (code) => { exited = code; });
-  for (let i = 0; ; i++) {
-    try { await fetch(`${base}/status`, { signal: AbortSignal.timeout(2000) }); break; } catch (e) {
-      if (exited !== null) throw new Error(`tauri-driver exited (${exited})`);
-      if (i > 200) throw new Error(`tauri-driver did not start: ${e}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const s = await wd("POST", "/session", {
-    capabilities: { alwaysMatch: { "tauri:options": { application: app }, browserName: "wry" } },
-  });
-  session = s.sessionId;
-  await wd("POST", `/session/${session}/timeouts`, { script: 600_000 });
+  win = await openWindow({ app, port: PORT, env, cwd: work, logLines: 200, scriptTimeout: 600_000 });
+  session = win.session;
   await waitFor("return !!window.__TAURI__ && document.readyState === 'complete' && !!document.querySelector('#mode option')", [], "the window");
 });
 
 after(async () => {
-  if (session) await wd("DELETE", `/session/${session}`).catch(() => {});
-  driver?.kill();
+  await win?.close();
   if (work) rmSync(work, { recursive: true, force: true });
 });
 

@@ -1,0 +1,80 @@
+// One Quire window driven through tauri-driver and WebKitWebDriver: start the driver
+// on its own ports with the app's environment, open a session on the app, and the
+// calls every window test makes. tauri.test.mjs and tests/package/ use it.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const driverBin = process.env.TAURI_DRIVER || join(process.env.HOME, ".cargo/bin/tauri-driver");
+
+/** Start tauri-driver on `port` (its WebKitWebDriver on `port + 1`), with `env` and
+ *  `cwd` for the app, and open a session on `app`. `logLines` caps the driver's log (a
+ *  driver in trouble can repeat one line forever); `scriptTimeout` is WebDriver's
+ *  script timeout (scripts that index or re-embed take as long as the work). */
+export async function openWindow({ app, port, env = process.env, cwd, logLines = 1000, scriptTimeout = 1_800_000 }) {
+  const base = `http://127.0.0.1:${port}`;
+  const driver = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1)],
+    { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  let lines = 0;
+  for (const stream of [driver.stdout, driver.stderr]) {
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk) => {
+      for (const line of chunk.split("\n").filter(Boolean)) {
+        if (++lines <= logLines) process.stderr.write(`tauri-driver: ${line}\n`);
+        else if (lines === logLines + 1) process.stderr.write("tauri-driver: (more lines left out)\n");
+      }
+    });
+  }
+  let exited = null;
+  driver.on("exit", (code) => { exited = code; });
+
+  async function wd(method, path, body) {
+    const r = await fetch(`${base}${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const j = await r.json();
+    if (!r.ok || (j.value && j.value.error)) throw new Error(`${method} ${path}: ${JSON.stringify(j.value)}`);
+    return j.value;
+  }
+
+  for (let i = 0; ; i++) {
+    try { await fetch(`${base}/status`, { signal: AbortSignal.timeout(2000) }); break; } catch (e) {
+      if (exited !== null) throw new Error(`tauri-driver exited (${exited})`);
+      if (i > 200) throw new Error(`tauri-driver did not start: ${e}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  let session;
+  try {
+    session = (await wd("POST", "/session", {
+      capabilities: { alwaysMatch: { "tauri:options": { application: app }, browserName: "wry" } },
+    })).sessionId;
+    await wd("POST", `/session/${session}/timeouts`, { script: scriptTimeout });
+  } catch (e) {
+    driver.kill();
+    throw e;
+  }
+
+  const exec = (script, args = []) => wd("POST", `/session/${session}/execute/sync`, { script, args });
+  const execAsync = (script, args = []) => wd("POST", `/session/${session}/execute/async`, { script, args });
+  /** Poll the window's state; bounded by a number of tries, not a timer assertion. */
+  async function waitFor(script, args, what, tries = 1200) {
+    for (let i = 0; i < tries; i++) {
+      const v = await exec(script, args);
+      if (v) return v;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`gave up waiting for ${what}`);
+  }
+  async function screenshot(path) {
+    const png = await wd("GET", `/session/${session}/screenshot`);
+    writeFileSync(path, Buffer.from(png, "base64"));
+  }
+  async function close() {
+    await wd("DELETE", `/session/${session}`).catch(() => {});
+    driver.kill();
+  }
+  return { base, session, wd, exec, execAsync, waitFor, screenshot, close };
+}
