@@ -1,6 +1,6 @@
 //! `quire collections`: list, create, change and delete collections of documents.
 
-use quire::engine::{Collection, Engine};
+use quire::engine::Engine;
 
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum CollectionsCmd {
@@ -18,13 +18,6 @@ pub enum CollectionsCmd {
 
 /// Run `cmd` (none: list the collections).
 pub fn run(engine: &Engine, cmd: Option<CollectionsCmd>, json: bool) -> anyhow::Result<()> {
-    let find = |name: &str| -> anyhow::Result<Collection> {
-        engine
-            .collections()?
-            .into_iter()
-            .find(|c| c.name.eq_ignore_ascii_case(name.trim()))
-            .ok_or_else(|| anyhow::anyhow!("no collection named \"{name}\""))
-    };
     let ids = |docs: &[String]| -> anyhow::Result<Vec<i64>> {
         match engine.parse_scope(&docs.join(","))? {
             quire::engine::Scope::Documents { ids } => Ok(ids),
@@ -42,7 +35,7 @@ pub fn run(engine: &Engine, cmd: Option<CollectionsCmd>, json: bool) -> anyhow::
             engine.create_collection(&name, &docs)?;
         }
         Some(CollectionsCmd::Add { name, docs }) => {
-            let c = find(&name)?;
+            let c = engine.find_collection(&name)?;
             let mut all = c.documents.clone();
             all.extend(ids(&docs)?);
             all.sort_unstable();
@@ -50,7 +43,7 @@ pub fn run(engine: &Engine, cmd: Option<CollectionsCmd>, json: bool) -> anyhow::
             engine.update_collection(c.id, None, Some(&all))?;
         }
         Some(CollectionsCmd::Remove { name, docs }) => {
-            let c = find(&name)?;
+            let c = engine.find_collection(&name)?;
             let gone = ids(&docs)?;
             let kept: Vec<i64> = c
                 .documents
@@ -61,10 +54,12 @@ pub fn run(engine: &Engine, cmd: Option<CollectionsCmd>, json: bool) -> anyhow::
             engine.update_collection(c.id, None, Some(&kept))?;
         }
         Some(CollectionsCmd::Rename { name, new_name }) => {
-            let c = find(&name)?;
+            let c = engine.find_collection(&name)?;
             engine.update_collection(c.id, Some(&new_name), None)?;
         }
-        Some(CollectionsCmd::Rm { name }) => engine.remove_collection(find(&name)?.id)?,
+        Some(CollectionsCmd::Rm { name }) => {
+            engine.remove_collection(engine.find_collection(&name)?.id)?
+        }
     }
     let all = engine.collections()?;
     if json {

@@ -122,11 +122,15 @@ impl Engine {
     /// question, a scope that names nothing searchable. (Shells that answer a request
     /// before streaming call it first.)
     pub fn check_ask(&self, req: &AskRequest) -> Result<()> {
+        self.checked_scope(req).map(|_| ())
+    }
+
+    /// [`Engine::check_ask`], keeping the scope it resolved.
+    fn checked_scope(&self, req: &AskRequest) -> Result<ResolvedScope> {
         if req.question.trim().is_empty() {
             return Err(Error::Invalid("the question is empty".into()));
         }
-        self.resolve_scope(&req.scope)?;
-        Ok(())
+        self.resolve_scope(&req.scope)
     }
 
     /// Answer a question, streaming events to `on` (which returns false once nobody
@@ -138,7 +142,8 @@ impl Engine {
         cancel: &Cancel,
         on: &mut dyn FnMut(AskEvent) -> bool,
     ) -> Result<()> {
-        self.check_ask(&req)?;
+        // A scope that names nothing searchable is refused before anything is kept.
+        let scope = self.checked_scope(&req)?;
         let question = req.question.trim().to_string();
         let settings = req.overrides.apply(self.settings())?;
         let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
@@ -152,8 +157,6 @@ impl Engine {
             answer_filter: request.answer_filter,
         }
         .check(&request.options.vars)?;
-        // A scope that names nothing searchable is refused before anything is kept.
-        let scope = self.resolve_scope(&req.scope)?;
         let reg = self.register(cancel);
 
         let chat_mode: ChatMode = settings.chat_mode.parse()?;
@@ -330,30 +333,15 @@ impl Engine {
             .not_found_threshold
             .or_else(|| relevance::calibrated_threshold(&settings.embedder));
         let judged = relevance::judge(&retrieval, threshold, &settings.embedder);
-        record.relevance = Some(judged.clone());
-        if !judged.covered {
-            retrieval.nodes.truncate(settings.top_k);
-            let sources = sources_of(&retrieval);
-            record.sources = sources.clone();
-            record.notes = notes.clone();
-            send(AskEvent::Sources {
-                sources,
-                notes,
-                scope: turn.scope.label.clone(),
-                relevance: Some(judged),
-            })?;
-            record.stats = Some(AskStats {
-                secs: t0.elapsed().as_secs_f64(),
-                llm_calls: record.calls.len(),
-                ..AskStats::default()
-            });
-            return Ok(relevance::not_found_answer(turn.question));
-        }
+        let covered = judged.covered;
+        record.relevance = Some(judged);
 
         // 4. LLM reranking (LlamaIndex's LLMRerank), keeping the fused order when the
-        //    model's answer cannot be read.
+        //    model's answer cannot be read; not for passages no model will read.
         let mut rerank_scores: Option<Vec<f32>> = None;
-        if let (Some(l), true) = (llm_dyn, settings.rerank) {
+        if !covered {
+            retrieval.nodes.truncate(settings.top_k);
+        } else if let (Some(l), true) = (llm_dyn, settings.rerank) {
             let t = Instant::now();
             let nodes = synth_nodes(&retrieval);
             let opts = step_options(request, steps, 128);
@@ -404,6 +392,14 @@ impl Engine {
             scope: turn.scope.label.clone(),
             relevance: record.relevance.clone(),
         })?;
+        if !covered {
+            record.stats = Some(AskStats {
+                secs: t0.elapsed().as_secs_f64(),
+                llm_calls: record.calls.len(),
+                ..AskStats::default()
+            });
+            return Ok(relevance::not_found_answer(turn.question));
+        }
 
         // 5. Synthesis: numbered sources when citing. A follow-up under
         //    condense_plus_context is answered as the original message with the context

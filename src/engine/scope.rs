@@ -140,6 +140,12 @@ impl Engine {
         }
     }
 
+    /// The collection named `name` (any case).
+    pub fn find_collection(&self, name: &str) -> Result<Collection> {
+        collections::by_name(self.store().conn(), name)?
+            .ok_or_else(|| Error::NotFound(format!("collection \"{}\"", name.trim())))
+    }
+
     /// A scope as the command line writes it: `all`, `collection:NAME`, or documents
     /// (ids, paths or file names) separated by commas.
     pub fn parse_scope(&self, text: &str) -> Result<Scope> {
@@ -148,9 +154,9 @@ impl Engine {
             return Ok(Scope::All);
         }
         if let Some(name) = t.strip_prefix("collection:") {
-            let c = collections::by_name(self.store().conn(), name)?
-                .ok_or_else(|| Error::NotFound(format!("collection \"{}\"", name.trim())))?;
-            return Ok(Scope::Collection { id: c.id });
+            return Ok(Scope::Collection {
+                id: self.find_collection(name)?.id,
+            });
         }
         let docs = self.store().documents()?;
         let mut ids = Vec::new();
