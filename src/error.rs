@@ -54,6 +54,11 @@ pub enum Error {
     #[error("index database: {0}")]
     Store(#[from] rusqlite::Error),
 
+    /// A device asked for is not compiled in or does not initialize (what is missing:
+    /// the cargo feature, the driver, a library).
+    #[error("device: {0}")]
+    Device(String),
+
     /// The tensor runtime failed.
     #[error("model runtime: {0}")]
     Candle(#[from] candle_core::Error),

@@ -28,7 +28,8 @@ pub struct GenerateArgs {
     /// Stop before this string (repeatable).
     #[arg(long)]
     stop: Vec<String>,
-    /// cpu, cuda or metal (cuda and metal need the cargo feature of that name).
+    /// auto, cpu, cuda, cuda:N or metal (cuda and metal need the cargo feature of that
+    /// name; auto takes a GPU that initializes, else the CPU).
     #[arg(long, default_value = "cpu")]
     device: String,
     /// Requantize Q4_1/Q5_0/Q5_1 weights to Q8_0 at load (not bit-exact with llama.cpp).

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use candle_transformers::models::bert::{Config, HiddenAct};
 use tokenizers::Tokenizer;
 
+use candle_core::{DType, Device};
+
 use crate::embed::amx::Amx;
+use crate::embed::candle_bert::CandleBert;
 use crate::embed::encoder::{Dims, Encoder, Pooling};
 use crate::embed::Embedder;
 use crate::{Error, Result};
@@ -135,10 +138,24 @@ pub const MAX_TOKENS: usize = 256;
 /// How many texts go through the model at once.
 pub const BATCH_SIZE: usize = 32;
 
-/// A sentence-transformers BERT embedder on Quire's own encoder: the folder's pooling,
-/// L2-normalized vectors.
+/// The encoder behind a [`BertEmbedder`].
+enum Net {
+    /// Quire's own f32/AMX kernels, on the CPU.
+    Own(Encoder),
+    /// candle's BERT on a candle device (the GPU path).
+    Candle(CandleBert),
+}
+
+/// Which encoder to load.
+enum Backend {
+    Own(Option<Amx>),
+    Candle(Device, DType),
+}
+
+/// A sentence-transformers BERT embedder on Quire's own encoder (or candle's, on a
+/// GPU): the folder's pooling, L2-normalized vectors.
 pub struct BertEmbedder {
-    model: Encoder,
+    model: Net,
     pooling: Pooling,
     query_prompt: String,
     passage_prompt: String,
@@ -168,7 +185,31 @@ impl BertEmbedder {
         Self::from_files_with(files, Amx::detect())
     }
 
+    /// Load the model in `dir` on `device`: on the CPU with no `dtype`, Quire's own
+    /// encoder; otherwise candle's BERT ([`CandleBert`]) in `dtype`, by default the
+    /// device's ([`crate::embed::candle_bert::default_dtype`]).
+    pub fn open_on(dir: impl AsRef<Path>, device: &Device, dtype: Option<DType>) -> Result<Self> {
+        let files = BertFiles::open(dir)?;
+        if device.is_cpu() && dtype.is_none() {
+            return Self::from_files(files);
+        }
+        let dtype = dtype.unwrap_or_else(|| crate::embed::candle_bert::default_dtype(device));
+        Self::load(files, Backend::Candle(device.clone(), dtype))
+    }
+
+    /// Which encoder runs: "own CPU kernels" or "candle on cuda:0 bf16" and the like.
+    pub fn runtime(&self) -> String {
+        match &self.model {
+            Net::Own(_) => "own CPU kernels".into(),
+            Net::Candle(c) => format!("candle on {}", c.describe()),
+        }
+    }
+
     fn from_files_with(files: BertFiles, amx: Option<Amx>) -> Result<Self> {
+        Self::load(files, Backend::Own(amx))
+    }
+
+    fn load(files: BertFiles, backend: Backend) -> Result<Self> {
         crate::embed::tune_allocator();
         let BertFiles {
             config,
@@ -195,18 +236,25 @@ impl BertEmbedder {
                 ),
             ));
         }
-        let model = Encoder::load(
-            &weights,
-            Dims {
-                hidden: config.hidden_size,
-                heads: config.num_attention_heads,
-                intermediate: config.intermediate_size,
-                layers: config.num_hidden_layers,
-                eps: config.layer_norm_eps,
-            },
-            amx,
-        )
-        .map_err(|e| Error::model_format(&weights, format!("not a BERT model: {e}")))?;
+        let model = match backend {
+            Backend::Own(amx) => Net::Own(
+                Encoder::load(
+                    &weights,
+                    Dims {
+                        hidden: config.hidden_size,
+                        heads: config.num_attention_heads,
+                        intermediate: config.intermediate_size,
+                        layers: config.num_hidden_layers,
+                        eps: config.layer_norm_eps,
+                    },
+                    amx,
+                )
+                .map_err(|e| Error::model_format(&weights, format!("not a BERT model: {e}")))?,
+            ),
+            Backend::Candle(device, dtype) => {
+                Net::Candle(CandleBert::load(&weights, &config, &device, dtype)?)
+            }
+        };
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
         Ok(Self {
             model,
@@ -261,7 +309,10 @@ impl BertEmbedder {
 
     /// Embed one batch of token id sequences (packed, no padding).
     fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        self.model.embed(seqs, self.pooling)
+        match &self.model {
+            Net::Own(m) => m.embed(seqs, self.pooling),
+            Net::Candle(m) => m.embed(seqs, self.pooling),
+        }
     }
 }
 

@@ -1,7 +1,9 @@
-//! Text embeddings: the [`Embedder`] trait and the candle BERT embedder ([`bert`]).
+//! Text embeddings: the [`Embedder`] trait and the BERT embedder ([`bert`]: Quire's
+//! own encoder on the CPU, [`candle_bert`] on a GPU).
 
 pub mod amx;
 pub mod bert;
+pub mod candle_bert;
 pub mod catalog;
 pub mod encoder;
 pub mod ops;

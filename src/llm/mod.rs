@@ -11,12 +11,14 @@
 pub mod catalog;
 pub mod chat;
 pub mod constrain;
+pub mod device;
 pub mod gguf;
 pub mod model;
 pub mod runtime;
 pub mod tokenizer;
 
-pub use model::{DeviceKind, GgufLlm, LoadOptions};
+pub use device::{Chosen, DeviceChoice};
+pub use model::{GgufLlm, LoadOptions};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -12,7 +12,9 @@ use candle_transformers::generation::{LogitsProcessor, Sampling};
 use candle_transformers::models::{quantized_phi3, quantized_qwen3};
 
 use super::chat::{ChatTemplate, Message};
+use super::device::{Chosen, DeviceChoice};
 use super::gguf::GgufFile;
+use super::runtime::candle::CandleLlama;
 use super::runtime::llama::{Llama, SeqCache};
 use super::tokenizer::{Tokenizer, Utf8Stream};
 use super::{BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
@@ -38,62 +40,16 @@ pub fn speed_path(architecture: &str) -> &'static str {
     }
 }
 
-/// Where the model runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DeviceKind {
-    #[default]
-    Cpu,
-    Cuda,
-    Metal,
-}
-
-impl std::str::FromStr for DeviceKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "cpu" => Ok(Self::Cpu),
-            "cuda" => Ok(Self::Cuda),
-            "metal" => Ok(Self::Metal),
-            o => Err(Error::Invalid(format!(
-                "unknown device {o:?} (expected cpu, cuda or metal)"
-            ))),
-        }
-    }
-}
-
-impl DeviceKind {
-    /// The candle device, or a clear error when its feature was not compiled in.
-    pub fn device(self) -> Result<Device> {
-        match self {
-            Self::Cpu => Ok(Device::Cpu),
-            Self::Cuda => {
-                if cfg!(feature = "cuda") {
-                    Ok(Device::new_cuda(0)?)
-                } else {
-                    Err(Error::Invalid(
-                        "this quire was built without CUDA support; rebuild with `--features cuda`"
-                            .into(),
-                    ))
-                }
-            }
-            Self::Metal => {
-                if cfg!(feature = "metal") {
-                    Ok(Device::new_metal(0)?)
-                } else {
-                    Err(Error::Invalid(
-                        "this quire was built without Metal support; rebuild with `--features metal`"
-                            .into(),
-                    ))
-                }
-            }
-        }
-    }
-}
-
 /// How to load a model.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    pub device: DeviceKind,
+    /// Where to run: `auto` takes a compiled-in GPU that initializes, else the CPU.
+    /// On the CPU, llama, Qwen2 and Gemma 3 run on Quire's own kernels; on a GPU on
+    /// the candle forward pass ([`super::runtime::candle`]).
+    pub device: DeviceChoice,
+    /// Run llama, Qwen2 and Gemma 3 on the candle forward pass even on the CPU (tests
+    /// compare it with the own kernels there).
+    pub candle: bool,
     /// Requantize Q4_1 / Q5_0 / Q5_1 weights to Q8_0 at load, llama only. Off by
     /// default: Quire's own Q4_1 kernel is as fast, and requantized weights are not
     /// llama.cpp's, so greedy output would no longer follow llama.cpp's.
@@ -108,7 +64,8 @@ pub struct LoadOptions {
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
-            device: DeviceKind::Cpu,
+            device: DeviceChoice::Cpu,
+            candle: false,
             requantize: false,
             chat: true,
             max_context: 8192,
@@ -118,6 +75,8 @@ impl Default for LoadOptions {
 
 enum Net {
     Llama(Llama),
+    /// llama, Qwen2, Gemma 3 on a candle device (the GPU path).
+    Candle(CandleLlama),
     Qwen3(quantized_qwen3::ModelWeights),
     Phi3(quantized_phi3::ModelWeights),
 }
@@ -125,12 +84,14 @@ enum Net {
 impl Net {
     /// Logits of the last of `tokens`, run at positions `pos..`.
     fn forward(&mut self, tokens: &[u32], pos: usize, device: &Device) -> Result<Tensor> {
-        if let Net::Llama(m) = self {
-            return Ok(m.forward(tokens, pos)?);
+        match self {
+            Net::Llama(m) => return Ok(m.forward(tokens, pos)?),
+            Net::Candle(m) => return Ok(m.forward(tokens, pos)?),
+            _ => {}
         }
         let x = Tensor::new(tokens, device)?.unsqueeze(0)?;
         let out = match self {
-            Net::Llama(_) => unreachable_llama()?,
+            Net::Llama(_) | Net::Candle(_) => unreachable_llama()?,
             Net::Qwen3(m) => {
                 if pos == 0 {
                     m.clear_kv_cache();
@@ -144,7 +105,7 @@ impl Net {
 
     /// Whether the KV cache can be truncated to reuse a shared prefix.
     fn reuses_prefix(&self) -> bool {
-        matches!(self, Net::Llama(_))
+        matches!(self, Net::Llama(_) | Net::Candle(_))
     }
 }
 
@@ -167,6 +128,10 @@ pub struct GgufLlm {
     chat: bool,
     window: usize,
     device: Device,
+    /// The device setting it was loaded for, and what it resolved to.
+    chosen: Chosen,
+    /// See [`GgufLlm::runtime`].
+    runtime: String,
     state: Mutex<State>,
 }
 
@@ -217,7 +182,8 @@ impl GgufLlm {
         let chat = opts.chat && template.is_chat_model();
         let file_ctx = g.context_length().unwrap_or(2048);
         let window = file_ctx.min(opts.max_context).max(16);
-        let device = opts.device.device()?;
+        let chosen = opts.device.resolve()?;
+        let device = chosen.device.clone();
         let bad = |e: candle_core::Error| {
             Error::model_format(&path, format!("cannot load the {arch} model: {e}"))
         };
@@ -225,6 +191,9 @@ impl GgufLlm {
         let mut r = BufReader::new(file);
         let GgufFile { content, .. } = g;
         let net = match arch.as_str() {
+            "llama" | "gemma3" | "qwen2" if chosen.is_gpu() || opts.candle => {
+                Net::Candle(CandleLlama::from_gguf(&content, &mut r, &device, window).map_err(bad)?)
+            }
             "llama" | "gemma3" | "qwen2" => Net::Llama(
                 Llama::from_gguf(&content, &mut r, &device, window, opts.requantize)
                     .map_err(bad)?,
@@ -238,6 +207,10 @@ impl GgufLlm {
             ),
             _ => return Err(Error::model_format(&path, "unsupported architecture")),
         };
+        let runtime = match net {
+            Net::Llama(_) => "own CPU kernels".to_string(),
+            _ => format!("candle on {}", chosen.name),
+        };
         Ok(Self {
             path,
             arch,
@@ -246,6 +219,8 @@ impl GgufLlm {
             chat,
             window,
             device,
+            chosen,
+            runtime,
             state: Mutex::new(State {
                 net,
                 cached: Vec::new(),
@@ -261,6 +236,16 @@ impl GgufLlm {
     /// `general.architecture`.
     pub fn architecture(&self) -> &str {
         &self.arch
+    }
+
+    /// The device setting the model was loaded for and the device it runs on.
+    pub fn device(&self) -> &Chosen {
+        &self.chosen
+    }
+
+    /// Which forward pass runs the model: "own CPU kernels", "candle on cuda:0", ….
+    pub fn runtime(&self) -> &str {
+        &self.runtime
     }
 
     /// The tokenizer.
@@ -296,8 +281,10 @@ impl GgufLlm {
     pub fn reset_cache(&self) -> Result<()> {
         let mut st = self.lock()?;
         st.cached.clear();
-        if let Net::Llama(m) = &mut st.net {
-            m.clear_cache();
+        match &mut st.net {
+            Net::Llama(m) => m.clear_cache(),
+            Net::Candle(m) => m.clear_cache(),
+            _ => {}
         }
         Ok(())
     }

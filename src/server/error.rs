@@ -30,7 +30,7 @@ impl From<Error> for ApiError {
             Error::Pdf { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Error::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::Conflict(_) => StatusCode::CONFLICT,
-            Error::ModelMissing { .. } | Error::ModelFormat { .. } => {
+            Error::ModelMissing { .. } | Error::ModelFormat { .. } | Error::Device(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -6,6 +6,7 @@ mod util;
 mod chat;
 mod chat_parity;
 mod embed;
+mod gpu;
 mod index;
 mod layout;
 mod llm;

@@ -5,17 +5,20 @@
 //!
 //! - [`llama`]: the decoders (llama, Gemma 3): loading their weights and the forward
 //!   pass over a batch of sequences, with prefix reuse.
+//! - [`candle`]: the same decoders over candle tensors on any candle device (the GPU
+//!   path; on the CPU it is what tests compare with the own kernels).
 //! - [`attention`]: scores, softmax and weighted values of one layer, whole or split.
 //! - [`kv_cache`]: the per-layer cache of keys and values.
 //! - [`ops`]: element-wise steps (norms, rotary embeddings, activations, f16 rounding);
 //!   [`wide`] holds their AVX-512 register forms.
 //! - [`matmul`]: quantized matrix products, one file per arithmetic.
 //!
-//! Imports point one way: `llama` → `attention`, `kv_cache`, `ops`, `matmul`;
+//! Imports point one way: `candle` → `matmul`; `llama` → `attention`, `kv_cache`, `ops`, `matmul`;
 //! `attention` → `kv_cache`, `ops`, `wide`, `tables`; `ops` → `wide`, `tables`;
 //! `wide` → `tables`; and all of them → `crate::cpu`.
 
 pub(crate) mod attention;
+pub mod candle;
 pub(crate) mod kv_cache;
 pub mod llama;
 pub(crate) mod matmul;

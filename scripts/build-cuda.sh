@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Build Quire with CUDA (cargo feature `cuda`: candle's CUDA kernels) without a CUDA
+# toolkit installed: NVIDIA's own PyPI wheels go into a venv, and candle's build is
+# pointed at them. No GPU is needed to build; one is needed to run on it.
+#
+#   scripts/build-cuda.sh           release build of `quire` and the desktop app
+#   scripts/build-cuda.sh --check   only `cargo check -p quire --lib --features cuda`
+#                                   (CI: keeps the GPU code compiling)
+#   scripts/build-cuda.sh --env     print the environment it sets (eval it to run
+#                                   cargo yourself)
+#
+# Why the CUDA 13 wheels: NVIDIA's CUDA 12 wheels (`nvidia-cuda-nvcc-cu12`, every
+# version from 12.0 to 12.9) hold ptxas and headers but not the `nvcc` driver or
+# `cicc`, and candle's kernels need nvcc (PTX for most kernels, a static library for
+# the quantized and MoE ones). CUDA 13's wheels (`nvidia-cuda-nvcc`, `nvidia-nvvm`,
+# `nvidia-cuda-crt`, …) hold the whole compiler and install as one toolkit tree,
+# `site-packages/nvidia/cu13`. A binary built with them needs an NVIDIA driver
+# ≥ 580 (CUDA 13) at run time, and a GPU of compute capability ≥ 7.5.
+#
+# Settings (environment):
+#   CUDA_COMPUTE_CAP   the GPU's compute capability, default 80 (A100; 89: L4/RTX 40,
+#                      90: H100). Set on a machine with a GPU for its own kernels.
+#   QUIRE_CUDA_VENV    the venv, default ~/.cache/quire/cuda13 (kept between runs:
+#                      the wheels are downloaded once, pip's cache keeps them too)
+#   CUDA_TARGET_DIR    cargo's target dir for CUDA builds, default target/cuda, so
+#                      that the normal target/ is not rebuilt by feature changes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=build
+for a in "$@"; do
+  case "$a" in
+    --check) mode=check ;;
+    --env) mode=env ;;
+    *) echo "scripts/build-cuda.sh: unknown option '$a'" >&2; exit 2 ;;
+  esac
+done
+
+venv="${QUIRE_CUDA_VENV:-$HOME/.cache/quire/cuda13}"
+# Pinned: CUDA 13.0 (driver ≥ 580), the oldest CUDA 13, for the widest driver range.
+wheels=(
+  "nvidia-cuda-nvcc==13.0.88" "nvidia-nvvm==13.0.88" "nvidia-cuda-crt==13.0.88"
+  "nvidia-cuda-runtime==13.0.96" "nvidia-cuda-cccl==13.0.85"
+  "nvidia-cublas==13.0.2.14" "nvidia-curand==10.4.5.25"
+)
+
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+stamp="$venv/.quire-wheels"
+if [ "$(cat "$stamp" 2>/dev/null)" != "${wheels[*]}" ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${wheels[@]}"
+  echo "${wheels[*]}" > "$stamp"
+fi
+root="$("$venv/bin/python" -c 'import os, nvidia; print(os.path.join(list(nvidia.__path__)[0], "cu13"))')"
+if [ ! -x "$root/bin/nvcc" ]; then
+  echo "scripts/build-cuda.sh: no nvcc in $root/bin (the nvidia-cuda-nvcc wheel)" >&2
+  exit 1
+fi
+# Linkers look for the unversioned names (-lcudart, -lcublas); the wheels ship only
+# the versioned ones.
+for lib in cudart cublas cublasLt curand nvrtc; do
+  so="$(ls "$root/lib/lib$lib.so."* 2>/dev/null | head -n1 || true)"
+  if [ -n "$so" ] && [ ! -e "$root/lib/lib$lib.so" ]; then
+    ln -s "$(basename "$so")" "$root/lib/lib$lib.so"
+  fi
+done
+
+export CUDA_ROOT="$root" CUDA_PATH="$root" CUDA_HOME="$root" CUDA_TOOLKIT_ROOT_DIR="$root"
+export NVCC="$root/bin/nvcc"
+export PATH="$root/bin:$PATH"
+export LIBRARY_PATH="$root/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-80}"
+export CARGO_TARGET_DIR="${CUDA_TARGET_DIR:-$PWD/target/cuda}"
+CARGO="${CARGO:-cargo}"
+
+case "$mode" in
+  env)
+    for v in CUDA_ROOT CUDA_PATH CUDA_HOME CUDA_TOOLKIT_ROOT_DIR NVCC PATH LIBRARY_PATH \
+             LD_LIBRARY_PATH CUDA_COMPUTE_CAP CARGO_TARGET_DIR; do
+      printf 'export %s=%q\n' "$v" "${!v}"
+    done
+    ;;
+  check)
+    start=$SECONDS
+    "$CARGO" check -p quire --lib --features cuda
+    echo "cuda check: $((SECONDS - start)) s (nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), compute capability $CUDA_COMPUTE_CAP)"
+    ;;
+  build)
+    "$CARGO" build --release -p quire --features cuda
+    # The desktop app in its own invocation (no axum in it; see the Makefile).
+    "$CARGO" build --release -p quire-desktop --features quire/cuda
+    echo "built with CUDA (compute capability $CUDA_COMPUTE_CAP) in $CARGO_TARGET_DIR/release:"
+    echo "  quire, quire-desktop; to run them: export LD_LIBRARY_PATH=$root/lib"
+    ;;
+esac
