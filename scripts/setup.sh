@@ -20,7 +20,10 @@ done
 
 pkgs=(build-essential pkg-config curl file libssl-dev libwebkit2gtk-4.1-dev
       libxdo-dev libayatana-appindicator3-dev librsvg2-dev python3-pip
-      fonts-noto-cjk)
+      fonts-noto-cjk
+      # OCR for scanned pages: Tesseract's command line with English and Simplified
+      # Chinese, and poppler's pdftoppm to render a page for it.
+      tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim poppler-utils)
 if [ "$want_test" = 1 ]; then
   pkgs+=(poppler-utils poppler-data chromium xvfb webkit2gtk-driver xauth)
 fi

@@ -56,8 +56,9 @@ enum Cmd {
         data: DataDir,
     },
     /// Index PDFs (files, or folders searched recursively) into the local index.
+    /// Files are queued first; what a killed run left queued is finished too, and
+    /// without paths only that is done.
     Index {
-        #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Print each progress event as one JSON line on stdout instead of a bar.
         #[arg(long)]
@@ -130,7 +131,8 @@ enum Cmd {
     },
     /// Generate text with the local LLM, streamed to stdout.
     Generate(cli::generate::GenerateArgs),
-    /// Extract one PDF in this process and print it as JSON (the isolated extractor's child).
+    /// Extract one PDF in this process and print it as JSON (the isolated extractor's
+    /// child; `serve_child` answers it before the arguments are parsed).
     #[command(name = "__extract", hide = true)]
     ExtractChild { file: PathBuf },
     /// Benchmarks: runs the `quire-bench` binary next to this one with the same
@@ -167,6 +169,8 @@ impl DataDir {
 }
 
 fn main() {
+    // The isolated PDF extractor's children are this binary (`quire __extract FILE`).
+    quire::ingest::pdf::serve_child();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("quire: {e:#}");
@@ -190,6 +194,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             data,
         } => {
             let engine = std::sync::Arc::new(data.engine()?);
+            // Finish what a killed or crashed run left queued, without being asked.
+            quire::engine::spawn_resume(engine.clone());
             let opts = quire::server::ServeOptions {
                 addr: std::net::SocketAddr::new(host, port),
                 token,

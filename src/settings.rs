@@ -58,6 +58,9 @@ pub struct Settings {
     /// calibrated for the embedding model ([`crate::retrieve::relevance`]); `0` turns
     /// the check off.
     pub not_found_threshold: Option<f32>,
+    /// Recognize the text of scanned pages (pages without a text layer) with
+    /// Tesseract while indexing.
+    pub ocr: bool,
 }
 
 impl Default for Settings {
@@ -83,6 +86,7 @@ impl Default for Settings {
             rerank_batch_size: crate::chat::rerank::BATCH_SIZE,
             rerank_candidates: 8,
             not_found_threshold: None,
+            ocr: true,
         }
     }
 }

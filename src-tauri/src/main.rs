@@ -203,6 +203,20 @@ async fn index_paths(
     Ok(())
 }
 
+/// The indexing queue with each file's progress and the ETA of the whole.
+#[tauri::command]
+async fn queue(engine: Eng<'_>) -> CmdResult<engine::QueueView> {
+    let e = engine.inner().clone();
+    blocking(move || e.queue()).await
+}
+
+/// Cancel one queued or running file, or (without an id) the whole queue.
+#[tauri::command]
+async fn cancel_queued(engine: Eng<'_>, id: Option<i64>) -> CmdResult<usize> {
+    let e = engine.inner().clone();
+    blocking(move || e.cancel_queued(id)).await
+}
+
 /// Re-embed the index with the embedding model the settings choose; progress goes
 /// to `channel`.
 #[tauri::command]
@@ -236,6 +250,12 @@ async fn pick_files(app: tauri::AppHandle) -> Vec<PathBuf> {
 }
 
 fn main() {
+    // PDFs are extracted in child processes of this same binary
+    // (`quire-desktop __extract FILE`): a hostile file crashes a child, not the window.
+    // Serving the child here rather than shipping the `quire` CLI as a sidecar keeps
+    // one executable to install and sign, always the same version as the window, and
+    // without the HTTP server's code.
+    quire::ingest::pdf::serve_child();
     // QUIRE_DATA_DIR lets tests run the app on a temporary index.
     let data_dir = std::env::var_os("QUIRE_DATA_DIR").map(PathBuf::from);
     let engine = match EngineConfig::new(data_dir).and_then(Engine::open) {
@@ -245,6 +265,8 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Finish what a killed or crashed run left queued, without being asked.
+    engine::spawn_resume(engine.clone());
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .manage(engine)
@@ -267,6 +289,8 @@ fn main() {
             ask,
             cancel,
             index_paths,
+            queue,
+            cancel_queued,
             reembed,
             pick_files
         ])

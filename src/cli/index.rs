@@ -86,6 +86,9 @@ pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> a
         }
         true
     };
+    if paths.is_empty() && engine.queued()? == 0 {
+        anyhow::bail!("nothing to index: name files or folders (nothing is left queued)");
+    }
     let summary = engine.index_summary(paths, &cancel, &mut on)?;
     if tty && !line.is_empty() {
         eprint!("{}", clear(tty, &line));

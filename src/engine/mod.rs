@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::mpsc;
 
-use crate::embed::Embedder;
-use crate::ingest::pipeline::{self, Extractor, Pipeline};
-use crate::ingest::split::SplitConfig;
+use crate::ingest::pipeline::{self, Extractor};
 use crate::store::conversations;
 use crate::store::Store;
 use crate::{Error, Result};
@@ -17,6 +15,7 @@ use crate::{Error, Result};
 mod ask;
 mod exchanges;
 mod files;
+mod indexing;
 mod models;
 mod scope;
 mod types;
@@ -24,6 +23,7 @@ mod uploads;
 
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
+pub use indexing::{spawn_resume, QueueItem, QueueView};
 pub use scope::ResolvedScope;
 pub use types::*;
 
@@ -35,6 +35,8 @@ pub struct Engine {
     /// Loaded on first use, then kept until the settings name another.
     embedder: Mutex<models::EmbedderSlot>,
     extractor: Extractor,
+    /// The files being indexed, by queue id, with their own cancel flags.
+    indexing: Mutex<std::collections::HashMap<i64, Cancel>>,
     settings: Mutex<Settings>,
     /// Held for the whole of a generation: asks queue here.
     generation: Mutex<()>,
@@ -57,12 +59,15 @@ impl Engine {
     pub fn open(config: EngineConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
         let store = Store::open(&config.data_dir.join("index.sqlite"))?;
+        // What a killed or crashed run was indexing waits again (see `resume_indexing`).
+        crate::store::queue::requeue_interrupted(store.conn())?;
         let settings = Settings::load(&config.data_dir.join("settings.json"))?;
         Ok(Self {
             config,
             db: Mutex::new(store),
             embedder: Mutex::new(None),
             extractor: pipeline::default_extractor(),
+            indexing: Mutex::new(Default::default()),
             settings: Mutex::new(settings),
             generation: Mutex::new(()),
             next_ask: std::sync::atomic::AtomicU64::new(1),
@@ -357,26 +362,5 @@ impl Engine {
         on: &mut dyn FnMut(IndexEvent) -> bool,
     ) -> Result<()> {
         self.index_summary(paths, cancel, on).map(|_| ())
-    }
-
-    /// [`Engine::index`], returning how it went.
-    pub fn index_summary(
-        &self,
-        paths: &[PathBuf],
-        cancel: &Cancel,
-        on: &mut dyn FnMut(IndexEvent) -> bool,
-    ) -> Result<pipeline::Summary> {
-        let _reg = self.register(cancel);
-        self.check_index_embedder()?;
-        let embedder = self.embedder()?;
-        let model = self.embedder_name();
-        let p = Pipeline {
-            store: &self.db,
-            embedder: embedder.as_ref() as &dyn Embedder,
-            model: &model,
-            extract: &self.extractor,
-            split: SplitConfig::default(),
-        };
-        p.run(paths, cancel, on)
     }
 }

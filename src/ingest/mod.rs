@@ -1,7 +1,9 @@
-//! PDF ingestion: text extraction ([`pdf`]), splitting into chunks, and the indexing
+//! PDF ingestion: text extraction ([`pdf`], in child processes), text recognition for
+//! scanned pages ([`ocr`]), splitting into chunks, and the indexing
 //! pipeline with its progress events ([`IndexEvent`]).
 
 mod events;
+pub mod ocr;
 pub mod pdf;
 pub mod pipeline;
 pub mod split;
@@ -15,6 +17,9 @@ pub struct ExtractedPage {
     pub number: u32,
     /// The page's text; empty for a page without text (e.g. a scan).
     pub text: String,
+    /// The text was recognized from the page's image (OCR), not read from its text layer.
+    #[serde(default)]
+    pub ocr: bool,
 }
 
 /// What extraction gives for one PDF.

@@ -1,33 +1,64 @@
-//! The ingestion pipeline: for each PDF, hash, extract, split, embed, and write it to
-//! the index in one transaction, reporting progress as it goes.
+//! The ingestion pipeline: for each PDF, hash, extract (in a child process), recognize
+//! the text of pages without any (OCR), split, embed, and write it to the index in one
+//! transaction, reporting progress as it goes.
+//!
+//! The batch is the persistent queue of the index (`store::queue`): files are queued
+//! before any work starts, and a pipeline drains the queue, so what a kill or a crash
+//! interrupted is finished by the next drain. Extraction runs ahead of embedding on
+//! [`EXTRACT_WORKERS`] threads, each with at most one child process, handing documents
+//! over a channel of one: the next files are read while this one is embedded.
 //!
 //! The slow parts (extraction, embedding) run without holding the store, which is
 //! locked only for the short lookups and the final write: a question asked while a
 //! batch is being indexed does not wait for the batch. A file that fails is recorded
 //! with its reason and the batch goes on; cancellation (between files and between
-//! embedding batches) leaves the index as it was before the current file.
+//! embedding batches) leaves the index as it was before the current file, and the
+//! files not done waiting in the queue (unless the person cancelled them).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
+use super::ocr::Ocr;
 use super::split::{split, SplitConfig};
 use super::ExtractedDoc;
 use super::IndexEvent;
 use crate::embed::Embedder;
 use crate::llm::Cancel;
+use crate::store::queue::{self, QueueRow};
 use crate::store::{NewDocument, Store};
 use crate::{Error, Result};
 
-/// Reads the text of a PDF, page by page.
-pub type Extractor = Arc<dyn Fn(&Path) -> Result<ExtractedDoc> + Send + Sync>;
+/// Reads the text of a PDF, page by page; stops early (with [`Error::Cancelled`]) when
+/// the second argument says so.
+pub type Extractor = Arc<dyn Fn(&Path, &dyn Fn() -> bool) -> Result<ExtractedDoc> + Send + Sync>;
 
-/// The extractor the engine uses unless told otherwise.
+/// The extractor the engine uses unless told otherwise: in a child process of the
+/// binary that serves them (see `pdf::serve_child`), with the default limits; in this
+/// process only when no such binary can be found (a library host without `quire`).
 pub fn default_extractor() -> Extractor {
-    Arc::new(|p: &Path| super::pdf::extract(p))
+    match super::pdf::Extractor::from_env() {
+        Ok(ex) => isolated_extractor(ex),
+        Err(_) => in_process_extractor(),
+    }
 }
+
+/// Extraction in child processes run by `ex`.
+pub fn isolated_extractor(ex: super::pdf::Extractor) -> Extractor {
+    Arc::new(move |p: &Path, stop: &dyn Fn() -> bool| ex.extract_until(p, stop))
+}
+
+/// Extraction in this process (trusted files only: a hostile PDF can crash it).
+pub fn in_process_extractor() -> Extractor {
+    Arc::new(|p: &Path, _: &dyn Fn() -> bool| super::pdf::extract(p))
+}
+
+/// Extraction threads, each running at most one child process at a time.
+pub const EXTRACT_WORKERS: usize = 2;
 
 /// Chunks embedded at once (and the granularity of progress and cancellation).
 const EMBED_BATCH: usize = 32;
@@ -105,9 +136,13 @@ pub struct Pipeline<'a> {
     pub model: &'a str,
     pub extract: &'a Extractor,
     pub split: SplitConfig,
+    /// Text recognition for pages without text.
+    pub ocr: &'a Ocr,
+    /// The running files' own cancel flags, by queue id (so one can be cancelled).
+    pub running: &'a Mutex<HashMap<i64, Cancel>>,
 }
 
-fn lock(m: &Mutex<Store>) -> MutexGuard<'_, Store> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -134,6 +169,16 @@ enum Stop {
     Cancelled,
 }
 
+/// What an extraction thread hands over for one queued file.
+struct Prepared {
+    row: QueueRow,
+    /// This file's own cancel flag.
+    cancel: Cancel,
+    hash: String,
+    /// The extracted document, or (document id, chunks) when it is already indexed.
+    doc: Result<Result<ExtractedDoc, (i64, usize)>, Stop>,
+}
+
 impl From<Error> for Stop {
     fn from(e: Error) -> Self {
         match e {
@@ -144,12 +189,45 @@ impl From<Error> for Stop {
 }
 
 impl Pipeline<'_> {
-    /// Index `paths` (files or folders). `on` gets the progress; returning false from
-    /// it cancels. Returns `Err(Cancelled)` when cancelled; files finished before stay
-    /// indexed.
+    /// Queue `paths` (files or folders), then index everything queued ([`Pipeline::drain`]).
+    /// `on` gets the progress; returning false from it cancels. Returns
+    /// `Err(Cancelled)` when cancelled; files finished before stay indexed, the others
+    /// stay queued.
     pub fn run(
         &self,
         paths: &[PathBuf],
+        cancel: &Cancel,
+        on: &mut dyn FnMut(IndexEvent) -> bool,
+    ) -> Result<Summary> {
+        let (files, bad) = collect_pdfs(paths);
+        let mut failed = Vec::new();
+        for (p, reason) in bad {
+            let path = p.display().to_string();
+            if !on(IndexEvent::FileFailed {
+                path: path.clone(),
+                reason: reason.clone(),
+            }) {
+                cancel.cancel();
+            }
+            failed.push((path, reason));
+        }
+        let files: Vec<(String, u64)> = files
+            .iter()
+            .map(|f| {
+                let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+                (f.display().to_string(), size)
+            })
+            .collect();
+        queue::enqueue(lock(self.store).conn_mut(), &files)?;
+        let mut summary = self.drain(cancel, on)?;
+        failed.append(&mut summary.failed);
+        summary.failed = failed;
+        Ok(summary)
+    }
+
+    /// Index every file waiting in the queue, those queued while this runs included.
+    pub fn drain(
+        &self,
         cancel: &Cancel,
         on: &mut dyn FnMut(IndexEvent) -> bool,
     ) -> Result<Summary> {
@@ -160,53 +238,79 @@ impl Pipeline<'_> {
                 cancel.cancel();
             }
         };
-        let (files, bad) = collect_pdfs(paths);
-        for (p, reason) in bad {
-            let path = p.display().to_string();
-            emit(IndexEvent::FileFailed {
-                path: path.clone(),
-                reason: reason.clone(),
-            });
-            summary.failed.push((path, reason));
-        }
+        let waiting: Vec<QueueRow> = queue::list(lock(self.store).conn())?
+            .into_iter()
+            .filter(|r| r.state == "queued")
+            .collect();
         let mut clock = Clock {
             start,
-            total_bytes: files
-                .iter()
-                .filter_map(|f| std::fs::metadata(f).ok())
-                .map(|m| m.len())
-                .sum(),
+            total_bytes: waiting.iter().map(|r| r.bytes).sum(),
             done_bytes: 0,
         };
-        let total = files.len();
-        for (i, file) in files.iter().enumerate() {
-            cancel.check()?;
-            let path = file.display().to_string();
-            emit(IndexEvent::File {
-                index: i + 1,
-                total,
-                path: path.clone(),
-            });
-            match self.one(file, &path, &mut clock, cancel, &mut emit) {
-                Ok((doc_id, chunks, skipped)) => {
-                    summary.indexed += 1;
-                    summary.skipped += usize::from(skipped);
-                    emit(IndexEvent::FileDone {
-                        path,
-                        doc_id,
-                        chunks,
-                        skipped,
-                    });
+        let mut index = 0;
+        let result = std::thread::scope(|s| -> Result<()> {
+            let (tx, rx) = mpsc::sync_channel::<Prepared>(1);
+            for _ in 0..EXTRACT_WORKERS {
+                let tx = tx.clone();
+                s.spawn(move || self.extract_worker(&tx, cancel));
+            }
+            drop(tx);
+            while let Ok(p) = rx.recv() {
+                if cancel.is_cancelled() {
+                    self.requeue(&p.row);
+                    continue;
                 }
-                Err(Stop::Cancelled) => return Err(Error::Cancelled),
-                Err(Stop::File(reason)) => {
-                    emit(IndexEvent::FileFailed {
-                        path: path.clone(),
-                        reason: reason.clone(),
-                    });
-                    summary.failed.push((path, reason));
+                index += 1;
+                let total = index + queue::waiting(lock(self.store).conn()).unwrap_or(0);
+                let path = p.row.path.clone();
+                emit(IndexEvent::File {
+                    index,
+                    total,
+                    path: path.clone(),
+                });
+                let (row, file_cancel) = (p.row.clone(), p.cancel.clone());
+                let r = self.finish(p, &mut clock, cancel, &mut emit);
+                lock(self.running).remove(&row.id);
+                match r {
+                    Ok((doc_id, chunks, skipped)) => {
+                        queue::finish(lock(self.store).conn(), row.id, Some(doc_id), None)?;
+                        summary.indexed += 1;
+                        summary.skipped += usize::from(skipped);
+                        emit(IndexEvent::FileDone {
+                            path,
+                            doc_id,
+                            chunks,
+                            skipped,
+                        });
+                    }
+                    Err(Stop::Cancelled)
+                        if file_cancel.is_cancelled() && !cancel.is_cancelled() =>
+                    {
+                        // The person cancelled this file: the others go on.
+                        emit(IndexEvent::FileFailed {
+                            path,
+                            reason: "cancelled".into(),
+                        });
+                    }
+                    Err(Stop::Cancelled) => {
+                        self.requeue(&row);
+                        cancel.cancel();
+                    }
+                    Err(Stop::File(reason)) => {
+                        queue::finish(lock(self.store).conn(), row.id, None, Some(&reason))?;
+                        emit(IndexEvent::FileFailed {
+                            path: path.clone(),
+                            reason: reason.clone(),
+                        });
+                        summary.failed.push((path, reason));
+                    }
                 }
             }
+            Ok(())
+        });
+        result?;
+        if cancel.is_cancelled() {
+            return Err(Error::Cancelled);
         }
         summary.secs = start.elapsed().as_secs_f64();
         emit(IndexEvent::Finished {
@@ -217,74 +321,155 @@ impl Pipeline<'_> {
         Ok(summary)
     }
 
-    /// Index one file: (document id, chunks, whether it was already there).
-    fn one(
+    /// A row whose work was interrupted waits again, unless the person cancelled it.
+    fn requeue(&self, row: &QueueRow) {
+        lock(self.running).remove(&row.id);
+        let _ = queue::requeue(lock(self.store).conn(), row.id);
+    }
+
+    /// An extraction thread: claim queued files one at a time, read them (in a child
+    /// process), and hand them over, until the queue is empty or the batch stops.
+    fn extract_worker(&self, tx: &mpsc::SyncSender<Prepared>, cancel: &Cancel) {
+        while !cancel.is_cancelled() {
+            let row = match queue::claim(lock(self.store).conn()) {
+                Ok(Some(row)) => row,
+                _ => return,
+            };
+            let file_cancel = Cancel::new();
+            lock(self.running).insert(row.id, file_cancel.clone());
+            let stop = || cancel.is_cancelled() || file_cancel.is_cancelled();
+            let (hash, doc) = self.prepare(Path::new(&row.path), &stop);
+            let p = Prepared {
+                row,
+                cancel: file_cancel,
+                hash,
+                doc,
+            };
+            if let Err(mpsc::SendError(p)) = tx.send(p) {
+                self.requeue(&p.row);
+                return;
+            }
+        }
+    }
+
+    /// Hash and extract one file, unless it is already indexed.
+    #[allow(clippy::type_complexity)]
+    fn prepare(
         &self,
         file: &Path,
-        path: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> (String, Result<Result<ExtractedDoc, (i64, usize)>, Stop>) {
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => return (String::new(), Err(Stop::File(e.to_string()))),
+        };
+        let hash = content_hash(&bytes);
+        drop(bytes);
+        let path = file.display().to_string();
+        let here = {
+            let store = lock(self.store);
+            let by_path = store.document_by_path(&path).map(|d| {
+                d.filter(|d| d.hash == hash && d.status == "done")
+                    .map(|d| (d.id, d.chunks))
+            });
+            // The same content under another name is not indexed twice.
+            match by_path {
+                Ok(None) => store
+                    .done_with_hash(&hash)
+                    .map(|d| d.map(|(id, _, chunks)| (id, chunks))),
+                r => r,
+            }
+        };
+        match here {
+            Ok(Some(done)) => return (hash, Ok(Err(done))),
+            Ok(None) => {}
+            Err(e) => return (hash, Err(e.into())),
+        }
+        let doc = (self.extract)(file, stop).and_then(|mut doc| {
+            self.ocr.fill(file, &mut doc, stop)?;
+            Ok(doc)
+        });
+        (hash, doc.map(Ok).map_err(Stop::from))
+    }
+
+    /// Embed and write one prepared file: (document id, chunks, whether it was already
+    /// there).
+    fn finish(
+        &self,
+        p: Prepared,
         clock: &mut Clock,
         cancel: &Cancel,
         emit: &mut dyn FnMut(IndexEvent),
     ) -> Result<(i64, usize, bool), Stop> {
-        let bytes = std::fs::read(file).map_err(|e| Stop::File(e.to_string()))?;
-        let size = bytes.len() as u64;
-        let hash = content_hash(&bytes);
-        drop(bytes);
-        {
-            let store = lock(self.store);
-            let here = store.document_by_path(path)?;
-            if let Some(d) = &here {
-                if d.hash == hash && d.status == "done" {
-                    clock.total_bytes = clock.total_bytes.saturating_sub(size);
-                    return Ok((d.id, d.chunks, true));
-                }
-            }
-            // The same content under another name is not indexed twice.
-            if let Some((id, _, chunks)) = store.done_with_hash(&hash)? {
+        let size = p.row.bytes;
+        let doc = match p.doc {
+            Ok(Ok(doc)) => doc,
+            Ok(Err((id, chunks))) => {
                 clock.total_bytes = clock.total_bytes.saturating_sub(size);
                 return Ok((id, chunks, true));
             }
-        }
-        match self.build(file, path, size, &hash, clock, cancel, emit) {
+            Err(e) => {
+                clock.done_bytes += size;
+                if let Stop::File(reason) = &e {
+                    self.record_failed(&p.row, &p.hash, reason)?;
+                }
+                return Err(e);
+            }
+        };
+        match self.build(&p.row, &p.cancel, doc, &p.hash, clock, cancel, emit) {
             Ok(done) => {
                 clock.done_bytes += size;
                 Ok(done)
             }
             Err(Stop::File(reason)) => {
                 clock.done_bytes += size;
-                lock(self.store).insert_failed(path, &hash, size, &reason)?;
+                self.record_failed(&p.row, &p.hash, &reason)?;
                 Err(Stop::File(reason))
             }
             Err(Stop::Cancelled) => Err(Stop::Cancelled),
         }
     }
 
+    fn record_failed(&self, row: &QueueRow, hash: &str, reason: &str) -> Result<(), Stop> {
+        lock(self.store).insert_failed(&row.path, hash, row.bytes, reason)?;
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn build(
         &self,
-        file: &Path,
-        path: &str,
-        size: u64,
+        row: &QueueRow,
+        file_cancel: &Cancel,
+        doc: ExtractedDoc,
         hash: &str,
         clock: &Clock,
         cancel: &Cancel,
         emit: &mut dyn FnMut(IndexEvent),
     ) -> Result<(i64, usize, bool), Stop> {
-        let doc = (self.extract)(file)?;
-        cancel.check()?;
+        let check = || -> Result<(), Stop> {
+            cancel.check()?;
+            file_cancel.check()?;
+            Ok(())
+        };
+        check()?;
+        let path = row.path.as_str();
+        let size = row.bytes;
         let pages = doc.pages.len() as u32;
         if doc.pages.iter().all(|p| p.text.trim().is_empty()) {
-            return Err(Stop::File(format!(
-                "no text on any of its {pages} pages (a scan? text recognition is not supported)"
-            )));
+            return Err(Stop::File(self.ocr.no_text_reason(doc.pages.len())));
         }
+        let started = Instant::now();
         let chunks = split(&doc.pages, self.embedder, &self.split)?;
         let mut embeddings = Vec::with_capacity(chunks.len());
         for batch in chunks.chunks(EMBED_BATCH) {
-            cancel.check()?;
+            check()?;
             let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
             embeddings.extend(self.embedder.embed(&texts)?);
             let done = embeddings.len();
+            let fraction = done as f64 / chunks.len() as f64;
+            let secs = started.elapsed().as_secs_f64();
+            let file_eta = (fraction > 0.0).then(|| secs * (1.0 - fraction) / fraction);
+            let _ = queue::progress(lock(self.store).conn(), row.id, fraction, file_eta);
             emit(IndexEvent::Page {
                 path: path.to_string(),
                 page: batch.last().map_or(pages, |c| c.page_end),
@@ -294,10 +479,10 @@ impl Pipeline<'_> {
                 path: path.to_string(),
                 chunks: done,
                 total: chunks.len(),
-                eta_secs: clock.eta(size, done as f64 / chunks.len() as f64),
+                eta_secs: clock.eta(size, fraction),
             });
         }
-        cancel.check()?;
+        check()?;
         let id = lock(self.store).insert_document(&NewDocument {
             path,
             hash,

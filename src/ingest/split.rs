@@ -366,6 +366,7 @@ mod tests {
         ExtractedPage {
             number,
             text: text.into(),
+            ocr: false,
         }
     }
 

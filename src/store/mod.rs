@@ -9,6 +9,7 @@
 
 pub mod collections;
 pub mod conversations;
+pub mod queue;
 
 use std::path::Path;
 
@@ -72,6 +73,8 @@ const MIGRATIONS: &[&str] = &[
      END;
      CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
      INSERT INTO meta (key, value) VALUES ('generation', 0);",
+    // 2: the indexing queue (see `queue`), and which pages' text came from OCR.
+    queue::SCHEMA,
 ];
 
 /// The local index database.
@@ -289,10 +292,11 @@ impl Store {
         let id = tx.last_insert_rowid();
         collections::restore(&tx, id, &in_collections)?;
         {
-            let mut page =
-                tx.prepare("INSERT INTO pages (doc_id, number, text) VALUES (?1, ?2, ?3)")?;
+            let mut page = tx.prepare(
+                "INSERT INTO pages (doc_id, number, text, ocr) VALUES (?1, ?2, ?3, ?4)",
+            )?;
             for p in doc.pages {
-                page.execute(params![id, p.number, p.text])?;
+                page.execute(params![id, p.number, p.text, p.ocr])?;
             }
             let mut chunk = tx.prepare(
                 "INSERT INTO chunks (doc_id, seq, page_start, page_end, char_start, char_end, tokens, text)
@@ -561,6 +565,7 @@ mod tests {
         let pages = [ExtractedPage {
             number: 1,
             text: "alpha beta. gamma".into(),
+            ocr: false,
         }];
         let chunks = [chunk(1, "alpha beta."), chunk(1, "gamma")];
         let embs = [vec![1.0, 0.0], vec![0.0, -1.5]];

@@ -1,16 +1,22 @@
 //! Extraction in a child process, so that a hostile PDF fails alone.
 //!
 //! A PDF can overflow the stack, loop, or unpack into gigabytes, and `catch_unwind`
-//! catches none of these. The [`Extractor`] runs `quire __extract FILE` (the `quire`
-//! binary itself, see [`child_main`]) with a wall-clock time limit (the child is
+//! catches none of these. The [`Extractor`] runs `EXE __extract FILE` with a
+//! wall-clock time limit (the child is
 //! killed when it runs out) and, on Unix, an address-space limit (`RLIMIT_AS`) and a
 //! CPU-time limit set in the child before it runs. The child writes one JSON object
 //! on stdout; a crash, a timeout or an exhausted memory limit becomes an
 //! [`Error::Pdf`] with that reason.
+//!
+//! `EXE` is a binary that serves the hidden subcommand by calling [`serve_child`] first
+//! thing in `main`: the `quire` CLI (and its HTTP server) and the `quire-desktop` window
+//! both do, so each runs its children from its own executable, no second binary to
+//! ship. Other hosts (tests, benchmarks) find a `quire` next to them or `$QUIRE_EXE`.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -71,16 +77,19 @@ impl Extractor {
         }
     }
 
-    /// The `quire` binary of this installation: `$QUIRE_EXE`, else the running
-    /// executable when it is `quire`, else a `quire` next to it (or one folder up, as
-    /// for test binaries in `target/debug/deps`).
+    /// The binary that serves the children in this installation: `$QUIRE_EXE`, else
+    /// the running executable when it serves them ([`serve_child`] was called) or is
+    /// `quire`, else a `quire` next to it (or one folder up, as for test binaries in
+    /// `target/debug/deps`).
     pub fn from_env() -> Result<Self> {
         if let Some(p) = std::env::var_os(EXE_ENV) {
             return Ok(Self::new(p));
         }
         let me = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
         let name = format!("quire{}", std::env::consts::EXE_SUFFIX);
-        if me.file_name().is_some_and(|n| n == name.as_str()) {
+        if HOST_SERVES_CHILD.load(Ordering::Relaxed)
+            || me.file_name().is_some_and(|n| n == name.as_str())
+        {
             return Ok(Self::new(me));
         }
         let dir = me.parent();
@@ -117,6 +126,12 @@ impl Extractor {
 
     /// Extract the text of `path` in a child process within the limits.
     pub fn extract(&self, path: &Path) -> Result<ExtractedDoc> {
+        self.extract_until(path, &|| false)
+    }
+
+    /// [`Extractor::extract`], killing the child and returning [`Error::Cancelled`] as
+    /// soon as `cancelled` says so (it is asked every 50 ms).
+    pub fn extract_until(&self, path: &Path, cancelled: &dyn Fn() -> bool) -> Result<ExtractedDoc> {
         let pdf_err = |page: Option<u32>, reason: String| Error::Pdf {
             file: path.to_path_buf(),
             page,
@@ -155,18 +170,26 @@ impl Extractor {
             let _ = std::io::copy(&mut stderr, &mut std::io::sink());
             head
         });
-        let out = match rx.recv_timeout(self.limits.time) {
-            Ok(r) => r,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(pdf_err(
-                    None,
-                    format!(
-                        "extraction took longer than the time limit of {:.1} s; stopped",
-                        self.limits.time.as_secs_f64()
-                    ),
-                ));
+        let deadline = start + self.limits.time;
+        let out = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left.min(Duration::from_millis(50))) {
+                Ok(r) => break r,
+                Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() && !cancelled() => {}
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    if cancelled() {
+                        return Err(Error::Cancelled);
+                    }
+                    return Err(pdf_err(
+                        None,
+                        format!(
+                            "extraction took longer than the time limit of {:.1} s; stopped",
+                            self.limits.time.as_secs_f64()
+                        ),
+                    ));
+                }
             }
         };
         // stdout is closed: the child is exiting. A child that lingers is killed.
@@ -324,7 +347,35 @@ fn test_fault() {
     }
 }
 
-/// The child's side (`quire __extract FILE`): extract `path` in this process and
+/// Set by [`serve_child`]: this executable serves the child command.
+static HOST_SERVES_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Call first thing in the `main` of a binary that extracts PDFs (the CLI, the desktop
+/// app). When the process was started as a child (`EXE __extract FILE`), this
+/// extracts, writes the reply and exits; otherwise it records that this executable
+/// serves children, so [`Extractor::from_env`] runs them from it, and returns.
+pub fn serve_child() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == CHILD_COMMAND) {
+        let code = match args.next() {
+            Some(file) if args.next().is_none() => match child_main(Path::new(&file)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("{CHILD_COMMAND}: cannot write the reply: {e}");
+                    1
+                }
+            },
+            _ => {
+                eprintln!("usage: {CHILD_COMMAND} FILE");
+                2
+            }
+        };
+        std::process::exit(code);
+    }
+    HOST_SERVES_CHILD.store(true, Ordering::Relaxed);
+}
+
+/// The child's side (`EXE __extract FILE`): extract `path` in this process and
 /// write the reply as JSON on stdout. Errors about the file are part of the reply;
 /// an `Err` here means stdout could not be written.
 pub fn child_main(path: &Path) -> std::io::Result<()> {

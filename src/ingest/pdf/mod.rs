@@ -4,8 +4,9 @@
 //! XObjects, spaces and line breaks inferred from glyph positions, ligatures
 //! normalized. A page without text (a scan) has empty text.
 //!
-//! This runs in the calling process; [`extract_isolated`] and [`Extractor`] run it in a child process
-//! with time and memory limits, which is what untrusted files need.
+//! This runs in the calling process; [`extract_isolated`] and [`Extractor`] run it in a
+//! child process with time and memory limits, which is what untrusted files need and
+//! what the indexing pipeline uses.
 
 use std::path::Path;
 
@@ -24,7 +25,7 @@ mod tables;
 
 pub use encoding::normalize_ligatures;
 pub use isolate::{
-    child_main, extract_isolated, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
+    child_main, extract_isolated, serve_child, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
 };
 
 /// The numbers of the pages of `doc` without text (scans, figures, blank pages).
@@ -101,7 +102,11 @@ pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
     let mut out = Vec::with_capacity(pages.len());
     for (number, page_id) in pages {
         let text = page_text(&doc, page_id, &mut fonts);
-        out.push(ExtractedPage { number, text });
+        out.push(ExtractedPage {
+            number,
+            text,
+            ocr: false,
+        });
     }
     Ok(ExtractedDoc { title, pages: out })
 }

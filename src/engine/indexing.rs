@@ -1,0 +1,141 @@
+//! Indexing as the shells see it: a batch is queued in the index and drained by the
+//! ingestion pipeline ([`Engine::index_summary`]); what a kill, a crash or a restart
+//! left queued is finished when a shell starts ([`spawn_resume`]); the queue is listed
+//! with progress and ETA ([`Engine::queue`]) and each file, or all, can be cancelled
+//! ([`Engine::cancel_queued`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{lock, Cancel, Engine, IndexEvent};
+use crate::embed::Embedder;
+use crate::ingest::ocr::Ocr;
+use crate::ingest::pipeline::{Pipeline, Summary};
+use crate::ingest::split::SplitConfig;
+use crate::store::queue;
+use crate::Result;
+
+/// One file of the indexing queue.
+pub type QueueItem = queue::QueueRow;
+
+/// The indexing queue as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueView {
+    /// Oldest first: those of the current batch, finished ones included.
+    pub items: Vec<QueueItem>,
+    /// Files waiting or running.
+    pub pending: usize,
+    /// Estimated seconds until the whole queue is done, once there is a measure.
+    pub eta_secs: Option<f64>,
+}
+
+impl Engine {
+    /// Queue `paths` (files or folders, recursively) and index everything queued,
+    /// returning how it went. See [`Engine::index`].
+    pub fn index_summary(
+        &self,
+        paths: &[PathBuf],
+        cancel: &Cancel,
+        on: &mut dyn FnMut(IndexEvent) -> bool,
+    ) -> Result<Summary> {
+        let _reg = self.register(cancel);
+        self.check_index_embedder()?;
+        let embedder = self.embedder()?;
+        let model = self.embedder_name();
+        let ocr = Ocr::detect(self.settings().ocr);
+        let p = Pipeline {
+            store: &self.db,
+            embedder: embedder.as_ref() as &dyn Embedder,
+            model: &model,
+            extract: &self.extractor,
+            split: SplitConfig::default(),
+            ocr: &ocr,
+            running: &self.indexing,
+        };
+        if paths.is_empty() {
+            p.drain(cancel, on)
+        } else {
+            p.run(paths, cancel, on)
+        }
+    }
+
+    /// Files waiting in the queue (a batch a kill or a restart interrupted).
+    pub fn queued(&self) -> Result<usize> {
+        queue::waiting(self.store().conn())
+    }
+
+    /// The indexing queue with each file's progress and the ETA of the whole.
+    pub fn queue(&self) -> Result<QueueView> {
+        let items = queue::list(self.store().conn())?;
+        let pending = items
+            .iter()
+            .filter(|r| r.state == "queued" || r.state == "running")
+            .count();
+        // Seconds per byte, from the files of this queue already done.
+        let (secs, bytes) = items
+            .iter()
+            .filter(|r| r.state == "done")
+            .filter_map(|r| Some(((r.finished_at? - r.started_at?) as f64 / 1e3, r.bytes)))
+            .fold((0.0, 0u64), |(s, b), (s1, b1)| (s + s1, b + b1));
+        let rate = (bytes > 0 && secs > 0.0).then(|| secs / bytes as f64);
+        let mut eta = 0.0;
+        let mut known = pending == 0;
+        for r in &items {
+            match r.state.as_str() {
+                "running" => {
+                    if let Some(e) = r.eta_secs.or_else(|| rate.map(|k| k * r.bytes as f64)) {
+                        eta += e;
+                        known = true;
+                    }
+                }
+                "queued" => {
+                    if let Some(k) = rate {
+                        eta += k * r.bytes as f64;
+                        known = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(QueueView {
+            items,
+            pending,
+            eta_secs: (known && pending > 0).then_some(eta),
+        })
+    }
+
+    /// Cancel one queued or running file (`Some(id)`), or the whole queue (`None`):
+    /// a waiting file is not indexed, a running one stops and leaves the index as it
+    /// was. Returns how many files were cancelled.
+    pub fn cancel_queued(&self, id: Option<i64>) -> Result<usize> {
+        let ids = queue::cancel(self.store().conn(), id)?;
+        let running = lock(&self.indexing);
+        for id in &ids {
+            if let Some(c) = running.get(id) {
+                c.cancel();
+            }
+        }
+        Ok(ids.len())
+    }
+}
+
+/// When files wait in the queue (a batch a kill, a crash or a restart interrupted),
+/// index them on a thread of their own, without being asked; the shells call this at
+/// start. Returns the thread when there was something to do. Its progress shows in
+/// [`Engine::queue`]; cancelling all work ([`Engine::cancel_all`]) stops it and leaves
+/// the rest queued for the next start.
+pub fn spawn_resume(engine: Arc<Engine>) -> Option<std::thread::JoinHandle<()>> {
+    if engine.queued().ok()? == 0 {
+        return None;
+    }
+    Some(std::thread::spawn(move || {
+        let cancel = Cancel::new();
+        if let Err(e) = engine.index_summary(&[], &cancel, &mut |_| true) {
+            if !matches!(e, crate::Error::Cancelled) {
+                eprintln!("quire: resuming the indexing queue: {e}");
+            }
+        }
+    }))
+}
