@@ -27,6 +27,15 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// List the response modes a question can use (`--mode`): the built-in ones and
+    /// those composed in Settings.
+    Modes {
+        /// Print one JSON array.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// Re-embed the index with the chosen embedding model (after changing it).
     Reembed {
         /// Choose this embedding model (a folder name in the model folders, or a
@@ -159,10 +168,18 @@ struct DataDir {
     /// Data directory (default: $XDG_DATA_HOME/quire or ~/.local/share/quire).
     #[arg(long, env = "QUIRE_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Where the models run for this command, instead of the settings' device: auto,
+    /// cpu, cuda, cuda:N or metal (a GPU needs a build with `--features cuda` or
+    /// `metal`).
+    #[arg(long, env = "QUIRE_DEVICE", value_name = "DEVICE")]
+    device: Option<String>,
 }
 
 impl DataDir {
     fn engine(&self) -> anyhow::Result<quire::engine::Engine> {
+        if let Some(d) = &self.device {
+            quire::engine::override_device(Some(d.parse()?));
+        }
         let cfg = quire::engine::EngineConfig::new(self.data_dir.clone())?;
         Ok(quire::engine::Engine::open(cfg)?)
     }
@@ -181,6 +198,7 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Models { model, json } => models(model, json),
+        Cmd::Modes { json, data } => cli::ask::modes(&data.engine()?, json),
         Cmd::Reembed {
             embedder,
             json,

@@ -19,6 +19,9 @@ pub struct Settings {
     /// Embedding model folder name in the models folder (or a path). The index
     /// records which model made its vectors; changing it means re-embedding.
     pub embedder: String,
+    /// Where the models run: `auto` (a GPU this build has and that initializes, else
+    /// the CPU), `cpu`, `cuda`, `cuda:N` or `metal`.
+    pub device: String,
     /// Source nodes kept after fusion.
     pub top_k: usize,
     pub temperature: f64,
@@ -31,8 +34,24 @@ pub struct Settings {
     pub num_queries: usize,
     /// Structured answer filtering for refine and compact.
     pub structured_answer_filtering: bool,
-    /// Custom QA (and summary) template; `None` for LlamaIndex's default.
+    /// Custom QA template (`{context_str}`, `{query_str}`); `None` for LlamaIndex's
+    /// default. simple_summarize uses it too unless `simple_template` is set.
     pub text_qa_template: Option<String>,
+    /// Custom refine template (`{query_str}`, `{existing_answer}`, `{context_msg}`),
+    /// used by refine and compact; `None` for LlamaIndex's default.
+    pub refine_template: Option<String>,
+    /// Custom summary template (`{context_str}`, `{query_str}`), used by
+    /// tree_summarize; `None` for LlamaIndex's default.
+    pub summary_template: Option<String>,
+    /// Custom template for simple_summarize (`{context_str}`, `{query_str}`); `None`
+    /// uses the QA template, as LlamaIndex's SimpleSummarize does.
+    pub simple_template: Option<String>,
+    /// Custom query-generation prompt for query variants (`{query}`, and
+    /// `{num_queries}`); `None` for LlamaIndex's QueryFusionRetriever prompt.
+    pub query_gen_template: Option<String>,
+    /// Response modes a person composed from the built-in modes' building blocks;
+    /// they are listed beside the built-in ones.
+    pub custom_modes: Vec<CustomMode>,
     /// Extra template variables.
     pub template_vars: BTreeMap<String, String>,
     /// Run the independent summaries of a tree_summarize level as one batch on the
@@ -69,6 +88,7 @@ impl Default for Settings {
             mode: "compact".into(),
             model: crate::models::DEFAULT_LLM.into(),
             embedder: crate::models::DEFAULT_EMBEDDER.into(),
+            device: "auto".into(),
             top_k: 4,
             temperature: 0.0,
             repeat_penalty: 1.15,
@@ -77,6 +97,11 @@ impl Default for Settings {
             num_queries: 1,
             structured_answer_filtering: false,
             text_qa_template: None,
+            refine_template: None,
+            summary_template: None,
+            simple_template: None,
+            query_gen_template: None,
+            custom_modes: Vec::new(),
             template_vars: BTreeMap::new(),
             batch_tree: true,
             chat_mode: "condense_plus_context".into(),
@@ -91,15 +116,37 @@ impl Default for Settings {
     }
 }
 
-const MODES: [&str; 7] = [
-    "refine",
-    "compact",
-    "tree_summarize",
-    "simple_summarize",
-    "no_text",
-    "accumulate",
-    "compact_accumulate",
-];
+/// A response mode a person composed in Settings from the building blocks the
+/// built-in modes are made of ([`crate::synth::Blocks`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CustomMode {
+    /// The name the mode dropdown, `--mode` and the API use (letters, digits, `_`, `-`).
+    pub name: String,
+    /// One line for the dropdown; empty says what the blocks do.
+    #[serde(default)]
+    pub description: String,
+    #[serde(flatten)]
+    pub blocks: crate::synth::Blocks,
+}
+
+impl CustomMode {
+    /// The description shown: the person's, or what the blocks do.
+    pub fn describe(&self) -> String {
+        if self.description.trim().is_empty() {
+            self.blocks.describe()
+        } else {
+            self.description.trim().to_string()
+        }
+    }
+}
+
+/// Whether `name` can name a mode: 1–40 letters, digits, `_` or `-`.
+pub fn valid_mode_name(name: &str) -> bool {
+    (1..=40).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
 const FUSIONS: [&str; 4] = [
     "reciprocal_rerank",
     "relative_score",
@@ -110,8 +157,34 @@ const FUSIONS: [&str; 4] = [
 impl Settings {
     /// Check ranges and names; the message says which field is wrong.
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(&[])
+    }
+
+    /// [`Settings::validate`], with the names of modes a library registered on the
+    /// engine also allowed as the default mode.
+    pub fn validate_with(&self, library_modes: &[String]) -> Result<()> {
         let bad = |m: String| Err(Error::Invalid(m));
-        if !MODES.contains(&self.mode.as_str()) {
+        let builtin = |n: &str| crate::synth::ResponseMode::ALL.iter().any(|m| m.name() == n);
+        let mut custom_names: Vec<&str> = Vec::new();
+        for c in &self.custom_modes {
+            if !valid_mode_name(&c.name) {
+                return bad(format!(
+                    "custom mode name {:?}: use 1-40 letters, digits, '_' or '-'",
+                    c.name
+                ));
+            }
+            if builtin(&c.name) || library_modes.contains(&c.name) || custom_names.contains(&c.name.as_str()) {
+                return bad(format!("custom mode name '{}' is already taken", c.name));
+            }
+            c.blocks
+                .validate()
+                .map_err(|e| Error::Invalid(format!("custom mode '{}': {e}", c.name)))?;
+            custom_names.push(&c.name);
+        }
+        if !builtin(&self.mode)
+            && !custom_names.contains(&self.mode.as_str())
+            && !library_modes.contains(&self.mode)
+        {
             return bad(format!("unknown response mode '{}'", self.mode));
         }
         if !FUSIONS.contains(&self.fusion.as_str()) {
@@ -170,19 +243,35 @@ impl Settings {
                 ));
             }
         }
-        // A custom template must fit every response mode it can be used with.
-        if let Some(t) = &self.text_qa_template {
+        // Every template must fit every mode that uses it: the built-in modes use
+        // them all, the custom modes as their blocks say.
+        {
             use crate::synth::Synthesizer as _;
-            for mode in MODES {
-                crate::synth::Builtin {
-                    mode: mode.parse()?,
-                    templates: crate::synth::Templates::custom(crate::synth::Template::new(
-                        t.clone(),
-                    )),
+            let templates = self.templates();
+            let blocks = crate::synth::ResponseMode::ALL
+                .iter()
+                .map(|m| (m.name().to_string(), crate::synth::Blocks::of(*m)))
+                .chain(self.custom_modes.iter().map(|c| (c.name.clone(), c.blocks)));
+            for (name, blocks) in blocks {
+                crate::synth::Composed {
+                    blocks,
+                    templates: templates.clone(),
                     answer_filter: false,
                 }
-                .check(&self.template_vars)?;
+                .check(&self.template_vars)
+                .map_err(|e| match e {
+                    Error::Template(m) => Error::Template(format!("{m} (mode {name})")),
+                    e => e,
+                })?;
             }
+        }
+        if let Some(t) = &self.query_gen_template {
+            crate::synth::Template::new(t.clone()).check(
+                "query-generation",
+                &["query"],
+                &["query", "num_queries"],
+                &self.template_vars,
+            )?;
         }
         if self.model.trim().is_empty() {
             return bad("model must name a GGUF file".into());
@@ -191,6 +280,28 @@ impl Settings {
             return bad("embedder must name an embedding model folder".into());
         }
         Ok(())
+    }
+
+    /// The response synthesizers' templates these settings choose.
+    pub fn templates(&self) -> crate::synth::Templates {
+        use crate::synth::Template;
+        let mut t = crate::synth::Templates::default();
+        if let Some(q) = &self.text_qa_template {
+            t.text_qa = Template::new(q.clone());
+        }
+        if let Some(r) = &self.refine_template {
+            t.refine = Template::new(r.clone());
+        }
+        if let Some(s) = &self.summary_template {
+            t.summary = Template::new(s.clone());
+        }
+        t.simple = self.simple_template.clone().map(Template::new);
+        t
+    }
+
+    /// The custom mode named `name`.
+    pub fn custom_mode(&self, name: &str) -> Option<&CustomMode> {
+        self.custom_modes.iter().find(|c| c.name == name)
     }
 
     /// Read `path`; a missing file gives the defaults, a broken one an error.
@@ -206,6 +317,12 @@ impl Settings {
     /// Write atomically (temp file + rename), so a crash never leaves half a file.
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate()?;
+        self.write(path)
+    }
+
+    /// [`Settings::save`] without validating (for a caller that validated already,
+    /// e.g. with a library's registered modes).
+    pub fn write(&self, path: &Path) -> Result<()> {
         let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self)
             .map_err(|e| Error::Invalid(format!("settings: {e}")))?;

@@ -76,6 +76,11 @@ async fn document_file(engine: Eng<'_>, id: i64) -> CmdResult<tauri::ipc::Respon
 }
 
 #[tauri::command]
+fn modes(engine: Eng<'_>) -> Vec<engine::ModeInfo> {
+    engine.modes()
+}
+
+#[tauri::command]
 fn settings(engine: Eng<'_>) -> engine::SettingsView {
     engine.settings_view()
 }
@@ -277,6 +282,7 @@ fn main() {
             document_file,
             settings,
             save_settings,
+            modes,
             collections,
             create_collection,
             update_collection,

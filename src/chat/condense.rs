@@ -146,5 +146,6 @@ pub fn context_templates(history: &[Message], system_prompt: &str) -> Templates 
         text_qa: qa.clone(),
         refine: with_context(CONTEXT_REFINE_PROMPT, system_prompt, history),
         summary: qa,
+        simple: None,
     }
 }

@@ -30,8 +30,31 @@ pub struct AskArgs {
     pub top_k: Option<usize>,
     /// A custom text-QA template file; it must use {context_str} and {query_str}, and
     /// may use variables given with --var.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, visible_alias = "template-qa", value_name = "FILE")]
     pub template: Option<PathBuf>,
+    /// A custom refine template file (refine, compact): {query_str},
+    /// {existing_answer} and {context_msg}.
+    #[arg(long, value_name = "FILE")]
+    pub template_refine: Option<PathBuf>,
+    /// A custom summary template file (tree_summarize): {context_str}, {query_str}.
+    #[arg(long, value_name = "FILE")]
+    pub template_summary: Option<PathBuf>,
+    /// A custom simple_summarize template file: {context_str}, {query_str} (default:
+    /// the QA template).
+    #[arg(long, value_name = "FILE")]
+    pub template_simple: Option<PathBuf>,
+    /// A custom query-generation prompt file for --num-queries above 1: {query}, and
+    /// {num_queries}.
+    #[arg(long, value_name = "FILE")]
+    pub template_query_gen: Option<PathBuf>,
+    /// Queries in all, the question included; above 1 the LLM writes variants.
+    #[arg(long)]
+    pub num_queries: Option<usize>,
+    /// LlamaIndex's structured answer filtering (refine, compact and custom modes that
+    /// refine): each step says whether its context answered the question, and only
+    /// those that did shape the answer.
+    #[arg(long)]
+    pub answer_filter: bool,
     /// A template variable, `name=value` (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE")]
     pub vars: Vec<String>,
@@ -59,12 +82,14 @@ pub struct AskArgs {
 impl AskArgs {
     /// The settings overrides these options name.
     pub fn overrides(&self) -> anyhow::Result<AskOverrides> {
-        let template = match &self.template {
-            Some(p) => Some(
-                std::fs::read_to_string(p)
-                    .with_context(|| format!("--template {}", p.display()))?,
-            ),
-            None => None,
+        let read = |flag: &str, p: &Option<PathBuf>| -> anyhow::Result<Option<String>> {
+            match p {
+                Some(p) => Ok(Some(
+                    std::fs::read_to_string(p)
+                        .with_context(|| format!("--{flag} {}", p.display()))?,
+                )),
+                None => Ok(None),
+            }
         };
         let mut vars = std::collections::BTreeMap::new();
         for v in &self.vars {
@@ -76,7 +101,13 @@ impl AskArgs {
         }
         Ok(AskOverrides {
             top_k: self.top_k,
-            template,
+            template: read("template", &self.template)?,
+            refine_template: read("template-refine", &self.template_refine)?,
+            summary_template: read("template-summary", &self.template_summary)?,
+            simple_template: read("template-simple", &self.template_simple)?,
+            query_gen_template: read("template-query-gen", &self.template_query_gen)?,
+            structured_answer_filtering: self.answer_filter.then_some(true),
+            num_queries: self.num_queries,
             vars,
             max_tokens: self.max_tokens,
             chat_mode: self.chat_mode.clone(),
@@ -134,6 +165,20 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
             }
             AskEvent::Prompt { prompt, .. } if args.show_prompts => {
                 eprintln!("{prompt}\n--- end of prompt ---");
+            }
+            AskEvent::StepDone { call } => {
+                if args.show_prompts {
+                    if let Some(r) = &call.rendered {
+                        eprintln!(
+                            "--- step {}: what the model read, after its chat template ({} tokens) ---\n{r}\n--- end ---",
+                            call.step, call.prompt_tokens
+                        );
+                    }
+                }
+                if let Some(v) = call.query_satisfied {
+                    let verdict = if v { "satisfied" } else { "not satisfied" };
+                    eprintln!("step {} ({}): query {verdict}", call.step, call.label);
+                }
             }
             AskEvent::Token {
                 text,
@@ -224,6 +269,24 @@ pub fn chat(engine: &Engine, turn: TurnArgs, args: &AskArgs) -> anyhow::Result<(
     }
     if let (Some(id), false) = (conversation, args.json) {
         eprintln!("conversation {id} (continue it with `quire chat --conversation {id}`)");
+    }
+    Ok(())
+}
+
+/// `quire modes`: every response mode, with where it comes from and what it does.
+pub fn modes(engine: &Engine, json: bool) -> anyhow::Result<()> {
+    let modes = engine.modes();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&modes)?);
+        return Ok(());
+    }
+    for m in modes {
+        let kind = match m.kind {
+            quire::engine::ModeKind::Builtin => "built-in",
+            quire::engine::ModeKind::Library => "registered",
+            quire::engine::ModeKind::Custom => "custom",
+        };
+        println!("{:<20} {:<10} {}", m.name, kind, m.description);
     }
     Ok(())
 }

@@ -14,15 +14,14 @@ use super::{
 };
 use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
-use crate::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
+use crate::llm::{Cancel, GenParams, GgufLlm, Llm};
 use crate::retrieve::{
-    relevance, ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex, RetrieveOptions,
+    self, relevance, ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex, RetrieveOptions,
 };
 use crate::settings::Settings;
 use crate::store::conversations;
-use crate::synth::{
-    self, Builtin, Event, Node, Request, ResponseMode, RunOptions, Synthesizer, Templates,
-};
+use super::modes::Resolved;
+use crate::synth::{self, Event, Node, RunOptions, Templates};
 use crate::{Error, Result};
 
 /// What answering keeps between questions: the loaded LLM and the in-memory
@@ -37,14 +36,15 @@ impl Engine {
     /// The LLM the settings name, loaded once and kept until the settings change it.
     pub fn llm(&self) -> Result<Arc<GgufLlm>> {
         let path = crate::models::find(&self.settings().model)?;
+        let opts = self.llm_load_options()?;
         let mut slot = lock(&self.ask_state.llm);
         if let Some((p, llm)) = slot.as_ref() {
-            if *p == path {
+            if *p == path && llm.device().choice == opts.device {
                 return Ok(llm.clone());
             }
         }
         *slot = None; // free the old model before loading the new one
-        let llm = Arc::new(GgufLlm::load_with(&path, &LoadOptions::default())?);
+        let llm = Arc::new(GgufLlm::load_with(&path, &opts)?);
         *slot = Some((path, llm.clone()));
         Ok(llm)
     }
@@ -145,18 +145,16 @@ impl Engine {
         // A scope that names nothing searchable is refused before anything is kept.
         let scope = self.checked_scope(&req)?;
         let question = req.question.trim().to_string();
-        let settings = req.overrides.apply(self.settings())?;
+        let settings = req.overrides.apply(self.settings(), &self.library_modes())?;
         let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
-        let mode: ResponseMode = mode_name.parse()?;
+        let resolved = self.resolve_mode(&mode_name, &settings)?;
         // A bad template is the user's to fix: say so before any model is loaded or
         // anything is kept.
-        let request = synth_request(&settings, mode);
-        Builtin {
-            mode,
-            templates: request.templates.clone(),
-            answer_filter: request.answer_filter,
-        }
-        .check(&request.options.vars)?;
+        let request = plan(&settings, resolved);
+        request
+            .resolved
+            .synthesizer(&settings, request.templates.clone())
+            .check(&request.options.vars)?;
         let reg = self.register(cancel);
 
         let chat_mode: ChatMode = settings.chat_mode.parse()?;
@@ -227,7 +225,7 @@ impl Engine {
             conversation_id,
             "assistant",
             &content,
-            Some(mode.name()),
+            Some(&mode_name),
             Some(&question),
             &extra,
         );
@@ -244,7 +242,7 @@ impl Engine {
     fn answer(
         &self,
         settings: &Settings,
-        request: &Request,
+        request: &Plan,
         turn: &Turn<'_>,
         cancel: &Cancel,
         send: &mut dyn FnMut(AskEvent) -> Result<()>,
@@ -252,9 +250,8 @@ impl Engine {
     ) -> Result<String> {
         cancel.check()?;
         let t0 = Instant::now();
-        let mode = request.mode;
         let condensing = turn.chat_mode != ChatMode::Off && !turn.history.is_empty();
-        let needs_llm = mode != ResponseMode::NoText
+        let needs_llm = request.resolved.uses_llm()
             || settings.num_queries > 1
             || condensing
             || settings.rerank;
@@ -295,7 +292,34 @@ impl Engine {
             _ => turn.question.to_string(),
         };
 
-        // 2. Retrieval (more candidates when the LLM reranks them).
+        // 2. Query variants (RAG-fusion), a step of their own so the inspector shows
+        //    the prompt; then retrieval (more candidates when the LLM reranks them).
+        let mut queries = Vec::new();
+        if let (Some(l), true) = (llm_dyn, settings.num_queries > 1) {
+            let want = settings.num_queries - 1;
+            let prompt = retrieve::query_gen::prompt_from(
+                settings.query_gen_template.as_deref(),
+                &searched,
+                settings.num_queries,
+                &settings.template_vars,
+            );
+            let opts = step_options(request, steps, usize::MAX);
+            let mut on_event = |ev: Event| -> Result<bool> {
+                forward(ev, send, record)?;
+                Ok(true)
+            };
+            let (text, calls) = synth::with_ctx(l, &opts, cancel, &mut on_event, |ctx| {
+                ctx.call_until(
+                    "generate queries",
+                    prompt,
+                    retrieve::query_gen::params(want),
+                    &mut |t| retrieve::query_gen::enough(t, &searched, want),
+                )
+            })?;
+            steps += calls.len();
+            queries.push(searched.clone());
+            queries.extend(retrieve::query_gen::parse_queries(&text, &searched, want));
+        }
         let opts = RetrieveOptions {
             top_k: if settings.rerank {
                 settings.rerank_candidates.max(settings.top_k)
@@ -305,6 +329,8 @@ impl Engine {
             fusion: settings.fusion.parse::<FusionMode>()?,
             num_queries: settings.num_queries,
             filter: turn.scope.filter.clone(),
+            queries,
+            query_gen_template: settings.query_gen_template.clone(),
             ..RetrieveOptions::default()
         };
         cancel.check()?;
@@ -464,8 +490,18 @@ impl Engine {
             forward(ev, send, record)?;
             Ok(true)
         };
-        let response =
-            synth::synthesize(synth_llm, &request, &query, &nodes, cancel, &mut on_event)?;
+        let synthesizer = request
+            .resolved
+            .synthesizer(settings, request.templates.clone());
+        let response = synth::run(
+            synthesizer.as_ref(),
+            synth_llm,
+            &request.options,
+            &query,
+            &nodes,
+            cancel,
+            &mut on_event,
+        )?;
         let secs = t0.elapsed().as_secs_f64();
         let calls = &record.calls;
         let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();
@@ -531,7 +567,7 @@ fn history_of(messages: &[conversations::Message]) -> Vec<Message> {
 
 /// Options for LLM steps before synthesis (condensing, reranking): the answer's
 /// generation parameters with at most `max_tokens`, numbered after `steps`.
-fn step_options(request: &Request, steps: usize, max_tokens: usize) -> RunOptions {
+fn step_options(request: &Plan, steps: usize, max_tokens: usize) -> RunOptions {
     let mut opts = request.options.clone();
     opts.params.max_tokens = opts.params.max_tokens.min(max_tokens);
     opts.first_step = steps;
@@ -551,16 +587,20 @@ pub fn synth_nodes(retrieval: &Retrieval) -> Vec<Node> {
         .collect()
 }
 
-/// The synthesis request the settings describe.
-fn synth_request(settings: &Settings, mode: ResponseMode) -> Request {
-    let templates = match &settings.text_qa_template {
-        Some(t) => Templates::custom(synth::Template::new(t.clone())),
-        None => Templates::default(),
-    };
-    Request {
-        mode,
-        templates,
-        answer_filter: settings.structured_answer_filtering,
+/// How a question is answered: the mode's synthesizer, the templates it is given
+/// (the settings', or a chat engine's), and the run options.
+#[derive(Clone)]
+struct Plan {
+    resolved: Resolved,
+    templates: Templates,
+    options: RunOptions,
+}
+
+/// The plan the settings describe for a resolved mode.
+fn plan(settings: &Settings, resolved: Resolved) -> Plan {
+    Plan {
+        resolved,
+        templates: settings.templates(),
         options: RunOptions {
             context_window: None,
             params: GenParams {
@@ -628,8 +668,8 @@ fn forward(
             })
         }
         Event::StepDone { call } => {
-            record.calls.push(call);
-            Ok(())
+            record.calls.push(call.clone());
+            send(AskEvent::StepDone { call })
         }
         Event::Answer { text } => {
             record.partial = text;

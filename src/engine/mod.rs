@@ -17,12 +17,15 @@ mod exchanges;
 mod files;
 mod indexing;
 mod models;
+mod modes;
 mod scope;
 mod types;
 mod uploads;
 
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
+pub use models::override_device;
+pub use modes::{ModeInfo, ModeKind};
 pub use indexing::{spawn_resume, QueueItem, QueueView};
 pub use scope::ResolvedScope;
 pub use types::*;
@@ -47,6 +50,8 @@ pub struct Engine {
     ask_state: ask::AskState,
     /// Documents' files checked to hold the indexed bytes, for a viewer's requests.
     verified: files::Verified,
+    /// Synthesizers a program registered as response modes.
+    synthesizers: Vec<modes::Registered>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -74,6 +79,7 @@ impl Engine {
             running: Mutex::new(std::collections::HashMap::new()),
             ask_state: Default::default(),
             verified: Default::default(),
+            synthesizers: Vec::new(),
         })
     }
 
@@ -91,9 +97,9 @@ impl Engine {
     /// folder a BERT model, the file a GGUF Quire runs); a new embedding model leaves
     /// the index to re-embed ([`Engine::reembed`]) before it is searched again.
     pub fn set_settings(&self, s: Settings) -> Result<Settings> {
-        s.validate()?;
+        s.validate_with(&self.library_modes())?;
         self.check_model_choices(&s)?;
-        s.save(&self.config.data_dir.join("settings.json"))?;
+        s.write(&self.config.data_dir.join("settings.json"))?;
         *lock(&self.settings) = s.clone();
         Ok(s)
     }
@@ -270,7 +276,15 @@ impl Engine {
         if let Err(e) = self.check_index_embedder() {
             problems.push(format!("{e}."));
         }
+        let device = match self.device() {
+            Ok(d) => d.describe(),
+            Err(e) => {
+                problems.push(format!("The models cannot load on the chosen device: {e}"));
+                format!("unavailable ({e})")
+            }
+        };
         Status {
+            device,
             data_dir: self.config.data_dir.display().to_string(),
             llm,
             embedder,

@@ -10,7 +10,17 @@ use std::time::Instant;
 use super::{lock, Cancel, Engine, IndexEmbedder, IndexEvent, SettingsView};
 use crate::embed::bert::{BertEmbedder, BertFiles};
 use crate::embed::Embedder;
+use crate::llm::{Chosen, DeviceChoice, LoadOptions};
 use crate::{Error, Result};
+
+/// A device that overrides the settings' for this process (`quire … --device`).
+static DEVICE_OVERRIDE: std::sync::Mutex<Option<DeviceChoice>> = std::sync::Mutex::new(None);
+
+/// Run the models on `device` in this process whatever the settings say (the CLI's
+/// `--device`); `None` goes back to the settings.
+pub fn override_device(device: Option<DeviceChoice>) {
+    *lock(&DEVICE_OVERRIDE) = device;
+}
 
 /// Chunks embedded and written per step of a re-embedding (a stop takes effect
 /// between steps; each step is one transaction).
@@ -60,6 +70,8 @@ impl Engine {
             models,
             embedders,
             index_embedders: self.index_embedders().unwrap_or_default(),
+            modes: self.modes(),
+            default_templates: super::DefaultTemplates::get(),
         }
     }
 
@@ -78,18 +90,41 @@ impl Engine {
         setting_name(&self.settings().embedder)
     }
 
-    /// The embedding model the settings name, loaded on first use and kept until the
-    /// settings change it.
+    /// The device setting in force: `--device` when given, else the settings'.
+    pub fn device_choice(&self) -> Result<DeviceChoice> {
+        if let Some(d) = *lock(&DEVICE_OVERRIDE) {
+            return Ok(d);
+        }
+        self.settings().device.parse()
+    }
+
+    /// The device the models load on: the setting resolved (a GPU that does not
+    /// initialize is an error naming what is missing; `auto` says why it chose).
+    pub fn device(&self) -> Result<Chosen> {
+        self.device_choice()?.resolve()
+    }
+
+    /// How the LLM is loaded: on the settings' device.
+    pub fn llm_load_options(&self) -> Result<LoadOptions> {
+        Ok(LoadOptions {
+            device: self.device_choice()?,
+            ..LoadOptions::default()
+        })
+    }
+
+    /// The embedding model the settings name, loaded on first use (on the settings'
+    /// device) and kept until the settings change it.
     pub fn embedder(&self) -> Result<Arc<BertEmbedder>> {
         let path = crate::models::find(&self.settings().embedder)?;
+        let device = self.device()?;
         let mut slot = lock(&self.embedder);
         if let Some((p, e)) = slot.as_ref() {
-            if *p == path {
+            if *p == path && e.device_name() == device.name {
                 return Ok(e.clone());
             }
         }
         *slot = None;
-        let e = Arc::new(BertEmbedder::open(&path)?);
+        let e = Arc::new(BertEmbedder::open_on(&path, &device.device, None)?);
         *slot = Some((path, e.clone()));
         Ok(e)
     }
@@ -98,6 +133,10 @@ impl Engine {
     /// opens as a BERT model, the GGUF file is one Quire runs.
     pub(super) fn check_model_choices(&self, next: &crate::settings::Settings) -> Result<()> {
         let now = self.settings();
+        if next.device != now.device {
+            // An unknown name is refused; a GPU that is missing is said when loading.
+            next.device.parse::<DeviceChoice>()?;
+        }
         if next.embedder != now.embedder {
             let dir = crate::models::find(&next.embedder)?;
             BertFiles::open(&dir)?;

@@ -12,7 +12,8 @@ pub use crate::ingest::IndexEvent;
 pub use crate::llm::Cancel;
 pub use crate::retrieve::relevance::Relevance;
 pub use crate::retrieve::{FusionMode, RetrieveOptions, RetrieverKind};
-pub use crate::settings::Settings;
+pub use crate::settings::{CustomMode, Settings};
+pub use crate::synth::{Blocks, LlmCall};
 pub use crate::store::collections::Collection;
 pub use crate::store::conversations::{Conversation, ConversationInfo, Message};
 use crate::{Error, Result};
@@ -76,9 +77,21 @@ pub enum Scope {
 pub struct AskOverrides {
     /// Source nodes kept after fusion.
     pub top_k: Option<usize>,
-    /// Custom text-QA (and summary) template; it must use `{context_str}` and
-    /// `{query_str}`.
+    /// Custom text-QA template; it must use `{context_str}` and `{query_str}`.
     pub template: Option<String>,
+    /// Custom refine template (`{query_str}`, `{existing_answer}`, `{context_msg}`).
+    pub refine_template: Option<String>,
+    /// Custom summary template (tree_summarize).
+    pub summary_template: Option<String>,
+    /// Custom simple_summarize template.
+    pub simple_template: Option<String>,
+    /// Custom query-generation prompt (`{query}`, `{num_queries}`).
+    pub query_gen_template: Option<String>,
+    /// LlamaIndex's structured answer filtering (refine and compact, and custom
+    /// modes that refine).
+    pub structured_answer_filtering: Option<bool>,
+    /// Queries in all, the user's included; above 1 the LLM writes variants.
+    pub num_queries: Option<usize>,
     /// Template variables, over the settings' own.
     pub vars: std::collections::BTreeMap<String, String>,
     /// Most tokens generated per LLM call.
@@ -93,13 +106,29 @@ pub struct AskOverrides {
 }
 
 impl AskOverrides {
-    /// `settings` with these overrides applied, validated.
-    pub fn apply(&self, mut settings: Settings) -> Result<Settings> {
+    /// `settings` with these overrides applied, validated (`library_modes`: the
+    /// modes a program registered on the engine).
+    pub fn apply(&self, mut settings: Settings, library_modes: &[String]) -> Result<Settings> {
         if let Some(k) = self.top_k {
             settings.top_k = k;
         }
-        if let Some(t) = &self.template {
-            settings.text_qa_template = Some(t.clone());
+        let templates = [
+            (&self.template, &mut settings.text_qa_template),
+            (&self.refine_template, &mut settings.refine_template),
+            (&self.summary_template, &mut settings.summary_template),
+            (&self.simple_template, &mut settings.simple_template),
+            (&self.query_gen_template, &mut settings.query_gen_template),
+        ];
+        for (given, setting) in templates {
+            if let Some(t) = given {
+                *setting = Some(t.clone());
+            }
+        }
+        if let Some(f) = self.structured_answer_filtering {
+            settings.structured_answer_filtering = f;
+        }
+        if let Some(n) = self.num_queries {
+            settings.num_queries = n;
         }
         if let Some(m) = self.max_tokens {
             settings.max_tokens = m;
@@ -116,7 +145,7 @@ impl AskOverrides {
         settings
             .template_vars
             .extend(self.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        settings.validate()?;
+        settings.validate_with(library_modes)?;
         Ok(settings)
     }
 }
@@ -227,6 +256,11 @@ pub enum AskEvent {
         #[serde(rename = "final")]
         is_final: bool,
     },
+    /// A step finished: what the model read (after its chat template), token counts,
+    /// structured answer filtering's verdict.
+    StepDone {
+        call: LlmCall,
+    },
     Done {
         answer: String,
         stats: AskStats,
@@ -255,6 +289,10 @@ pub struct Status {
     pub llm_name: String,
     #[serde(default)]
     pub embedder_name: String,
+    /// Where the models run and why: "cuda:0 (auto: CUDA device 0 initialized)",
+    /// "cpu (auto: this build has no GPU support …)".
+    #[serde(default)]
+    pub device: String,
 }
 
 /// Settings plus the choices the dialog offers.
@@ -268,6 +306,36 @@ pub struct SettingsView {
     pub embedders: Vec<crate::embed::catalog::EmbedderInfo>,
     /// Which embedding models made the index's vectors, with their chunk counts.
     pub index_embedders: Vec<IndexEmbedder>,
+    /// Every response mode a question can use (built-in, registered, custom).
+    #[serde(default)]
+    pub modes: Vec<super::ModeInfo>,
+    /// LlamaIndex's default templates, for the dialog to show and reset to.
+    #[serde(default)]
+    pub default_templates: DefaultTemplates,
+}
+
+/// The default text of each customizable template.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DefaultTemplates {
+    pub text_qa_template: String,
+    pub refine_template: String,
+    pub summary_template: String,
+    /// simple_summarize's default is the QA template.
+    pub simple_template: String,
+    pub query_gen_template: String,
+}
+
+impl DefaultTemplates {
+    pub fn get() -> Self {
+        let t = crate::synth::Templates::default();
+        Self {
+            text_qa_template: t.text_qa.text().to_string(),
+            refine_template: t.refine.text().to_string(),
+            summary_template: t.summary.text().to_string(),
+            simple_template: t.text_qa.text().to_string(),
+            query_gen_template: crate::retrieve::query_gen::QUERY_GEN_PROMPT.to_string(),
+        }
+    }
 }
 
 /// An embedding model and how many of the index's chunks it embedded.

@@ -161,6 +161,17 @@ pub trait Llm: Send + Sync {
         self.complete(&chat::messages_to_prompt(messages), params, cancel, sink)
     }
 
+    /// The text the model reads for completion prompt `prompt` (after its chat
+    /// template, when it wraps prompts in one); the prompt inspector shows it.
+    fn render_text(&self, prompt: &str) -> Result<String> {
+        Ok(prompt.to_string())
+    }
+
+    /// The text the model reads for the conversation `messages` (see [`Llm::chat`]).
+    fn render_messages(&self, messages: &[chat::Message]) -> Result<String> {
+        Ok(chat::messages_to_prompt(messages))
+    }
+
     /// Complete independent prompts. A model may run them together (a local model
     /// reads its weights once per step for all of them); the results must be what
     /// [`Llm::complete`] gives for each. The default runs them one after another.

@@ -864,6 +864,18 @@ impl Llm for GgufLlm {
         self.complete_raw(&text, params, cancel, sink).map(|c| c.0)
     }
 
+    fn render_text(&self, prompt: &str) -> Result<String> {
+        self.render_prompt(prompt)
+    }
+
+    fn render_messages(&self, messages: &[Message]) -> Result<String> {
+        if self.chat {
+            self.template.render(messages)
+        } else {
+            Ok(super::chat::messages_to_prompt(messages))
+        }
+    }
+
     fn complete_batch(
         &self,
         prompts: &[String],

@@ -191,6 +191,13 @@ pub struct RetrieveOptions {
     /// Restrict retrieval to these documents.
     #[serde(skip)]
     pub filter: Option<DocFilter>,
+    /// The queries, the user's first, when the caller generated the variants itself
+    /// (the engine does, as a step of the answer); empty lets retrieval ask the LLM.
+    #[serde(skip)]
+    pub queries: Vec<String>,
+    /// A custom query-generation prompt ([`query_gen::prompt_from`]).
+    #[serde(skip)]
+    pub query_gen_template: Option<String>,
 }
 
 impl Default for RetrieveOptions {
@@ -204,6 +211,8 @@ impl Default for RetrieveOptions {
             weights: None,
             route_by_language: true,
             filter: None,
+            queries: Vec::new(),
+            query_gen_template: None,
         }
     }
 }
@@ -266,8 +275,15 @@ pub fn retrieve(
     }
     let num_queries = opts.num_queries.max(1);
     let queries = match (num_queries, llm) {
+        _ if !opts.queries.is_empty() => opts.queries.clone(),
         (1, _) => vec![query.to_string()],
-        (n, Some(llm)) => query_gen::generate_queries(llm, query, n, cancel)?,
+        (n, Some(llm)) => query_gen::generate_queries_with(
+            llm,
+            opts.query_gen_template.as_deref(),
+            query,
+            n,
+            cancel,
+        )?,
         (_, None) => {
             return Err(Error::Invalid(
                 "query generation needs an LLM (or use num_queries = 1)".into(),

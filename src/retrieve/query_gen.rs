@@ -1,6 +1,8 @@
 //! Query generation: the LLM writes variants of the user's question (RAG-fusion),
 //! with LlamaIndex's `QueryFusionRetriever` prompt.
 
+use std::collections::BTreeMap;
+
 use super::super::llm::{Cancel, GenParams, Llm};
 use crate::Result;
 
@@ -14,9 +16,61 @@ const TOKENS_PER_QUERY: usize = 40;
 
 /// The prompt asking for `num_queries − 1` variants (as LlamaIndex formats it).
 pub fn prompt(query: &str, num_queries: usize) -> String {
-    QUERY_GEN_PROMPT
-        .replace("{num_queries}", &num_queries.saturating_sub(1).to_string())
-        .replace("{query}", query)
+    prompt_from(None, query, num_queries, &BTreeMap::new())
+}
+
+/// The prompt from `template` (LlamaIndex's when `None`), filled in one pass as
+/// Python's `str.format` does: `{num_queries}` (the variants wanted), `{query}`, and
+/// the template variables `vars`; other braces stay as written.
+pub fn prompt_from(
+    template: Option<&str>,
+    query: &str,
+    num_queries: usize,
+    vars: &BTreeMap<String, String>,
+) -> String {
+    let template = template.unwrap_or(QUERY_GEN_PROMPT);
+    let n = num_queries.saturating_sub(1).to_string();
+    let value = |name: &str| -> Option<&str> {
+        match name {
+            "query" => Some(query),
+            "num_queries" => Some(n.as_str()),
+            other => vars.get(other).map(String::as_str),
+        }
+    };
+    let mut out = String::with_capacity(template.len() + query.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}').and_then(|close| Some((close, value(&after[..close])?))) {
+            Some((close, v)) => {
+                out.push_str(v);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Generation parameters for asking `want` variants.
+pub fn params(want: usize) -> GenParams {
+    GenParams {
+        max_tokens: TOKENS_PER_QUERY * want + 16,
+        repeat_penalty: 1.1,
+        ..GenParams::default()
+    }
+}
+
+/// Whether `text` (generated so far) holds `want` usable variants on complete lines:
+/// generation may stop there.
+pub fn enough(text: &str, query: &str, want: usize) -> bool {
+    let done = text.ends_with('\n') || text.matches('\n').count() > want;
+    done && parse_queries(text, query, want).len() >= want
 }
 
 /// The user's query followed by up to `num_queries − 1` generated ones.
@@ -26,23 +80,30 @@ pub fn generate_queries(
     num_queries: usize,
     cancel: &Cancel,
 ) -> Result<Vec<String>> {
+    generate_queries_with(llm, None, query, num_queries, cancel)
+}
+
+/// [`generate_queries`] with a custom prompt template ([`prompt_from`]).
+pub fn generate_queries_with(
+    llm: &dyn Llm,
+    template: Option<&str>,
+    query: &str,
+    num_queries: usize,
+    cancel: &Cancel,
+) -> Result<Vec<String>> {
     let want = num_queries.saturating_sub(1);
     if want == 0 {
         return Ok(vec![query.to_string()]);
     }
-    let params = GenParams {
-        max_tokens: TOKENS_PER_QUERY * want + 16,
-        repeat_penalty: 1.1,
-        ..GenParams::default()
-    };
+    let params = params(want);
     let mut text = String::new();
     // Stop as soon as enough complete lines are in.
     let mut sink = |piece: &str| -> Result<bool> {
         text.push_str(piece);
-        let done = text.ends_with('\n') || text.matches('\n').count() > want;
-        Ok(!(done && parse_queries(&text, query, want).len() >= want))
+        Ok(!enough(&text, query, want))
     };
-    let completion = llm.complete(&prompt(query, num_queries), &params, cancel, &mut sink)?;
+    let prompt = prompt_from(template, query, num_queries, &BTreeMap::new());
+    let completion = llm.complete(&prompt, &params, cancel, &mut sink)?;
     let text = if text.is_empty() {
         completion.text
     } else {

@@ -69,6 +69,7 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         .route("/documents/{id}", delete(remove_document))
         .route("/documents/{id}/file", get(document_file))
         .route("/settings", get(get_settings).put(put_settings))
+        .route("/modes", get(modes))
         .route(
             "/collections",
             get(collections::list).post(collections::create),
@@ -350,6 +351,10 @@ fn inline_disposition(name: &str) -> String {
         }
     }
     v
+}
+
+async fn modes(State(st): State<AppState>) -> Json<Vec<engine::ModeInfo>> {
+    Json(st.engine.modes())
 }
 
 async fn get_settings(State(st): State<AppState>) -> ApiResult<Json<engine::SettingsView>> {

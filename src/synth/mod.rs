@@ -7,6 +7,8 @@
 //! llama-index-core prompt for prompt (see the parity test); [`synthesize`] is the
 //! entry point the engine calls.
 
+pub mod answer_stream;
+pub mod blocks;
 pub mod modes;
 pub mod prompt_helper;
 pub mod scripted;
@@ -22,6 +24,8 @@ use crate::llm::chat::Message;
 use crate::llm::{Cancel, Constraint, GenParams, Llm};
 use crate::{Error, Result};
 
+pub use answer_stream::AnswerStream;
+pub use blocks::{Blocks, Combine, Composed, Pack, TemplateKey};
 pub use modes::{parse_answer_filter, Builtin, Templates};
 pub use prompt_helper::PromptHelper;
 pub use scripted::ScriptedLlm;
@@ -139,8 +143,19 @@ pub struct LlmCall {
     /// 1-based, in call order.
     pub step: usize,
     pub label: String,
-    /// The formatted prompt sent to the model.
+    /// The formatted prompt sent to the model (LlamaIndex's prompt).
     pub prompt: String,
+    /// What the model read: the prompt after the model's chat template, when that
+    /// differs from `prompt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered: Option<String>,
+    /// Tokens of `prompt` alone, when `rendered` differs from it (`prompt_tokens`
+    /// counts what the model read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_tokens: Option<usize>,
+    /// Structured answer filtering's verdict for this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_satisfied: Option<bool>,
     /// The raw model output.
     pub output: String,
     pub prompt_tokens: usize,
@@ -282,7 +297,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// One LLM call: announce the step, stream its tokens, record it. Tokens are
-    /// marked final when `is_final` (and the output is not constrained JSON).
+    /// marked final when `is_final`; a final call under structured answer filtering
+    /// streams the `answer` string inside its JSON as final text, unescaped as it
+    /// arrives (when the verdict says the query was satisfied).
     pub fn call(
         &mut self,
         label: impl Into<String>,
@@ -290,7 +307,15 @@ impl<'a> Ctx<'a> {
         is_final: bool,
         constraint: Option<Constraint>,
     ) -> Result<String> {
-        self.call_inner(label.into(), prompt.into(), is_final, constraint, "")
+        self.call_inner(
+            label.into(),
+            prompt.into(),
+            CallOpts {
+                is_final,
+                constraint,
+                ..CallOpts::default()
+            },
+        )
     }
 
     /// A final call whose answer text is preceded by `head` (streamed as a final
@@ -301,50 +326,94 @@ impl<'a> Ctx<'a> {
         prompt: impl Into<Prompt>,
         head: &str,
     ) -> Result<String> {
-        self.call_inner(label.into(), prompt.into(), true, None, head)
+        self.call_inner(
+            label.into(),
+            prompt.into(),
+            CallOpts {
+                is_final: true,
+                head,
+                ..CallOpts::default()
+            },
+        )
     }
 
-    fn call_inner(
+    /// A non-final call with its own generation parameters that ends early once
+    /// `enough` says the text so far is enough (query generation: enough lines).
+    pub fn call_until(
         &mut self,
-        label: String,
-        prompt: Prompt,
-        is_final: bool,
-        constraint: Option<Constraint>,
-        head: &str,
+        label: impl Into<String>,
+        prompt: impl Into<Prompt>,
+        params: GenParams,
+        enough: &mut dyn FnMut(&str) -> bool,
     ) -> Result<String> {
+        self.call_inner(
+            label.into(),
+            prompt.into(),
+            CallOpts {
+                params: Some(params),
+                enough: Some(enough),
+                ..CallOpts::default()
+            },
+        )
+    }
+
+    fn call_inner(&mut self, label: String, prompt: Prompt, o: CallOpts<'_, '_>) -> Result<String> {
         self.cancel.check()?;
         let step = self.next_step();
+        let is_final = o.is_final;
         self.emit(Event::Step {
             step,
             label: label.clone(),
             is_final,
             prompt: prompt.text.clone(),
         })?;
-        if !head.is_empty() {
+        if !o.head.is_empty() {
             self.emit(Event::Token {
                 step,
-                text: head.to_string(),
+                text: o.head.to_string(),
                 is_final,
             })?;
         }
-        let mut params = self.params.clone();
-        params.constraint = constraint;
-        let token_final = is_final && constraint.is_none();
+        let mut params = o.params.unwrap_or_else(|| self.params.clone());
+        params.constraint = o.constraint;
+        let token_final = is_final && o.constraint.is_none();
+        // The filtered answer's text, streamed from inside its JSON.
+        let mut filtered = (is_final && o.constraint == Some(Constraint::AnswerFilter))
+            .then(AnswerStream::new);
+        let mut enough = o.enough;
         let t0 = Instant::now();
         let llm = self.llm;
         let cancel = self.cancel;
         let events = &mut *self.events;
         let mut stopped = false;
+        let mut text = String::new();
         let mut sink = |piece: &str| -> Result<bool> {
-            let more = events(Event::Token {
+            let mut more = events(Event::Token {
                 step,
                 text: piece.to_string(),
                 is_final: token_final,
             })?;
+            if let Some(f) = filtered.as_mut() {
+                let answer = f.push(piece);
+                if more && !answer.is_empty() && f.satisfied() != Some(false) {
+                    more = events(Event::Token {
+                        step,
+                        text: answer,
+                        is_final: true,
+                    })?;
+                }
+            }
             if !more {
                 stopped = true;
+                return Ok(false);
             }
-            Ok(more)
+            if let Some(enough) = enough.as_mut() {
+                text.push_str(piece);
+                if enough(&text) {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         };
         let c = match &prompt.messages {
             Some(m) => llm.chat(m, &params, cancel, &mut sink)?,
@@ -354,33 +423,54 @@ impl<'a> Ctx<'a> {
             cancel.cancel();
             return Err(Error::Cancelled);
         }
-        self.record(step, label, prompt.text, &c, t0.elapsed().as_secs_f64())?;
-        Ok(c.text)
-    }
-
-    /// Keep a finished call in the record and announce it.
-    fn record(
-        &mut self,
-        step: usize,
-        label: String,
-        prompt: String,
-        c: &crate::llm::Completion,
-        secs: f64,
-    ) -> Result<()> {
+        let rendered = match &prompt.messages {
+            Some(m) => llm.render_messages(m)?,
+            None => llm.render_text(&prompt.text)?,
+        };
+        let rendered = (rendered != prompt.text).then_some(rendered);
+        let text_tokens = match &rendered {
+            Some(_) => Some(llm.count_tokens(&prompt.text)?),
+            None => None,
+        };
+        let query_satisfied = match o.constraint {
+            Some(Constraint::AnswerFilter) => {
+                parse_answer_filter(&c.text).ok().map(|f| f.query_satisfied)
+            }
+            None => None,
+        };
         let call = LlmCall {
             step,
             label,
-            prompt,
+            prompt: prompt.text,
+            rendered,
+            text_tokens,
+            query_satisfied,
             output: c.text.clone(),
             prompt_tokens: c.prompt_tokens,
             output_tokens: c.output_tokens,
             prompt_secs: c.prompt_secs,
             gen_secs: c.gen_secs,
-            secs,
+            secs: t0.elapsed().as_secs_f64(),
         };
+        self.keep(call)?;
+        Ok(c.text)
+    }
+
+    /// Keep a finished call in the record and announce it.
+    fn keep(&mut self, call: LlmCall) -> Result<()> {
         self.calls.push(call.clone());
         self.emit(Event::StepDone { call })
     }
+}
+
+/// How one call runs (see [`Ctx::call`], [`Ctx::call_headed`], [`Ctx::call_until`]).
+#[derive(Default)]
+struct CallOpts<'h, 'e> {
+    is_final: bool,
+    constraint: Option<Constraint>,
+    head: &'h str,
+    params: Option<GenParams>,
+    enough: Option<&'e mut dyn FnMut(&str) -> bool>,
 }
 
 impl Ctx<'_> {
@@ -431,7 +521,26 @@ impl Ctx<'_> {
         let secs = t0.elapsed().as_secs_f64();
         let mut texts = Vec::with_capacity(out.len());
         for (i, ((label, prompt), c)) in labels.into_iter().zip(prompts).zip(out).enumerate() {
-            self.record(first + i, label, prompt, &c, secs)?;
+            let rendered = self.llm.render_text(&prompt)?;
+            let rendered = (rendered != prompt).then_some(rendered);
+            let text_tokens = match &rendered {
+                Some(_) => Some(self.llm.count_tokens(&prompt)?),
+                None => None,
+            };
+            self.keep(LlmCall {
+                step: first + i,
+                label,
+                prompt,
+                rendered,
+                text_tokens,
+                query_satisfied: None,
+                output: c.text.clone(),
+                prompt_tokens: c.prompt_tokens,
+                output_tokens: c.output_tokens,
+                prompt_secs: c.prompt_secs,
+                gen_secs: c.gen_secs,
+                secs,
+            })?;
             texts.push(c.text);
         }
         Ok(texts)
