@@ -13,18 +13,30 @@ use serde_json::Value;
 
 use crate::util;
 
-struct Server {
-    addr: SocketAddr,
-    engine: Arc<Engine>,
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
+    pub(crate) engine: Arc<Engine>,
     _rt: tokio::runtime::Runtime,
     _dir: tempfile::TempDir,
 }
 
 fn start(max_upload: usize) -> Server {
+    start_with(max_upload, Ok)
+}
+
+/// A server over a fresh data directory, its engine first passed through `build`
+/// (e.g. to register a synthesizer).
+pub(crate) fn start_with(
+    max_upload: usize,
+    build: impl FnOnce(Engine) -> quire::Result<Engine>,
+) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = Arc::new(
-        Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).expect("config"))
-            .expect("engine"),
+        build(
+            Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).expect("config"))
+                .expect("engine"),
+        )
+        .expect("engine"),
     );
     let mut s = engine.settings();
     s.max_tokens = 24;
@@ -56,7 +68,11 @@ fn start(max_upload: usize) -> Server {
 
 /// A server whose index holds one corpus PDF.
 fn start_indexed() -> Server {
-    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    index_one(start(quire::server::DEFAULT_MAX_UPLOAD))
+}
+
+/// `s` with one corpus PDF indexed.
+pub(crate) fn index_one(s: Server) -> Server {
     let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
     let mut failed = Vec::new();
     s.engine
@@ -71,7 +87,7 @@ fn start_indexed() -> Server {
     s
 }
 
-fn send(addr: SocketAddr, method: &str, path: &str, ctype: &str, body: &[u8]) -> TcpStream {
+pub(crate) fn send(addr: SocketAddr, method: &str, path: &str, ctype: &str, body: &[u8]) -> TcpStream {
     let mut t = TcpStream::connect(addr).expect("connect");
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {ctype}\r\n\
@@ -85,7 +101,7 @@ fn send(addr: SocketAddr, method: &str, path: &str, ctype: &str, body: &[u8]) ->
 }
 
 /// Status line and headers, lower-cased names.
-fn head(r: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
+pub(crate) fn head(r: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
     let mut line = String::new();
     r.read_line(&mut line).expect("status line");
     let status = line
@@ -108,7 +124,7 @@ fn head(r: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
     (status, headers)
 }
 
-fn body(r: &mut BufReader<TcpStream>, headers: &[(String, String)]) -> String {
+pub(crate) fn body(r: &mut BufReader<TcpStream>, headers: &[(String, String)]) -> String {
     let chunked = headers
         .iter()
         .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
@@ -140,7 +156,7 @@ fn chunk(r: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
 /// Server-sent events, decoded as they arrive. The bytes are kept until an event is
 /// whole, so a character cut by a chunk boundary is decoded whole (a lossy decode
 /// would show a cut character in an event as U+FFFD).
-struct Sse {
+pub(crate) struct Sse {
     r: BufReader<TcpStream>,
     buf: Vec<u8>,
 }
@@ -167,7 +183,22 @@ impl Sse {
     }
 }
 
-fn ask(addr: SocketAddr, question: &str, mode: &str) -> Sse {
+/// `POST /api/ask` with this body; the stream, once its head says 200.
+pub(crate) fn ask_json(addr: SocketAddr, body: &Value) -> Sse {
+    let t = send(
+        addr,
+        "POST",
+        "/api/ask",
+        "application/json",
+        body.to_string().as_bytes(),
+    );
+    let mut r = BufReader::new(t);
+    let (status, _) = head(&mut r);
+    assert_eq!(status, 200);
+    Sse { r, buf: Vec::new() }
+}
+
+pub(crate) fn ask(addr: SocketAddr, question: &str, mode: &str) -> Sse {
     let body = serde_json::json!({ "question": question, "mode": mode }).to_string();
     let t = send(
         addr,
@@ -185,12 +216,12 @@ fn ask(addr: SocketAddr, question: &str, mode: &str) -> Sse {
     Sse { r, buf: Vec::new() }
 }
 
-fn kind(ev: &Value) -> &str {
+pub(crate) fn kind(ev: &Value) -> &str {
     ev["type"].as_str().unwrap_or("")
 }
 
 /// Events until `done` (or an error), all of them.
-fn until_done(sse: &mut Sse) -> Vec<Value> {
+pub(crate) fn until_done(sse: &mut Sse) -> Vec<Value> {
     let mut out = Vec::new();
     while let Some(ev) = sse.next() {
         let k = kind(&ev).to_string();
@@ -202,7 +233,7 @@ fn until_done(sse: &mut Sse) -> Vec<Value> {
     out
 }
 
-const QUESTION: &str = "Which symbols does the wasysym package provide?";
+pub(crate) const QUESTION: &str = "Which symbols does the wasysym package provide?";
 
 #[test]
 fn answers_stream_as_server_sent_events() {
@@ -327,7 +358,7 @@ fn an_oversized_upload_is_refused_with_a_clear_error() {
 }
 
 /// GET `path` with `extra` header lines (each ending in CRLF): status, headers, body.
-fn get(addr: SocketAddr, path: &str, extra: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
+pub(crate) fn get(addr: SocketAddr, path: &str, extra: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
     let mut t = TcpStream::connect(addr).expect("connect");
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n");
     t.write_all(req.as_bytes()).expect("write");
@@ -520,7 +551,7 @@ fn a_chinese_answer_streams_in_whole_characters() {
 }
 
 /// `method path` with a JSON body: status and parsed JSON body.
-fn json_request(addr: SocketAddr, method: &str, path: &str, json: &Value) -> (u16, Value) {
+pub(crate) fn json_request(addr: SocketAddr, method: &str, path: &str, json: &Value) -> (u16, Value) {
     let t = send(
         addr,
         method,

@@ -7,16 +7,8 @@ import { renderMarkdown, morph, plainText, copyText } from "./markdown.js";
 import "./keys.js";
 import { initScope, setDocuments, scopeRequest } from "./scope.js";
 import { modelsCard } from "./firstrun.js";
+import { setModes, modeList, showModeHelp, fillTemplates, readTemplates, fillCustomModes, readCustomModes, showCall } from "./synthesis.js";
 
-const MODES = [
-  ["compact", "Packs as many chunks as fit into each call, then refines: fewer LLM calls (default)."],
-  ["refine", "Answers from the first chunk, then refines the answer with each next chunk, one call each."],
-  ["tree_summarize", "Summarizes chunks in groups, then summarizes the summaries until one answer is left."],
-  ["simple_summarize", "Truncates all chunks to fit one prompt and answers in a single call."],
-  ["no_text", "Retrieves the sources only; no LLM call."],
-  ["accumulate", "Answers separately from each chunk and lists every answer."],
-  ["compact_accumulate", "Like accumulate, but packs chunks together first."],
-];
 
 const $ = (id) => document.getElementById(id);
 const state = { conversationId: null, running: null, settings: null, docs: [] };
@@ -39,11 +31,7 @@ function banner(text, action) {
 }
 
 // ---------- modes ----------
-for (const [m] of MODES) $("mode").append(el("option", { value: m }, m));
-function showModeHelp() {
-  const m = MODES.find(([k]) => k === $("mode").value);
-  $("mode-help").textContent = m ? m[1] : "";
-}
+setModes(null, "compact");
 $("mode").addEventListener("change", showModeHelp);
 
 // ---------- documents ----------
@@ -91,7 +79,7 @@ function showWelcome() {
         el("button", { type: "button", class: "primary", onclick: () => $("add-files").click() }, "Add PDFs"),
         ". They are read, split and indexed on this computer; nothing leaves it."),
     el("h3", {}, "Response modes (the Mode menu above)"),
-    el("dl", {}, MODES.flatMap(([m, d]) => [el("dt", {}, m), el("dd", {}, d)]))));
+    el("dl", {}, modeList().flatMap((m) => [el("dt", {}, m.name), el("dd", {}, m.description)]))));
 }
 
 async function removeDocument(d) {
@@ -265,6 +253,7 @@ function reopenedAnswer(m) {
     const sv = stepView(view, { step: c.step, label: c.label });
     sv.prompt.querySelector("pre").textContent = c.prompt;
     sv.out.textContent = c.output;
+    showCall(sv, c);
   }
   renderAnswer(view, m.content, { now: true });
   if (m.status) view.stats.textContent = m.status === "stopped" ? "Stopped." : m.status;
@@ -628,6 +617,7 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
         break;
       }
       case "prompt": stepView(view, ev).prompt.querySelector("pre").textContent = ev.prompt; break;
+      case "step_done": showCall(stepView(view, ev.call), ev.call); break;
       case "token": {
         if (ev.final) {
           answer += ev.text;
@@ -724,7 +714,10 @@ async function openSettings() {
       m.error ? `${m.name} (unusable)` : `${m.name} · ${m.dims} dims · ${(m.languages || []).join(", ") || "languages not declared"}`));
   }
   form.elements.embedder.value = modelName(s.embedder);
-  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries", "text_qa_template",
+  showDevice(s);
+  fillTemplates($("templates-box"), s);
+  fillCustomModes($("custom-modes-box"), s);
+  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries",
     "rerank_candidates", "rerank_batch_size", "citation_chunk_size"]) {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
@@ -780,6 +773,17 @@ function showEmbedderInfo() {
 }
 form.elements.model.addEventListener("change", showModelInfo);
 form.elements.embedder.addEventListener("change", showEmbedderInfo);
+/** The device select (a `cuda:N` setting gets its own option) and where the models run now. */
+async function showDevice(s) {
+  const sel = form.elements.device;
+  const want = s.device || "auto";
+  if (![...sel.options].some((o) => o.value === want)) sel.append(el("option", { value: want }, want));
+  sel.value = want;
+  try {
+    const st = await transport.status();
+    $("device-info").textContent = st.device ? `Running on ${st.device}.` : "";
+  } catch { $("device-info").textContent = ""; }
+}
 $("settings-save").addEventListener("click", async (e) => {
   e.preventDefault();
   const f = form.elements;
@@ -792,6 +796,7 @@ $("settings-save").addEventListener("click", async (e) => {
     ...state.settings,
     model: f.model.value,
     embedder: f.embedder.value,
+    device: f.device.value,
     top_k: Number(f.top_k.value),
     temperature: Number(f.temperature.value),
     repeat_penalty: Number(f.repeat_penalty.value),
@@ -802,13 +807,15 @@ $("settings-save").addEventListener("click", async (e) => {
     rerank_batch_size: Number(f.rerank_batch_size.value),
     citation_chunk_size: Number(f.citation_chunk_size.value),
     structured_answer_filtering: f.structured_answer_filtering.checked,
-    text_qa_template: f.text_qa_template.value.trim() ? f.text_qa_template.value : null,
+    ...readTemplates(form, state.settings),
+    custom_modes: readCustomModes($("custom-modes-box")),
     template_vars: vars,
     not_found_threshold: f.not_found_threshold.value.trim() === "" ? null : Number(f.not_found_threshold.value),
   };
-  for (const k of ["models", "embedders", "index_embedders"]) delete next[k];
+  for (const k of ["models", "embedders", "index_embedders", "modes", "default_templates"]) delete next[k];
   try {
     state.settings = await transport.saveSettings(next);
+    setModes(state.settings.modes, state.settings.mode);
     $("settings").close();
     if (indexNeedsReembed(state.settings)) reembed();
   } catch (err) {
@@ -824,6 +831,7 @@ async function checkStatus() {
     const st = await transport.status();
     state.status = st;
     state.settings = await transport.settings();
+    setModes(state.settings.modes, state.settings.mode);
     const fix = indexNeedsReembed(state.settings) ? { label: "Re-embed now", run: reembed } : null;
     // A missing model is explained by the first-run card in the chat, not twice.
     const firstRun = !st.llm || !st.embedder;
@@ -845,7 +853,7 @@ function showChatSwitches() {
 async function saveChatSwitches() {
   if (!state.settings) return;
   const next = { ...state.settings, chat_mode: $("chat-mode").value, cite_sources: $("cite").checked, rerank: $("rerank").checked };
-  for (const k of ["models", "embedders", "index_embedders"]) delete next[k];
+  for (const k of ["models", "embedders", "index_embedders", "modes", "default_templates"]) delete next[k];
   try { state.settings = await transport.saveSettings(next); } catch (e) { banner(e.message); }
 }
 for (const id of ["chat-mode", "cite", "rerank"]) $(id).addEventListener("change", saveChatSwitches);
