@@ -73,14 +73,14 @@ pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
         return Err(pdf_err("not a PDF file (no %PDF- header)".into()));
     }
     let doc = lopdf::Document::load_mem(data).map_err(|e| match e {
-        lopdf::Error::InvalidPassword | lopdf::Error::Decryption(_) => {
-            pdf_err("password-protected (the empty user password does not open it)".into())
-        }
+        lopdf::Error::InvalidPassword | lopdf::Error::Decryption(_) => pdf_err(
+            "encrypted: password-protected (the empty user password does not open it)".into(),
+        ),
         e => pdf_err(format!("cannot parse: {e}")),
     })?;
     if doc.is_encrypted() && !doc.was_encrypted() {
         return Err(pdf_err(
-            "password-protected (the empty user password does not open it)".into(),
+            "encrypted: password-protected (the empty user password does not open it)".into(),
         ));
     }
     let pages = doc.get_pages();
