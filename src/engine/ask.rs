@@ -119,18 +119,32 @@ impl Engine {
     }
 
     /// Refuse a request that cannot be answered, before anything runs: an empty
-    /// question, a scope that names nothing searchable. (Shells that answer a request
-    /// before streaming call it first.)
+    /// question, a scope that names nothing searchable, an unknown mode, settings
+    /// overrides out of range, a template that does not fit its mode or lacks a
+    /// variable's value. (Shells that answer a request before streaming call it first.)
     pub fn check_ask(&self, req: &AskRequest) -> Result<()> {
-        self.checked_scope(req).map(|_| ())
+        self.prepare(req).map(|_| ())
     }
 
-    /// [`Engine::check_ask`], keeping the scope it resolved.
-    fn checked_scope(&self, req: &AskRequest) -> Result<ResolvedScope> {
+    /// [`Engine::check_ask`], keeping what it resolved.
+    fn prepare(&self, req: &AskRequest) -> Result<Prepared> {
         if req.question.trim().is_empty() {
             return Err(Error::Invalid("the question is empty".into()));
         }
-        self.resolve_scope(&req.scope)
+        let scope = self.resolve_scope(&req.scope)?;
+        let settings = req.overrides.apply(self.settings(), &self.library_modes())?;
+        let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
+        let resolved = self.resolve_mode(&mode_name, &settings)?;
+        let plan = plan(&settings, resolved);
+        plan.resolved
+            .synthesizer(&settings, plan.templates.clone())
+            .check(&plan.options.vars)?;
+        Ok(Prepared {
+            scope,
+            settings,
+            mode_name,
+            plan,
+        })
     }
 
     /// Answer a question, streaming events to `on` (which returns false once nobody
@@ -142,19 +156,15 @@ impl Engine {
         cancel: &Cancel,
         on: &mut dyn FnMut(AskEvent) -> bool,
     ) -> Result<()> {
-        // A scope that names nothing searchable is refused before anything is kept.
-        let scope = self.checked_scope(&req)?;
+        // A scope that names nothing searchable, a bad template: the user's to fix,
+        // said before any model is loaded or anything is kept.
+        let Prepared {
+            scope,
+            settings,
+            mode_name,
+            plan: request,
+        } = self.prepare(&req)?;
         let question = req.question.trim().to_string();
-        let settings = req.overrides.apply(self.settings(), &self.library_modes())?;
-        let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
-        let resolved = self.resolve_mode(&mode_name, &settings)?;
-        // A bad template is the user's to fix: say so before any model is loaded or
-        // anything is kept.
-        let request = plan(&settings, resolved);
-        request
-            .resolved
-            .synthesizer(&settings, request.templates.clone())
-            .check(&request.options.vars)?;
         let reg = self.register(cancel);
 
         let chat_mode: ChatMode = settings.chat_mode.parse()?;
@@ -585,6 +595,14 @@ pub fn synth_nodes(retrieval: &Retrieval) -> Vec<Node> {
                 .map(|c| Node::new(n.chunk_id.to_string(), c.text.clone()))
         })
         .collect()
+}
+
+/// A request checked and resolved ([`Engine::check_ask`]).
+struct Prepared {
+    scope: ResolvedScope,
+    settings: Settings,
+    mode_name: String,
+    plan: Plan,
 }
 
 /// How a question is answered: the mode's synthesizer, the templates it is given
