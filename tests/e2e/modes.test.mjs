@@ -86,7 +86,7 @@ test("a custom mode is composed in Settings and listed in the Mode menu", async 
   await page.selectOption("#mode", "qa_tree");
   assert.equal(await page.textContent("#mode-help"), "Answers each chunk, then summarizes the answers.");
   // The settings keep it.
-  const saved = await (await fetch(`${url}/api/settings`)).json();
+  const saved = await page.evaluate(() => fetch("/api/settings").then((r) => r.json()));
   assert.deepEqual(saved.custom_modes, [{ name: "qa_tree", description: "Answers each chunk, then summarizes the answers.",
     pack: "separate", combine: "tree", first: "qa", next: "summary" }]);
 });
