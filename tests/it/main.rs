@@ -15,6 +15,7 @@ mod models;
 mod modes;
 mod pdf;
 mod plumbing;
+mod queue;
 mod scope;
 mod server;
 mod synth;

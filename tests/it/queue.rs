@@ -1,0 +1,233 @@
+//! The indexing queue: a batch killed with SIGKILL is finished by the next start
+//! without being asked, every file once; the queue lists progress and can be
+//! cancelled per file and for all.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use lopdf::content::{Content, Operation};
+use lopdf::{dictionary, Document, Object, Stream};
+use quire::engine::{spawn_resume, Engine, EngineConfig, IndexEvent};
+use quire::llm::Cancel;
+use quire::store::Store;
+
+/// A PDF of `pages` pages of sentences about `topic`.
+fn pdf(path: &Path, topic: &str, pages: usize) {
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font = doc.add_object(dictionary! {
+        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
+    });
+    let resources = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font } });
+    let mut kids = Vec::new();
+    for p in 1..=pages {
+        let mut ops = vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Tf", vec!["F1".into(), 10.into()]),
+            Operation::new("TL", vec![12.into()]),
+            Operation::new("Td", vec![50.into(), 780.into()]),
+        ];
+        for line in 0..40 {
+            let text = format!(
+                "Page {p} line {line}: {topic} is studied here, sentence {line} of the {topic} notes."
+            );
+            ops.push(Operation::new("Tj", vec![Object::string_literal(text)]));
+            ops.push(Operation::new("T*", vec![]));
+        }
+        ops.push(Operation::new("ET", vec![]));
+        let content = Content { operations: ops }.encode().expect("content");
+        let content = doc.add_object(Stream::new(dictionary! {}, content));
+        kids.push(Object::from(doc.add_object(dictionary! {
+            "Type" => "Page", "Parent" => pages_id, "Contents" => content,
+        })));
+    }
+    let count = kids.len() as i64;
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages", "Kids" => kids, "Count" => count, "Resources" => resources,
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+        }),
+    );
+    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    doc.trailer.set("Root", catalog);
+    doc.save(path).expect("save pdf");
+}
+
+fn done_in_db(db: &Path) -> i64 {
+    let Ok(conn) = rusqlite::Connection::open(db) else {
+        return 0;
+    };
+    conn.query_row(
+        "SELECT count(*) FROM documents WHERE status = 'done'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap_or(0)
+}
+
+const TOPICS: [&str; 20] = [
+    "astronomy",
+    "botany",
+    "chemistry",
+    "dentistry",
+    "ecology",
+    "forestry",
+    "geology",
+    "horticulture",
+    "ichthyology",
+    "journalism",
+    "kinesiology",
+    "linguistics",
+    "meteorology",
+    "numismatics",
+    "oceanography",
+    "paleontology",
+    "quantum optics",
+    "rheology",
+    "seismology",
+    "toxicology",
+];
+
+#[test]
+fn a_batch_killed_mid_way_is_finished_at_the_next_start_each_file_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    for (i, t) in TOPICS.iter().enumerate() {
+        pdf(&docs.join(format!("{i:02}-{t}.pdf")), t, 6);
+    }
+    let data = tmp.path().join("data");
+    let db = data.join("index.sqlite");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["index", "--json", "--data-dir"])
+        .arg(&data)
+        .arg(&docs)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn quire index");
+    // Kill at the first progress line after a document is done (no timers).
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut before = 0;
+    for _ in 0..100_000 {
+        before = done_in_db(&db);
+        if before >= 1 {
+            break;
+        }
+        match lines.next() {
+            Some(Ok(_)) => {}
+            _ => break,
+        }
+    }
+    child.kill().expect("kill -9");
+    let status = child.wait().expect("wait");
+    assert!(!status.success(), "the batch finished before the kill");
+    assert!((1..20).contains(&before), "{before} done before the kill");
+    // The documents done before the kill, by id: a file indexed again gets a new one.
+    let done_before: Vec<i64> = Store::open(&db)
+        .expect("open after kill")
+        .documents()
+        .expect("docs")
+        .iter()
+        .filter(|d| d.status == "done")
+        .map(|d| d.id)
+        .collect();
+
+    // Start again, as `quire serve` and the window do: the queue is finished without
+    // being asked. Its progress is visible meanwhile; the thread ends when it is done.
+    let engine = Arc::new(
+        Engine::open(EngineConfig::new(Some(data.clone())).expect("config")).expect("engine"),
+    );
+    assert_eq!(
+        engine.queued().expect("queued") as i64 + before,
+        20,
+        "what was not done waits"
+    );
+    let view = engine.queue().expect("queue");
+    assert_eq!(view.items.len(), 20);
+    assert_eq!(view.pending as i64, 20 - before);
+    spawn_resume(engine.clone())
+        .expect("something to resume")
+        .join()
+        .expect("resume thread");
+    assert!(spawn_resume(engine.clone()).is_none(), "nothing left");
+
+    let view = engine.queue().expect("queue");
+    assert_eq!(view.pending, 0);
+    assert!(view.items.iter().all(|r| r.state == "done"), "{view:?}");
+    let store = Store::open(&db).expect("open");
+    assert_eq!(store.check().expect("check"), Vec::<String>::new());
+    let docs = store.documents().expect("docs");
+    assert_eq!(docs.len(), 20, "{docs:?}");
+    assert!(docs.iter().all(|d| d.status == "done" && d.chunks > 0));
+    // None twice: each document's chunks once, and those done before the kill kept.
+    let total: usize = docs.iter().map(|d| d.chunks).sum();
+    assert_eq!(store.load_chunks().expect("chunks").len(), total);
+    for id in &done_before {
+        assert!(
+            docs.iter().any(|d| d.id == *id),
+            "document {id} was indexed again"
+        );
+    }
+    let mut ids: Vec<i64> = view.items.iter().filter_map(|r| r.doc_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 20, "each queued file is its own document");
+}
+
+#[test]
+fn queued_files_cancel_one_by_one_or_all() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    for t in &TOPICS[..4] {
+        pdf(&docs.join(format!("{t}.pdf")), t, 2);
+    }
+    let engine = Engine::open(EngineConfig::new(Some(tmp.path().join("data"))).expect("config"))
+        .expect("engine");
+    // Cancel the second file when the first starts, and all the rest when the first
+    // is done: only the first is indexed.
+    let mut cancelled = Vec::new();
+    let mut events = Vec::new();
+    let r = engine.index(&[docs.clone()], &Cancel::new(), &mut |ev| {
+        match &ev {
+            IndexEvent::File { index: 1, .. } => {
+                let q = engine.queue().expect("queue");
+                let second = q
+                    .items
+                    .iter()
+                    .find(|r| r.state == "queued")
+                    .expect("waiting");
+                cancelled.push(engine.cancel_queued(Some(second.id)).expect("cancel one"));
+            }
+            IndexEvent::FileDone { .. } if cancelled.len() == 1 => {
+                cancelled.push(engine.cancel_queued(None).expect("cancel all"));
+            }
+            _ => {}
+        }
+        events.push(ev);
+        true
+    });
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(cancelled[0], 1);
+    let done = events
+        .iter()
+        .filter(|e| matches!(e, IndexEvent::FileDone { .. }))
+        .count();
+    let view = engine.queue().expect("queue");
+    let states: Vec<&str> = view.items.iter().map(|r| r.state.as_str()).collect();
+    assert_eq!(
+        done,
+        4 - states.iter().filter(|s| **s == "cancelled").count()
+    );
+    assert!(
+        states.iter().filter(|s| **s == "cancelled").count() >= 2,
+        "{states:?}"
+    );
+    assert_eq!(view.pending, 0);
+    assert_eq!(engine.documents().expect("docs").len(), done);
+}
