@@ -7,6 +7,7 @@
 mod assets;
 mod collections;
 mod error;
+mod openai;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -90,12 +91,15 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         .route("/conversations/{id}/export", get(export_conversation))
         .route("/ask", post(ask))
         .route("/reembed", post(reembed))
+        .route("/queue", get(queue))
+        .route("/queue/cancel", post(cancel_queued))
         .route(
             "/upload",
             post(upload).layer(DefaultBodyLimit::max(opts.max_upload)),
         );
     Router::new()
         .nest("/api", api)
+        .nest("/v1", openai::routes())
         .fallback(get(static_file))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
@@ -142,6 +146,13 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
             .get("x-quire-token")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        // OpenAI clients send their API key as a bearer token.
+        let bearer_token = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|v| v.trim().to_owned());
         let cookie_token = req
             .headers()
             .get_all(header::COOKIE)
@@ -149,7 +160,7 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .find_map(|c| c.trim().strip_prefix("quire_token=").map(str::to_owned));
-        let ok = [&query_token, &header_token, &cookie_token]
+        let ok = [&query_token, &header_token, &bearer_token, &cookie_token]
             .iter()
             .any(|t| t.as_deref() == Some(&**token));
         if !ok {
@@ -204,6 +215,27 @@ async fn status(State(st): State<AppState>) -> ApiResult<Json<engine::Status>> {
 async fn documents(State(st): State<AppState>) -> ApiResult<Json<Vec<engine::DocumentView>>> {
     let e = st.engine.clone();
     Ok(Json(blocking(move || e.documents()).await?))
+}
+
+/// The indexing queue with each file's progress and the ETA of the whole.
+async fn queue(State(st): State<AppState>) -> ApiResult<Json<engine::QueueView>> {
+    let e = st.engine.clone();
+    Ok(Json(blocking(move || e.queue()).await?))
+}
+
+/// `{"id": N}` cancels one queued or running file; `{}` the whole queue.
+#[derive(serde::Deserialize)]
+struct CancelQueued {
+    id: Option<i64>,
+}
+
+async fn cancel_queued(
+    State(st): State<AppState>,
+    Json(body): Json<CancelQueued>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let e = st.engine.clone();
+    let n = blocking(move || e.cancel_queued(body.id)).await?;
+    Ok(Json(serde_json::json!({ "cancelled": n })))
 }
 
 async fn remove_document(

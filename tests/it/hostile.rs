@@ -496,4 +496,12 @@ fn hostile_uploads_fail_alone_and_the_server_keeps_answering() {
     for good in ["good-glaciers.pdf", "good-tides.pdf", "scripted.pdf"] {
         assert!(listed.contains(good), "{good} not listed: {listed}");
     }
+    // The queue shows the batch finished, and cancelling an empty queue is a no-op.
+    let (status, q) = request(addr, "GET", "/api/queue", "text/plain", b"");
+    assert_eq!(status, 200, "{q}");
+    assert!(q.contains("\"pending\":0"), "{q}");
+    assert!(q.contains("good-tides.pdf"), "{q}");
+    let (status, c) = request(addr, "POST", "/api/queue/cancel", "application/json", b"{}");
+    assert_eq!(status, 200, "{c}");
+    assert!(c.contains("\"cancelled\":0"), "{c}");
 }

@@ -7,6 +7,7 @@ import { renderMarkdown, morph, plainText, copyText } from "./markdown.js";
 import "./keys.js";
 import { initScope, setDocuments, scopeRequest } from "./scope.js";
 import { modelsCard } from "./firstrun.js";
+import { initQueue, refresh as refreshQueue } from "./queue.js";
 import { setModes, modeList, showModeHelp, fillTemplates, readTemplates, fillCustomModes, readCustomModes, showCall } from "./synthesis.js";
 
 
@@ -157,12 +158,14 @@ const modelName = (setting) => String(setting || "").split(/[\\/]/).pop();
 async function indexItems(items) {
   if (!items.length) return;
   try {
-    await transport.index(items, onIndexEvent);
+    await transport.index(items, (ev) => { if (ev.type === "file") refreshQueue(); onIndexEvent(ev); });
   } catch (e) {
     banner(`Indexing failed: ${e.message}`);
   }
+  refreshQueue();
   loadDocuments();
 }
+initQueue($("progress"), { empty: () => loadDocuments() });
 
 $("file-input").addEventListener("change", (e) => {
   const files = [...e.target.files];

@@ -114,6 +114,10 @@ const http = {
   },
   /** Re-embed the index with the chosen embedding model; progress streams to onEvent. */
   reembed: (onEvent) => postEvents("/api/reembed", {}, onEvent),
+  /** The indexing queue: { items, pending, eta_secs }. */
+  queue: () => httpJson("GET", "/api/queue"),
+  /** Cancel one queued file by id, or (no id) the whole queue. */
+  cancelQueued: (id) => httpJson("POST", "/api/queue/cancel", { id: id ?? null }),
   onFileDrop: null,
 };
 
@@ -164,6 +168,8 @@ const desktop = tauri && {
     channel.onmessage = onEvent;
     await ipc("reembed", { channel });
   },
+  queue: () => ipc("queue"),
+  cancelQueued: (id) => ipc("cancel_queued", { id: id ?? null }),
   pickFiles: () => ipc("pick_files"),
   /** Subscribe to native drag and drop: cb({ kind: "enter"|"leave"|"drop", paths }). */
   onFileDrop(cb) {
