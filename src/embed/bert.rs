@@ -197,6 +197,14 @@ impl BertEmbedder {
         Self::load(files, Backend::Candle(device.clone(), dtype))
     }
 
+    /// The device it runs on: `cpu`, `cuda:0`, `metal`.
+    pub fn device_name(&self) -> String {
+        match &self.model {
+            Net::Own(_) => "cpu".into(),
+            Net::Candle(c) => c.device_name(),
+        }
+    }
+
     /// Which encoder runs: "own CPU kernels" or "candle on cuda:0 bf16" and the like.
     pub fn runtime(&self) -> String {
         match &self.model {

@@ -72,14 +72,18 @@ impl CandleBert {
         })
     }
 
-    /// The device and dtype it runs in, e.g. "cuda:0 bf16".
-    pub fn describe(&self) -> String {
-        let dev = match self.device.location() {
+    /// The device it runs on: `cpu`, `cuda:0`, `metal`.
+    pub fn device_name(&self) -> String {
+        match self.device.location() {
             candle_core::DeviceLocation::Cpu => "cpu".to_string(),
             candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
             candle_core::DeviceLocation::Metal { .. } => "metal".to_string(),
-        };
-        format!("{dev} {}", self.dtype.as_str())
+        }
+    }
+
+    /// The device and dtype it runs in, e.g. "cuda:0 bf16".
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.device_name(), self.dtype.as_str())
     }
 
     /// Pooled, L2-normalized embeddings of `seqs` (token ids with their special tokens).

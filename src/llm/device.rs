@@ -103,10 +103,25 @@ impl Chosen {
     }
 }
 
+/// Devices already made, by setting: a GPU is initialized once per process, and the
+/// LLM and the embedder share it (one CUDA context and stream).
+static MADE: std::sync::Mutex<Vec<Chosen>> = std::sync::Mutex::new(Vec::new());
+
 impl DeviceChoice {
     /// The device for this setting: the CPU, a GPU that initializes, or for `auto`
     /// the first compiled-in GPU that initializes, else the CPU with the reason.
+    /// A device made is kept for the process; a failure is tried again next time.
     pub fn resolve(self) -> Result<Chosen> {
+        let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = made.iter().find(|c| c.choice == self) {
+            return Ok(c.clone());
+        }
+        let c = self.make()?;
+        made.push(c.clone());
+        Ok(c)
+    }
+
+    fn make(self) -> Result<Chosen> {
         match self {
             Self::Cpu => Ok(Chosen::cpu(self, "asked for")),
             Self::Cuda(n) => Ok(Chosen {

@@ -11,7 +11,8 @@
 //! layer pattern and rope bases); and Gemma 3 270M's sliding window and its local rope
 //! base are handled here as llama.cpp's `llm_build_gemma3_iswa` does. The weights stay
 //! quantized on the device (candle's CUDA/Metal quantized kernels multiply them);
-//! everything else (norms, rope, attention, the cache) is f32.
+//! everything else is f32, but for what llama.cpp keeps in f16: the KV cache, and the
+//! queries and attention weights that multiply it.
 //!
 //! The token embeddings stay on the CPU ([`Rows`], the runtime's own row lookup): only
 //! the prompt's rows are uploaded, so Gemma's 262k-row table is never dequantized on
@@ -70,7 +71,7 @@ pub struct CandleLlama {
     q_scale: f64,
     eps: f32,
     max_seq: usize,
-    /// Per layer: keys and values, `1 × kv_heads × len × head_dim`.
+    /// Per layer: keys and values in f16, `1 × kv_heads × len × head_dim`.
     cache: Vec<Option<(Tensor, Tensor)>>,
     len: usize,
     device: Device,
@@ -323,6 +324,8 @@ impl CandleLlama {
             let (cos, sin) = (cos.narrow(0, pos, t)?, sin.narrow(0, pos, t)?);
             q = self.rotate(&q, &cos, &sin)?;
             k = self.rotate(&k, &cos, &sin)?;
+            // The cache holds f16 keys and values, as llama.cpp's does.
+            let (k, v) = (k.to_dtype(DType::F16)?, v.to_dtype(DType::F16)?);
             let (k, v) = match self.cache[i].take() {
                 Some((ck, cv)) => (Tensor::cat(&[&ck, &k], 2)?, Tensor::cat(&[&cv, &v], 2)?),
                 None => (k, v),
@@ -332,14 +335,17 @@ impl CandleLlama {
             let first = l.window.map_or(0, |w| (pos + 1).saturating_sub(w));
             let n_keys = pos + t - first;
             let (k, v) = (k.narrow(2, first, n_keys)?, v.narrow(2, first, n_keys)?);
-            let k = candle_transformers::utils::repeat_kv(k, nh / nkv)?.contiguous()?;
-            let v = candle_transformers::utils::repeat_kv(v, nh / nkv)?.contiguous()?;
-            let q = (q * self.q_scale)?;
+            let k = candle_transformers::utils::repeat_kv(k.to_dtype(DType::F32)?, nh / nkv)?;
+            let v = candle_transformers::utils::repeat_kv(v.to_dtype(DType::F32)?, nh / nkv)?;
+            let (k, v) = (k.contiguous()?, v.contiguous()?);
+            // llama.cpp multiplies the f16 cache by queries (and then by attention
+            // weights) rounded to f16.
+            let q = f16_round(&(q * self.q_scale)?)?;
             let mut att = q.matmul(&k.t()?)?;
             if let Some(mask) = mask(t, pos, first, l.window, &self.device)? {
                 att = att.broadcast_add(&mask)?;
             }
-            let att = candle_nn::ops::softmax_last_dim(&att)?;
+            let att = f16_round(&candle_nn::ops::softmax_last_dim(&att)?)?;
             let y = att.matmul(&v)?.transpose(1, 2)?.reshape((t, nh * hd))?;
             let mut y = l.wo.forward(&y)?;
             if let Some(n) = &l.post_attn_norm {
@@ -403,6 +409,11 @@ fn vector<R: Read + Seek>(
         candle_core::bail!("{name} holds {} values, not {len}", t.elem_count());
     }
     t.to_dtype(DType::F32)
+}
+
+/// `x` rounded to f16 and back.
+fn f16_round(x: &Tensor) -> Result<Tensor> {
+    x.to_dtype(DType::F16)?.to_dtype(DType::F32)
 }
 
 fn qmatmul(t: QTensor) -> Result<QMatMul> {
