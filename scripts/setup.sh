@@ -25,7 +25,7 @@ pkgs=(build-essential pkg-config curl file libssl-dev libwebkit2gtk-4.1-dev
       # Chinese, and poppler's pdftoppm to render a page for it.
       tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim poppler-utils)
 if [ "$want_test" = 1 ]; then
-  pkgs+=(poppler-utils poppler-data chromium xvfb webkit2gtk-driver xauth)
+  pkgs+=(poppler-utils poppler-data chromium xvfb webkit2gtk-driver xauth python3-venv)
 fi
 if [ "$want_test" = 1 ] || [ "$want_package" = 1 ]; then
   command -v npm >/dev/null || pkgs+=(nodejs npm)
@@ -57,6 +57,14 @@ if command -v rustup >/dev/null && ! rustup toolchain list | grep -q "^$want"; t
   else
     rustup toolchain install "$want" --profile minimal -c rustfmt -c clippy
   fi
+fi
+
+# The official OpenAI Python client, for the test of Quire's OpenAI-compatible API
+# (tests/openai/client.py), in a venv of the tests' own.
+if [ "$want_test" = 1 ] && ! .venv-test/bin/python -c "import openai" 2>/dev/null; then
+  echo "setup: installing the openai client into .venv-test (pip)"
+  python3 -m venv .venv-test
+  .venv-test/bin/pip install --quiet --disable-pip-version-check "openai==3.57.0"
 fi
 
 # tauri-driver (a Rust crate) drives the desktop window in the E2E test.

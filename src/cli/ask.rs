@@ -108,6 +108,7 @@ impl AskArgs {
             query_gen_template: read("template-query-gen", &self.template_query_gen)?,
             structured_answer_filtering: self.answer_filter.then_some(true),
             num_queries: self.num_queries,
+            temperature: None,
             vars,
             max_tokens: self.max_tokens,
             chat_mode: self.chat_mode.clone(),

@@ -97,7 +97,9 @@ impl Engine {
 
     /// The side panel's view of a retrieval's sources.
     pub fn sources_of(&self, retrieval: &Retrieval) -> Vec<Source> {
-        sources_of(retrieval)
+        let mut sources = sources_of(retrieval);
+        self.mark_ocr(&mut sources);
+        sources
     }
 
     fn search_with(
@@ -170,7 +172,15 @@ impl Engine {
         let chat_mode: ChatMode = settings.chat_mode.parse()?;
         let placed = exchanges::place(self.store().conn(), &req, &question)?;
         let (conversation_id, question_id) = (placed.conversation_id, placed.question_id);
-        let history = history_of(&placed.before);
+        let history = if req.conversation_id.is_none() && !req.history.is_empty() {
+            req.history
+                .iter()
+                .filter(|t| matches!(t.role.as_str(), "user" | "assistant"))
+                .map(|t| Message::new(t.role.clone(), t.content.clone()))
+                .collect()
+        } else {
+            history_of(&placed.before)
+        };
         let question = placed.question;
         let mut send = |ev: AskEvent| -> Result<()> {
             if on(ev) {
@@ -415,6 +425,7 @@ impl Engine {
             }
         }
         let mut sources = sources_of(&retrieval);
+        self.mark_ocr(&mut sources);
         if let Some(scores) = &rerank_scores {
             for (s, r) in sources.iter_mut().zip(scores) {
                 s.rerank_score = Some(*r);
@@ -721,6 +732,7 @@ fn sources_of(r: &Retrieval) -> Vec<Source> {
                     })
                     .collect(),
                 rerank_score: None,
+                ocr: false,
             })
         })
         .collect()

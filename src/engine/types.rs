@@ -56,6 +56,18 @@ pub struct AskRequest {
     pub replace_from: Option<i64>,
     /// Which documents to search (all when absent).
     pub scope: Scope,
+    /// The conversation before this question, for a client that keeps it itself (the
+    /// OpenAI-compatible API): when no `conversation_id` is given, these turns are the
+    /// history the chat mode uses (only `user` and `assistant` turns count).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<ChatTurn>,
+}
+
+/// One turn of a conversation a client keeps itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatTurn {
+    pub role: String,
+    pub content: String,
 }
 
 /// Which documents a question searches.
@@ -92,6 +104,8 @@ pub struct AskOverrides {
     pub structured_answer_filtering: Option<bool>,
     /// Queries in all, the user's included; above 1 the LLM writes variants.
     pub num_queries: Option<usize>,
+    /// Sampling temperature (0 is greedy).
+    pub temperature: Option<f64>,
     /// Template variables, over the settings' own.
     pub vars: std::collections::BTreeMap<String, String>,
     /// Most tokens generated per LLM call.
@@ -129,6 +143,9 @@ impl AskOverrides {
         }
         if let Some(n) = self.num_queries {
             settings.num_queries = n;
+        }
+        if let Some(t) = self.temperature {
+            settings.temperature = t;
         }
         if let Some(m) = self.max_tokens {
             settings.max_tokens = m;
@@ -174,6 +191,9 @@ pub struct Source {
     /// The LLM reranker's relevance (1–10), when it reranked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_score: Option<f32>,
+    /// Its text, or part of it, was recognized from a scanned page (OCR).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ocr: bool,
 }
 
 /// A numbered source of a citing answer: `[number]` in the answer points at this
