@@ -106,6 +106,18 @@ impl Engine {
         })
     }
 
+    /// Mark the sources whose pages' text came from OCR.
+    pub(super) fn mark_ocr(&self, sources: &mut [super::Source]) {
+        let store = self.store();
+        for s in sources {
+            if let Ok(pages) = store.ocr_pages(s.doc_id) {
+                s.ocr = pages
+                    .iter()
+                    .any(|p| (s.page_start..=s.page_end).contains(p));
+            }
+        }
+    }
+
     /// Cancel one queued or running file (`Some(id)`), or the whole queue (`None`):
     /// a waiting file is not indexed, a running one stops and leaves the index as it
     /// was. Returns how many files were cancelled.

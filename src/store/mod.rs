@@ -292,9 +292,8 @@ impl Store {
         let id = tx.last_insert_rowid();
         collections::restore(&tx, id, &in_collections)?;
         {
-            let mut page = tx.prepare(
-                "INSERT INTO pages (doc_id, number, text, ocr) VALUES (?1, ?2, ?3, ?4)",
-            )?;
+            let mut page = tx
+                .prepare("INSERT INTO pages (doc_id, number, text, ocr) VALUES (?1, ?2, ?3, ?4)")?;
             for p in doc.pages {
                 page.execute(params![id, p.number, p.text, p.ocr])?;
             }
@@ -321,6 +320,15 @@ impl Store {
         Self::bump(&tx)?;
         tx.commit()?;
         Ok(id)
+    }
+
+    /// The numbers of the pages of a document whose text came from OCR.
+    pub fn ocr_pages(&self, doc_id: i64) -> Result<Vec<u32>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT number FROM pages WHERE doc_id = ?1 AND ocr != 0 ORDER BY number",
+        )?;
+        let rows = st.query_map([doc_id], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Record that the file at `path` could not be indexed (replacing what was there).

@@ -550,6 +550,7 @@ function showSources(view) {
           el("span", { class: "src-file" }, s.file), " ",
           el("span", { class: "src-pages" }, pages)),
         el("span", { class: "src-score" }, `score ${Number(s.score).toFixed(4)}`),
+        s.ocr ? el("span", { class: "ocr-mark", title: "This passage was read from a scanned page by text recognition" }, "text from OCR") : null,
         s.rerank_score != null ? el("span", { class: "src-rerank", title: "The LLM reranker's relevance, 1–10" }, `rerank ${Number(s.rerank_score).toFixed(0)}/10`) : null,
         cites.length ? el("span", { class: "src-cites" }, `cited as ${cites.map((c) => `[${c.number}]`).join(" ")}`) : null),
       el("div", { class: "src-ranks" }, ranks),
