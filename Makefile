@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test package setup setup-test setup-package models build lint fmt
+.PHONY: run test package setup setup-test setup-package models build lint fmt build-cuda check-cuda
 
 run: setup
 	$(CARGO) build --release -p quire -p quire-bench
@@ -24,6 +24,7 @@ test: setup-test
 	$(CARGO) fmt --all -- --check
 	$(CARGO) build -p quire -p quire-bench
 	$(CARGO) build -p quire-desktop
+	scripts/build-cuda.sh --check-fast
 	$(CARGO) test --workspace
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
 	cd tests/e2e && xvfb-run -a npm run test:tauri
@@ -53,3 +54,13 @@ models:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# CUDA (NVIDIA GPUs), no toolkit needed: NVIDIA's CUDA 13 compiler and libraries from
+# PyPI go into a venv (~/.cache/quire/cuda13), then quire, quire-bench and quire-desktop
+# are built with --features cuda into target/cuda/release (CUDA_COMPUTE_CAP=89 for an
+# RTX 40 / L4; 80 by default). check-cuda: the same code checked with the real nvcc.
+build-cuda:
+	scripts/build-cuda.sh
+
+check-cuda:
+	scripts/build-cuda.sh --check

@@ -6,6 +6,10 @@
 #   scripts/build-cuda.sh           release build of `quire` and the desktop app
 #   scripts/build-cuda.sh --check   only `cargo check -p quire --lib --features cuda`
 #                                   (CI: keeps the GPU code compiling)
+#   scripts/build-cuda.sh --check-fast   the same check without the wheels or nvcc:
+#                                   scripts/nvcc-check-shim.sh stands in for nvcc
+#                                   (a check never links, so candle's kernels need
+#                                   only exist); what `make test` runs
 #   scripts/build-cuda.sh --env     print the environment it sets (eval it to run
 #                                   cargo yourself)
 #
@@ -31,10 +35,24 @@ mode=build
 for a in "$@"; do
   case "$a" in
     --check) mode=check ;;
+    --check-fast) mode=check-fast ;;
     --env) mode=env ;;
     *) echo "scripts/build-cuda.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
+
+CARGO="${CARGO:-cargo}"
+if [ "$mode" = check-fast ]; then
+  export CARGO_TARGET_DIR="${CUDA_TARGET_DIR:-$PWD/target/cuda-check}"
+  shim="$CARGO_TARGET_DIR/nvcc-shim"
+  mkdir -p "$shim"
+  ln -sf "$PWD/scripts/nvcc-check-shim.sh" "$shim/nvcc"
+  export NVCC="$shim/nvcc" PATH="$shim:$PATH" CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-80}"
+  start=$SECONDS
+  "$CARGO" check -p quire --lib --features cuda
+  echo "cuda check (no nvcc, kernels not compiled): $((SECONDS - start)) s"
+  exit 0
+fi
 
 venv="${QUIRE_CUDA_VENV:-$HOME/.cache/quire/cuda13}"
 # Pinned: CUDA 13.0 (driver ≥ 580), the oldest CUDA 13, for the widest driver range.
@@ -73,7 +91,6 @@ export LIBRARY_PATH="$root/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-80}"
 export CARGO_TARGET_DIR="${CUDA_TARGET_DIR:-$PWD/target/cuda}"
-CARGO="${CARGO:-cargo}"
 
 case "$mode" in
   env)
@@ -88,10 +105,10 @@ case "$mode" in
     echo "cuda check: $((SECONDS - start)) s (nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), compute capability $CUDA_COMPUTE_CAP)"
     ;;
   build)
-    "$CARGO" build --release -p quire --features cuda
+    "$CARGO" build --release -p quire -p quire-bench --features quire/cuda
     # The desktop app in its own invocation (no axum in it; see the Makefile).
     "$CARGO" build --release -p quire-desktop --features quire/cuda
     echo "built with CUDA (compute capability $CUDA_COMPUTE_CAP) in $CARGO_TARGET_DIR/release:"
-    echo "  quire, quire-desktop; to run them: export LD_LIBRARY_PATH=$root/lib"
+    echo "  quire, quire-bench, quire-desktop; to run them: export LD_LIBRARY_PATH=$root/lib"
     ;;
 esac

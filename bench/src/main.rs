@@ -34,6 +34,9 @@ enum BenchCmd {
         /// Runs (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// cpu (own kernels), cuda, cuda:N, metal (candle's BERT) or auto.
+        #[arg(long, default_value = "cpu")]
+        device: String,
     },
     /// Prompt processing and generation speed vs llama.cpp's figures.
     Llm {
@@ -46,6 +49,9 @@ enum BenchCmd {
         /// Requantize Q4_1/Q5_0/Q5_1 weights to Q8_0 at load (not bit-exact with llama.cpp).
         #[arg(long)]
         requantize: bool,
+        /// cpu (own kernels), cuda, cuda:N, metal (candle) or auto.
+        #[arg(long, default_value = "cpu")]
+        device: String,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -153,13 +159,15 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             reference,
             chunks,
             runs,
-        } => embed(json, &reference, chunks, runs),
+            device,
+        } => embed(json, &reference, chunks, runs, device.parse()?),
         BenchCmd::Llm {
             model,
             reference,
             requantize,
+            device,
             json,
-        } => llm(model, reference, requantize, json),
+        } => llm(model, reference, requantize, device.parse()?, json),
         BenchCmd::Extract { dir, json } => extract(dir, json),
         BenchCmd::Retrieval {
             json,
@@ -220,9 +228,17 @@ fn emit<T: serde::Serialize + std::fmt::Display>(r: &T, json: bool) -> anyhow::R
     Ok(())
 }
 
-fn embed(json: bool, reference: &Path, n: usize, runs: usize) -> anyhow::Result<()> {
+fn embed(
+    json: bool,
+    reference: &Path,
+    n: usize,
+    runs: usize,
+    device: quire::llm::DeviceChoice,
+) -> anyhow::Result<()> {
     let dir = quire::models::default_embedder()?;
-    let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
+    let device = device.resolve()?;
+    let emb = quire::embed::bert::BertEmbedder::open_on(&dir, &device.device, None)?;
+    eprintln!("embedder: {}", emb.runtime());
     let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3")
         .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
     let chunks = quire_bench::embed::chunks_of_words(&text, n, 200);
@@ -235,6 +251,7 @@ fn llm(
     model: Option<PathBuf>,
     reference: Option<PathBuf>,
     requantize: bool,
+    device: quire::llm::DeviceChoice,
     json: bool,
 ) -> anyhow::Result<()> {
     let path = match model {
@@ -245,6 +262,7 @@ fn llm(
         reference,
         load: quire::llm::LoadOptions {
             requantize,
+            device,
             ..Default::default()
         },
         ..Default::default()
