@@ -10,7 +10,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { makeHostilePdf } from "./make-pdf.mjs";
+import { makeHostilePdf, makePdf } from "./make-pdf.mjs";
 import { glyphCheck } from "./glyphs.mjs";
 import { openWindow } from "./webdriver.mjs";
 
@@ -183,6 +183,55 @@ test("in the window, a hostile PDF opens, shows its text and runs nothing", asyn
   const png = await wd("GET", `/session/${session}/screenshot`);
   writeFileSync(join(shots, "window-viewer-hostile.png"), Buffer.from(png, "base64"));
   await exec("document.getElementById('viewer-close').click()");
+});
+
+/** A PDF whose page tree is nested `depth` deep above its one page (lopdf issues #82,
+ *  #532: the kind that overflows an extractor's stack). */
+function deepTreePdf(path, depth) {
+  const objs = ["<< /Type /Catalog /Pages 2 0 R >>"];
+  for (let k = 2; k <= depth + 1; k++) objs.push(`<< /Type /Pages /Kids [${k + 1} 0 R] /Count 1 >>`);
+  const page = depth + 2;
+  objs.push(`<< /Type /Page /Parent ${page - 1} 0 R /MediaBox [0 0 612 792] /Contents ${page + 1} 0 R /Resources << /Font << /F1 ${page + 2} 0 R >> >> >>`);
+  const stream = "BT /F1 12 Tf 72 720 Td (The quokka sleeps at the bottom of a deep tree) Tj ET";
+  objs.push(`<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`);
+  objs.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
+  let out = "%PDF-1.5\n";
+  const offsets = [];
+  objs.forEach((b, i) => { offsets.push(out.length); out += `${i + 1} 0 obj\n${b}\nendobj\n`; });
+  const xref = out.length;
+  out += `xref\n0 ${objs.length + 1}\n0000000000 65535 f \n`;
+  out += offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("");
+  out += `trailer\n<< /Size ${objs.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  writeFileSync(path, out, "latin1");
+}
+
+test("in the window, a hostile PDF dropped with two good ones fails alone and the window keeps answering", async () => {
+  const dir = join(dataDir, "drop-batch");
+  mkdirSync(dir, { recursive: true });
+  const files = [join(dir, "glaciers.pdf"), join(dir, "deep-tree.pdf"), join(dir, "tides.pdf")];
+  makePdf(files[0], [["Glaciers carve valleys in the mountains over thousands of years."]]);
+  deepTreePdf(files[1], 100000);
+  makePdf(files[2], [["Tides rise and fall twice a day because of the moon."]]);
+  const seen = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const ch = new window.__TAURI__.core.Channel();
+    const seen = [];
+    ch.onmessage = (e) => seen.push(e);
+    window.__TAURI__.core.invoke("index_paths", { paths: arguments[0], channel: ch }).then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
+  `, [files]);
+  const outcome = (name) => seen.filter((e) => (e.type === "file_done" || e.type === "file_failed") && e.path.endsWith(name));
+  for (const name of ["glaciers.pdf", "tides.pdf"]) {
+    assert.deepEqual(outcome(name).map((e) => e.type), ["file_done"], JSON.stringify(seen.slice(-6)));
+  }
+  // The hostile one is accounted for once (failed with a reason, or read), and the
+  // batch finished.
+  assert.equal(outcome("deep-tree.pdf").length, 1, JSON.stringify(seen.slice(-6)));
+  assert.ok(seen.some((e) => e.type === "finished"), JSON.stringify(seen.slice(-3)));
+  // The window keeps answering: its commands, and a question over the good files.
+  const q = await execAsync("const done = arguments[arguments.length - 1]; window.__TAURI__.core.invoke('queue').then(done, (e) => done({ error: String(e) }));");
+  assert.equal(q.pending, 0, JSON.stringify(q));
+  await retrieve("Why do tides rise and fall?");
+  assert.ok(await exec("return [...document.querySelectorAll('#sources li.source')].some((li) => li.dataset.file === 'tides.pdf')"));
 });
 
 test("in the window, an answer is asked again beside itself, rendered as Markdown, and deleted", async () => {
