@@ -193,7 +193,7 @@ fn queued_files_cancel_one_by_one_or_all() {
     // is done: only the first is indexed.
     let mut cancelled = Vec::new();
     let mut events = Vec::new();
-    let r = engine.index(&[docs.clone()], &Cancel::new(), &mut |ev| {
+    let r = engine.index(std::slice::from_ref(&docs), &Cancel::new(), &mut |ev| {
         match &ev {
             IndexEvent::File { index: 1, .. } => {
                 let q = engine.queue().expect("queue");
