@@ -25,11 +25,39 @@ use crate::synth::{self, Event, Node, RunOptions, Templates};
 use crate::{Error, Result};
 
 /// What answering keeps between questions: the loaded LLM and the in-memory
-/// retrieval index, rebuilt when the store's generation moves on.
+/// retrieval index, brought up to date when the store's generation moves on.
 #[derive(Default)]
 pub(super) struct AskState {
     llm: Mutex<Option<(PathBuf, Arc<GgufLlm>)>>,
-    index: Mutex<Option<(i64, Arc<RetrievalIndex>)>>,
+    index: Mutex<Option<IndexSlot>>,
+    /// Times the index was built from the whole store.
+    full_builds: std::sync::atomic::AtomicUsize,
+}
+
+/// The retrieval index, the store generation it reflects, and the embedding models
+/// that made its vectors.
+struct IndexSlot {
+    generation: i64,
+    models: Vec<String>,
+    index: Arc<RetrievalIndex>,
+}
+
+/// The store's chunks as the retrieval index takes them.
+fn indexed_chunks(chunks: Vec<crate::store::StoredChunk>) -> Vec<IndexedChunk> {
+    chunks
+        .into_iter()
+        .map(|c| IndexedChunk {
+            id: c.id,
+            info: ChunkInfo {
+                doc_id: c.doc_id,
+                file: c.file,
+                page_start: c.page_start,
+                page_end: c.page_end,
+                text: c.text,
+            },
+            embedding: c.embedding,
+        })
+        .collect()
 }
 
 impl Engine {
@@ -49,33 +77,66 @@ impl Engine {
         Ok(llm)
     }
 
-    /// The retrieval index over everything indexed, rebuilt when the store changed.
+    /// How many times the retrieval index was built from the whole store (the other
+    /// changes were applied to it as updates).
+    pub fn retrieval_index_builds(&self) -> usize {
+        self.ask_state
+            .full_builds
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The retrieval index over everything indexed, brought up to date when the store
+    /// changed: documents added or removed since it was made are added to it or taken
+    /// out of it ([`RetrievalIndex::update`]: only the new documents' chunks are read
+    /// from the store), and anything else (vectors made by another embedding model, a
+    /// document that is not newer) rebuilds it from the store.
     pub fn retrieval_index(&self) -> Result<Arc<RetrievalIndex>> {
         let generation = self.store().generation()?;
         let mut slot = lock(&self.ask_state.index);
-        if let Some((g, idx)) = slot.as_ref() {
-            if *g == generation {
-                return Ok(idx.clone());
+        if let Some(s) = slot.as_ref() {
+            if s.generation == generation {
+                return Ok(s.index.clone());
             }
         }
-        let chunks = self.store().load_chunks()?;
-        let chunks = chunks
+        let models: Vec<String> = self
+            .store()
+            .embedding_models()?
             .into_iter()
-            .map(|c| IndexedChunk {
-                id: c.id,
-                info: ChunkInfo {
-                    doc_id: c.doc_id,
-                    file: c.file,
-                    page_start: c.page_start,
-                    page_end: c.page_end,
-                    text: c.text,
-                },
-                embedding: c.embedding,
-            })
+            .map(|(m, _)| m)
             .collect();
-        let idx = Arc::new(RetrievalIndex::build(chunks)?);
-        *slot = Some((generation, idx.clone()));
-        Ok(idx)
+        if let Some(old) = slot.take() {
+            if old.models == models {
+                let docs = self.store().searchable_documents()?;
+                let have = old.index.documents();
+                let removed: std::collections::HashSet<i64> = have.difference(&docs).copied().collect();
+                let mut added: Vec<i64> = docs.difference(&have).copied().collect();
+                added.sort_unstable();
+                let chunks = indexed_chunks(self.store().load_chunks_of(&added)?);
+                // The index is shared with searches still running only rarely; then
+                // the update works on a copy.
+                let mut index = Arc::try_unwrap(old.index).unwrap_or_else(|a| (*a).clone());
+                if index.update(&removed, chunks).is_ok() {
+                    let index = Arc::new(index);
+                    *slot = Some(IndexSlot {
+                        generation,
+                        models,
+                        index: index.clone(),
+                    });
+                    return Ok(index);
+                }
+            }
+        }
+        let chunks = indexed_chunks(self.store().load_chunks()?);
+        let index = Arc::new(RetrievalIndex::build(chunks)?);
+        self.ask_state
+            .full_builds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *slot = Some(IndexSlot {
+            generation,
+            models,
+            index: index.clone(),
+        });
+        Ok(index)
     }
 
     /// Retrieve the sources for `question` from everything indexed (the LLM writes

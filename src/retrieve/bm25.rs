@@ -28,6 +28,8 @@ pub struct Bm25Index {
     tfs: Vec<u8>,
     /// `K1 * (1 − B + B * len / avg_len)` per row.
     norms: Vec<f32>,
+    /// Terms per row (the norms follow from them).
+    lens: Vec<u32>,
     ids: Vec<i64>,
     docs: Vec<i64>,
 }
@@ -111,20 +113,7 @@ impl Bm25Builder {
     }
 
     pub fn build(self) -> Bm25Index {
-        let n = self.ids.len();
-        let total: u64 = self.lens.iter().map(|&l| u64::from(l)).sum();
-        let avg = if n == 0 {
-            1.0
-        } else {
-            (total as f64 / n as f64).max(1e-9)
-        };
-        let norms = self
-            .lens
-            .iter()
-            .map(|&l| {
-                (f64::from(K1) * (1.0 - f64::from(B) + f64::from(B) * f64::from(l) / avg)) as f32
-            })
-            .collect();
+        let norms = norms_of(&self.lens);
         let count: usize = self.postings.iter().map(Vec::len).sum();
         let mut offsets = Vec::with_capacity(self.postings.len() + 1);
         let mut rows = Vec::with_capacity(count);
@@ -143,10 +132,25 @@ impl Bm25Builder {
             rows,
             tfs,
             norms,
+            lens: self.lens,
             ids: self.ids,
             docs: self.docs,
         }
     }
+}
+
+/// `K1 * (1 − B + B * len / avg_len)` for each length.
+fn norms_of(lens: &[u32]) -> Vec<f32> {
+    let n = lens.len();
+    let total: u64 = lens.iter().map(|&l| u64::from(l)).sum();
+    let avg = if n == 0 {
+        1.0
+    } else {
+        (total as f64 / n as f64).max(1e-9)
+    };
+    lens.iter()
+        .map(|&l| (f64::from(K1) * (1.0 - f64::from(B) + f64::from(B) * f64::from(l) / avg)) as f32)
+        .collect()
 }
 
 impl Bm25Index {
@@ -173,6 +177,92 @@ impl Bm25Index {
     /// Approximate bytes held by postings, norms and ids (not the vocabulary).
     pub fn bytes(&self) -> usize {
         self.rows.len() * 5 + self.offsets.len() * 8 + self.norms.len() * 4 + self.ids.len() * 16
+    }
+
+    /// This index without the chunks of `remove` and with `added`'s chunks after the
+    /// others: what a [`Bm25Builder`] makes of the kept chunks, in order, then
+    /// `added`'s — same rows, postings, norms and scores — in one pass over the
+    /// postings, without the kept chunks' texts. Terms left without postings go.
+    pub fn updated(&self, remove: &std::collections::HashSet<i64>, added: Bm25Builder) -> Bm25Index {
+        // Old row → new row, for the rows kept.
+        let mut new_row = vec![u32::MAX; self.ids.len()];
+        let mut kept = 0u32;
+        for (row, doc) in self.docs.iter().enumerate() {
+            if !remove.contains(doc) {
+                new_row[row] = kept;
+                kept += 1;
+            }
+        }
+        let mut lens = Vec::with_capacity(kept as usize + added.lens.len());
+        let mut ids = Vec::with_capacity(lens.capacity());
+        let mut docs = Vec::with_capacity(lens.capacity());
+        for row in 0..self.ids.len() {
+            if new_row[row] != u32::MAX {
+                lens.push(self.lens[row]);
+                ids.push(self.ids[row]);
+                docs.push(self.docs[row]);
+            }
+        }
+        lens.extend(&added.lens);
+        ids.extend(&added.ids);
+        docs.extend(&added.docs);
+        // The added chunks' postings by term text, rows shifted after the kept ones.
+        let mut added_by_term: HashMap<&str, &[(u32, u8)]> = HashMap::new();
+        for (term, &id) in &added.vocab {
+            if let Some(p) = added.postings.get(id as usize).filter(|p| !p.is_empty()) {
+                added_by_term.insert(term.as_str(), p);
+            }
+        }
+        let mut names: Vec<&str> = vec![""; self.vocab.len()];
+        for (term, &id) in &self.vocab {
+            if let Some(n) = names.get_mut(id as usize) {
+                *n = term;
+            }
+        }
+        let mut vocab = HashMap::with_capacity(self.vocab.len() + added.vocab.len());
+        let mut offsets = vec![0u64];
+        let mut rows = Vec::with_capacity(self.rows.len() + added.postings.iter().map(Vec::len).sum::<usize>());
+        let mut tfs = Vec::with_capacity(rows.capacity());
+        let mut push_term = |term: &str, old: (&[u32], &[u8]), new: Option<&&[(u32, u8)]>| {
+            let start = rows.len();
+            for (&r, &tf) in old.0.iter().zip(old.1) {
+                let nr = new_row[r as usize];
+                if nr != u32::MAX {
+                    rows.push(nr);
+                    tfs.push(tf);
+                }
+            }
+            for &(r, tf) in new.map_or(&[][..], |p| *p) {
+                rows.push(kept + r);
+                tfs.push(tf);
+            }
+            if rows.len() > start {
+                vocab.insert(term.to_string(), (offsets.len() - 1) as u32);
+                offsets.push(rows.len() as u64);
+            }
+        };
+        for (id, term) in names.iter().enumerate() {
+            push_term(term, self.postings_of(id as u32), added_by_term.get(term));
+        }
+        let mut fresh: Vec<(&str, &[(u32, u8)])> = added_by_term
+            .iter()
+            .filter(|(t, _)| !self.vocab.contains_key(**t))
+            .map(|(t, p)| (*t, *p))
+            .collect();
+        fresh.sort_unstable_by_key(|(t, _)| *t);
+        for (term, p) in fresh {
+            push_term(term, (&[], &[]), Some(&p));
+        }
+        Bm25Index {
+            vocab,
+            offsets,
+            rows,
+            tfs,
+            norms: norms_of(&lens),
+            lens,
+            ids,
+            docs,
+        }
     }
 
     /// Documents containing `term` (an analyzed term).

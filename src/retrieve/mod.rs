@@ -333,7 +333,7 @@ pub fn retrieve(
 
 /// The in-memory retrieval indexes over one set of chunks, with the chunks' text,
 /// file and pages for the source nodes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RetrievalIndex {
     pub vector: VectorIndex,
     pub bm25: Bm25Index,
@@ -365,6 +365,54 @@ impl RetrievalIndex {
     /// Chunks indexed.
     pub fn len(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// The documents indexed.
+    pub fn documents(&self) -> HashSet<i64> {
+        self.chunks.values().map(|c| c.doc_id).collect()
+    }
+
+    /// Remove the chunks of the documents `remove` and add `added` (the chunks of
+    /// documents newer than every document kept, ids above every chunk kept, in chunk
+    /// id order, as the store numbers them): the result is the index [`Self::build`]
+    /// makes from the kept chunks and the added ones — the same hits and scores — but
+    /// no kept chunk's text is analyzed or vector normalized again. A document that is
+    /// not newer is an error, and the index is then unchanged (rebuild it instead).
+    pub fn update(&mut self, remove: &HashSet<i64>, added: Vec<IndexedChunk>) -> Result<()> {
+        let kept = self.chunks.iter().filter(|(_, c)| !remove.contains(&c.doc_id));
+        let (max_chunk, max_doc) = kept.fold((i64::MIN, i64::MIN), |(mc, md), (id, c)| {
+            (mc.max(*id), md.max(c.doc_id))
+        });
+        let mut last = max_chunk;
+        for c in &added {
+            if c.id <= last || c.info.doc_id <= max_doc {
+                return Err(Error::Invalid(format!(
+                    "chunk {} of document {} is not newer than the index",
+                    c.id, c.info.doc_id
+                )));
+            }
+            last = c.id;
+        }
+        let dims = if self.vector.is_empty() {
+            added.first().map_or(0, |c| c.embedding.len())
+        } else {
+            self.vector.dims()
+        };
+        let mut vb = vector::VectorIndexBuilder::new(dims);
+        vb.reserve(added.len());
+        let mut bb = bm25::Bm25Builder::new();
+        for c in &added {
+            vb.push(c.id, c.info.doc_id, &c.embedding)?;
+            bb.add(c.id, c.info.doc_id, &c.info.text);
+        }
+        let vectors = vb.build();
+        self.vector.remove_documents(remove);
+        self.vector.append(vectors)?;
+        self.bm25 = self.bm25.updated(remove, bb);
+        self.chunks.retain(|_, c| !remove.contains(&c.doc_id));
+        self.chunks
+            .extend(added.into_iter().map(|c| (c.id, c.info)));
+        Ok(())
     }
 
     /// Whether nothing is indexed.
@@ -736,5 +784,77 @@ mod tests {
             )
             .unwrap();
         assert!(r.nodes.is_empty());
+    }
+
+    /// Chunks of documents 1..=n (three each) with varied words and pseudo-random
+    /// vectors.
+    fn synthetic_chunks(docs: std::ops::RangeInclusive<i64>) -> Vec<IndexedChunk> {
+        let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
+        let mut out = Vec::new();
+        for doc in docs {
+            for k in 0..3i64 {
+                let id = doc * 10 + k;
+                let text: Vec<&str> = (0..(5 + (id % 7) as usize))
+                    .map(|i| words[(id as usize * 7 + i * i) % words.len()])
+                    .collect();
+                let embedding = (0..4)
+                    .map(|i| ((id * 31 + i * 17) % 13) as f32 - 6.0)
+                    .collect();
+                out.push(IndexedChunk {
+                    id,
+                    info: ChunkInfo {
+                        doc_id: doc,
+                        file: format!("d{doc}.pdf"),
+                        page_start: 1,
+                        page_end: 1,
+                        text: format!("{} doc{doc}", text.join(" ")),
+                    },
+                    embedding,
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_updated_index_searches_as_one_built_from_scratch() {
+        let mut inc = RetrievalIndex::build(synthetic_chunks(1..=5)).unwrap();
+        let removed: HashSet<i64> = [2, 4].into_iter().collect();
+        inc.update(&removed, synthetic_chunks(6..=7)).unwrap();
+        let full = RetrievalIndex::build(
+            synthetic_chunks(1..=7)
+                .into_iter()
+                .filter(|c| !removed.contains(&c.info.doc_id))
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(inc.len(), full.len());
+        assert_eq!(inc.documents(), full.documents());
+        assert_eq!(inc.bm25.terms(), full.bm25.terms());
+        assert_eq!(inc.bm25.postings(), full.bm25.postings());
+        for q in ["alpha beta", "gamma doc6", "doc2 theta", "eta", "doc7 zeta delta"] {
+            assert_eq!(inc.bm25.search(q, 10, None), full.bm25.search(q, 10, None), "{q}");
+        }
+        for i in 0..6 {
+            let q: Vec<f32> = (0..4).map(|j| ((i * 5 + j * 3) % 7) as f32 - 3.0).collect();
+            assert_eq!(
+                inc.vector.search(&q, 8, None).unwrap(),
+                full.vector.search(&q, 8, None).unwrap()
+            );
+            let only: DocFilter = DocFilter::new([3, 6]);
+            assert_eq!(
+                inc.vector.search(&q, 8, Some(&only)).unwrap(),
+                full.vector.search(&q, 8, Some(&only)).unwrap()
+            );
+        }
+        // A document that is not newer than the index is refused, and nothing changes.
+        let before = inc.len();
+        let old = synthetic_chunks(3..=3);
+        assert!(inc.update(&HashSet::new(), old).is_err());
+        assert_eq!(inc.len(), before);
+        // Removing everything, then adding, works from empty.
+        let all = inc.documents();
+        inc.update(&all, synthetic_chunks(8..=8)).unwrap();
+        assert_eq!(inc.documents(), [8].into_iter().collect());
     }
 }

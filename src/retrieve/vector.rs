@@ -136,6 +136,79 @@ impl VectorIndex {
         self.dims
     }
 
+    /// The documents indexed, in row order.
+    pub fn documents(&self) -> impl Iterator<Item = i64> + '_ {
+        self.doc_ranges.iter().map(|r| r.0)
+    }
+
+    /// Add the rows of `added` (built alone), whose documents must all come after
+    /// this index's last one: the result is the index [`VectorIndexBuilder::build`]
+    /// makes from both sets of rows, without touching the rows already here.
+    pub fn append(&mut self, added: VectorIndex) -> Result<()> {
+        if added.is_empty() {
+            return Ok(());
+        }
+        if self.is_empty() {
+            *self = added;
+            return Ok(());
+        }
+        if added.dims != self.dims {
+            return Err(Error::Invalid(format!(
+                "added embeddings have {} dimensions, the index {}",
+                added.dims, self.dims
+            )));
+        }
+        let last = self.doc_ranges.last().map_or(i64::MIN, |r| r.0);
+        if added.doc_ranges.first().is_some_and(|r| r.0 <= last) {
+            return Err(Error::Invalid(
+                "added documents must come after the indexed ones".into(),
+            ));
+        }
+        let base = self.len();
+        self.ids.extend(added.ids);
+        self.docs.extend(added.docs);
+        self.data.extend(added.data);
+        self.q8.extend(added.q8);
+        self.scale.extend(added.scale);
+        self.err.extend(added.err);
+        self.doc_ranges
+            .extend(added.doc_ranges.into_iter().map(|(d, a, b)| (d, a + base, b + base)));
+        Ok(())
+    }
+
+    /// Drop the rows of `docs`, keeping the others in order (in place).
+    pub fn remove_documents(&mut self, docs: &std::collections::HashSet<i64>) {
+        if docs.is_empty() || !self.doc_ranges.iter().any(|r| docs.contains(&r.0)) {
+            return;
+        }
+        let d = self.dims;
+        let mut w = 0usize;
+        let mut ranges = Vec::with_capacity(self.doc_ranges.len());
+        for &(doc, a, b) in &self.doc_ranges {
+            if docs.contains(&doc) {
+                continue;
+            }
+            let n = b - a;
+            if a != w {
+                self.data.copy_within(a * d..b * d, w * d);
+                self.q8.copy_within(a * d..b * d, w * d);
+                self.ids.copy_within(a..b, w);
+                self.docs.copy_within(a..b, w);
+                self.scale.copy_within(a..b, w);
+                self.err.copy_within(a..b, w);
+            }
+            ranges.push((doc, w, w + n));
+            w += n;
+        }
+        self.data.truncate(w * d);
+        self.q8.truncate(w * d);
+        self.ids.truncate(w);
+        self.docs.truncate(w);
+        self.scale.truncate(w);
+        self.err.truncate(w);
+        self.doc_ranges = ranges;
+    }
+
     /// Rows indexed.
     pub fn len(&self) -> usize {
         self.ids.len()

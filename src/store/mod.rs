@@ -389,14 +389,41 @@ impl Store {
     /// Every chunk of the documents indexed (status done), with its embedding, in
     /// chunk id order.
     pub fn load_chunks(&self) -> Result<Vec<StoredChunk>> {
+        self.load_chunks_where("1", [])
+    }
+
+    /// [`Store::load_chunks`] for the chunks of the documents `docs` only (in chunk
+    /// id order).
+    pub fn load_chunks_of(&self, docs: &[i64]) -> Result<Vec<StoredChunk>> {
+        let mut out = Vec::new();
+        for &d in docs {
+            out.extend(self.load_chunks_where("c.doc_id = ?1", [d])?);
+        }
+        out.sort_by_key(|c| c.id);
+        Ok(out)
+    }
+
+    /// The documents [`Store::load_chunks`] returns chunks of.
+    pub fn searchable_documents(&self) -> Result<std::collections::HashSet<i64>> {
         let mut st = self.conn.prepare(
+            "SELECT DISTINCT c.doc_id FROM chunks c
+             JOIN documents d ON d.id = c.doc_id AND d.status = 'done'
+             JOIN embeddings e ON e.chunk_id = c.id",
+        )?;
+        let rows = st.query_map([], |r| r.get::<_, i64>(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn load_chunks_where<P: rusqlite::Params>(&self, filter: &str, params: P) -> Result<Vec<StoredChunk>> {
+        let mut st = self.conn.prepare(&format!(
             "SELECT c.id, c.doc_id, d.file_name, c.page_start, c.page_end, c.text, e.vector
              FROM chunks c
              JOIN documents d ON d.id = c.doc_id AND d.status = 'done'
              JOIN embeddings e ON e.chunk_id = c.id
-             ORDER BY c.id",
-        )?;
-        let rows = st.query_map([], |r| {
+             WHERE {filter}
+             ORDER BY c.id"
+        ))?;
+        let rows = st.query_map(params, |r| {
             let blob: Vec<u8> = r.get(6)?;
             Ok(StoredChunk {
                 id: r.get(0)?,
