@@ -64,6 +64,15 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The whole indexing pipeline on a fresh index: pages/s, chunks/s, peak RSS and
+    /// the time of each stage, beside LlamaIndex's figure.
+    Ingest {
+        /// Folder of PDFs (default: ../shared/corpus/pdfs).
+        dir: Option<PathBuf>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
     /// fused, by language.
     Retrieval {
@@ -169,6 +178,16 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             json,
         } => llm(model, reference, requantize, device.parse()?, json),
         BenchCmd::Extract { dir, json } => extract(dir, json),
+        BenchCmd::Ingest { dir, json } => {
+            let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
+            let report = quire_bench::ingest::bench(&dir)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", report.table());
+            }
+            Ok(())
+        }
         BenchCmd::Retrieval {
             json,
             pdfs,

@@ -4,10 +4,11 @@
 //! does them. It runs on the CPU too, which is how tests compare it with the own
 //! encoder on a machine without a GPU.
 //!
-//! The dtype: f32 on the CPU and Metal; bf16 on CUDA where the GPU computes it
-//! (compute capability ≥ 8.0, probed at load), else f32. Not f16: candle's BERT builds
-//! its attention mask as `(1 − mask) · f32::MIN`, which is −∞ in f16, and `0 · −∞` is
-//! NaN for every real token; bf16 keeps f32's range.
+//! The dtype is f32 on every device. Not f16 or bf16: candle-transformers 0.11.1's
+//! `BertModel` builds its attention mask as `(1 − mask) · f32::MIN`, and `f32::MIN`
+//! rounds to −∞ in both half formats, so `0 · −∞` makes every vector NaN (the test
+//! `gpu::candle_bert_matches_own_encoder` saw it in bf16). A half-precision encoder
+//! needs a forward pass of our own over candle ops, with a finite mask.
 //!
 //! [`BertEmbedder`]: super::bert::BertEmbedder
 
@@ -28,26 +29,10 @@ pub struct CandleBert {
     max_pos: usize,
 }
 
-/// The dtype the encoder runs in on `device` (see the module's comment).
+/// The dtype the encoder runs in on `device`: f32 (see the module's comment).
 pub fn default_dtype(device: &Device) -> DType {
-    if device.is_cuda() && bf16_works(device) {
-        DType::BF16
-    } else {
-        DType::F32
-    }
-}
-
-/// Whether a bf16 product runs on `device` (CUDA kernels for bf16 need compute
-/// capability ≥ 8.0).
-fn bf16_works(device: &Device) -> bool {
-    let probe = || -> candle_core::Result<f32> {
-        let a = Tensor::ones((2, 2), DType::BF16, device)?;
-        a.matmul(&a)?
-            .to_dtype(DType::F32)?
-            .sum_all()?
-            .to_scalar::<f32>()
-    };
-    matches!(probe(), Ok(v) if v == 8.0)
+    let _ = device;
+    DType::F32
 }
 
 impl CandleBert {
