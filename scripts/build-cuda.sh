@@ -57,19 +57,27 @@ fi
 
 venv="${QUIRE_CUDA_VENV:-$HOME/.cache/quire/cuda13}"
 # Pinned: CUDA 13.0 (driver ≥ 580), the oldest CUDA 13, for the widest driver range.
+# The compiler and headers (what --check needs), then the libraries a build links.
 wheels=(
   "nvidia-cuda-nvcc==13.0.88" "nvidia-nvvm==13.0.88" "nvidia-cuda-crt==13.0.88"
   "nvidia-cuda-runtime==13.0.96" "nvidia-cuda-cccl==13.0.85"
-  "nvidia-cublas==13.0.2.14" "nvidia-curand==10.4.5.25"
 )
+if [ "$mode" != check ]; then
+  wheels+=("nvidia-cublas==13.0.2.14" "nvidia-curand==10.4.5.25")
+fi
 
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
+# Wheels installed before are not downloaded again (one spec a line in the stamp).
 stamp="$venv/.quire-wheels"
-if [ "$(cat "$stamp" 2>/dev/null)" != "${wheels[*]}" ]; then
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "${wheels[@]}"
-  echo "${wheels[*]}" > "$stamp"
+missing=()
+for w in "${wheels[@]}"; do
+  grep -qxF "$w" "$stamp" 2>/dev/null || missing+=("$w")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${missing[@]}"
+  printf '%s\n' "${missing[@]}" >> "$stamp"
 fi
 root="$("$venv/bin/python" -c 'import os, nvidia; print(os.path.join(list(nvidia.__path__)[0], "cu13"))')"
 if [ ! -x "$root/bin/nvcc" ]; then
