@@ -330,7 +330,7 @@ pub fn answer_bench(
         s.model = model.clone();
         engine.set_settings(s)?;
     }
-    let settings = opts.overrides.apply(engine.settings())?;
+    let settings = opts.overrides.apply(engine.settings(), &[])?;
     progress(&format!("indexing {} ...", opts.pdfs.display()));
     let mut failed = Vec::new();
     let summary = engine.index_summary(std::slice::from_ref(&opts.pdfs), cancel, &mut |ev| {

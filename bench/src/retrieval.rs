@@ -402,8 +402,16 @@ pub struct ScaleRow {
     /// One fused query (vector + BM25, one query, reciprocal rerank), milliseconds.
     pub fused_p50_ms: f64,
     pub fused_p95_ms: f64,
+    pub fused_p99_ms: f64,
     pub vector_p50_ms: f64,
     pub bm25_p50_ms: f64,
+    /// Adding one document (50 chunks) to the built index as the engine does
+    /// ([`quire::retrieve::RetrievalIndex::update`]), milliseconds.
+    pub add_doc_ms: f64,
+    /// Removing one document from it, milliseconds.
+    pub remove_doc_ms: f64,
+    /// The process's resident memory after building and querying, MB.
+    pub rss_mb: f64,
 }
 
 /// The figures of `quire bench retrieval-scale`.
@@ -425,32 +433,52 @@ impl fmt::Display for ScaleReport {
         )?;
         writeln!(
             f,
-            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>10} {:>10} {:>10}",
+            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
             "chunks",
             "build s",
             "vector MB",
             "bm25 MB",
             "fused p50",
             "fused p95",
+            "fused p99",
             "vec p50",
-            "bm25 p50"
+            "bm25 p50",
+            "add doc",
+            "rm doc",
+            "RSS MB"
         )?;
         for r in &self.rows {
             writeln!(
                 f,
-                "{:>9} {:>8.1} {:>9.0} {:>8.0} {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms",
+                "{:>9} {:>8.1} {:>9.0} {:>8.0} {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.0}ms {:>8.0}ms {:>8.0}",
                 r.chunks,
                 r.build_secs,
                 r.vector_mb,
                 r.bm25_mb,
                 r.fused_p50_ms,
                 r.fused_p95_ms,
+                r.fused_p99_ms,
                 r.vector_p50_ms,
-                r.bm25_p50_ms
+                r.bm25_p50_ms,
+                r.add_doc_ms,
+                r.remove_doc_ms,
+                r.rss_mb
             )?;
         }
         Ok(())
     }
+}
+
+/// The process's resident memory now, MB (Linux; 0 elsewhere).
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1e3)
 }
 
 /// Percentile `p` (0..=1) of `xs`, by nearest rank.
@@ -504,8 +532,21 @@ pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<Sca
             terms.extend((0..params.words_per_chunk).map(|_| term_ids[rng.zipf(params.vocab)]));
             bb.add_term_ids(i as i64, doc, &mut terms);
         }
-        let vector = vb.build();
-        let bm25 = bb.build();
+        // The chunks' infos, as the engine keeps them (no text: the scan and the
+        // update do not read it).
+        let infos = (0..n)
+            .map(|i| {
+                let info = ChunkInfo {
+                    doc_id: (i / 50) as i64,
+                    file: String::new(),
+                    page_start: 1,
+                    page_end: 1,
+                    text: String::new(),
+                };
+                (i as i64, info)
+            })
+            .collect();
+        let mut index = RetrievalIndex::from_parts(vb.build(), bb.build(), infos);
         let build_secs = started.elapsed().as_secs_f64();
         progress(&format!(
             "timing {} queries over {n} chunks",
@@ -527,14 +568,15 @@ pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<Sca
         };
         let cancel = Cancel::new();
         let (mut fused, mut vec_ms, mut bm25_ms) = (Vec::new(), Vec::new(), Vec::new());
+        let (vector, bm25) = (&index.vector, &index.bm25);
         for (text, qv) in &queries {
             let embedder = FixedEmbedder(qv.clone());
             let vr = VectorRetriever {
-                index: &vector,
+                index: vector,
                 embedder: &embedder,
             };
             let t = Instant::now();
-            let r = retrieve(text, &[&vr, &bm25], None, &opts, &cancel)?;
+            let r = retrieve(text, &[&vr, bm25], None, &opts, &cancel)?;
             fused.push(t.elapsed().as_secs_f64() * 1e3);
             std::hint::black_box(r);
             let t = Instant::now();
@@ -544,17 +586,58 @@ pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<Sca
             std::hint::black_box(bm25.retrieve(text, opts.candidates(), None)?);
             bm25_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        let (vector_mb, bm25_mb, bm25_postings) = (
+            vector.bytes() as f64 / 1e6,
+            bm25.bytes() as f64 / 1e6,
+            bm25.postings(),
+        );
+        // One more document of 50 chunks, as the engine adds a newly indexed PDF, then
+        // taken out again.
+        progress("adding and removing one document");
+        let doc = (n / 50 + 1) as i64;
+        let words: Vec<String> = (0..params.vocab).map(|i| format!("w{i}")).collect();
+        let added: Vec<IndexedChunk> = (0..50)
+            .map(|k| {
+                let mut e = Vec::with_capacity(params.dims);
+                random_unit_vector(&mut rng, params.dims, &mut e);
+                let text: Vec<&str> = (0..params.words_per_chunk)
+                    .map(|_| words[rng.zipf(params.vocab)].as_str())
+                    .collect();
+                IndexedChunk {
+                    id: (n + k) as i64,
+                    info: ChunkInfo {
+                        doc_id: doc,
+                        file: "added.pdf".into(),
+                        page_start: 1,
+                        page_end: 1,
+                        text: text.join(" "),
+                    },
+                    embedding: e,
+                }
+            })
+            .collect();
+        let t = Instant::now();
+        index.update(&Default::default(), added)?;
+        let add_doc_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        index.update(&[doc].into_iter().collect(), Vec::new())?;
+        let remove_doc_ms = t.elapsed().as_secs_f64() * 1e3;
         rows.push(ScaleRow {
             chunks: n,
             build_secs,
-            vector_mb: vector.bytes() as f64 / 1e6,
-            bm25_mb: bm25.bytes() as f64 / 1e6,
-            bm25_postings: bm25.postings(),
+            vector_mb,
+            bm25_mb,
+            bm25_postings,
             fused_p50_ms: percentile(&mut fused, 0.5),
             fused_p95_ms: percentile(&mut fused, 0.95),
+            fused_p99_ms: percentile(&mut fused, 0.99),
             vector_p50_ms: percentile(&mut vec_ms, 0.5),
             bm25_p50_ms: percentile(&mut bm25_ms, 0.5),
+            add_doc_ms,
+            remove_doc_ms,
+            rss_mb: rss_mb(),
         });
+        drop(index);
     }
     Ok(ScaleReport {
         params: params.clone(),

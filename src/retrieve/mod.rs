@@ -362,6 +362,16 @@ impl RetrievalIndex {
         })
     }
 
+    /// An index from indexes built apart (benchmarks build them from synthetic
+    /// term ids) and the chunks' infos, which must be those of their rows.
+    pub fn from_parts(vector: VectorIndex, bm25: Bm25Index, chunks: HashMap<i64, ChunkInfo>) -> Self {
+        Self {
+            vector,
+            bm25,
+            chunks,
+        }
+    }
+
     /// Chunks indexed.
     pub fn len(&self) -> usize {
         self.chunks.len()
