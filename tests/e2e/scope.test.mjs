@@ -115,6 +115,7 @@ test("a question the documents do not cover gets an honest answer and the closes
 test("settings refuse bad values with a message naming the field, and keep nothing", async () => {
   await page.click("#settings-btn");
   await page.waitForSelector("#settings[open]");
+  await page.click("#templates-section > summary");
   await page.fill('#settings [name="text_qa_template"]', "Answer {query_str} please");
   await page.click("#settings-save");
   await page.waitForSelector("#settings-error:not([hidden])");
