@@ -128,6 +128,11 @@ test("the settings dialog", async () => {
   await page.click("#settings-btn");
   await page.waitForSelector("#settings[open]");
   await check("settings");
+  // Its templates and a custom mode being composed.
+  await page.click("#templates-section > summary");
+  await page.click("#custom-modes-section > summary");
+  await page.click("#add-custom-mode");
+  await check("settings, templates and a custom mode");
   await page.keyboard.press("Escape");
   await page.waitForSelector("#settings:not([open])", { state: "attached" });
 });
