@@ -406,9 +406,9 @@ pub struct ScaleRow {
     pub vector_p50_ms: f64,
     pub bm25_p50_ms: f64,
     /// Adding one document (50 chunks) to the built index as the engine does
-    /// ([`quire::retrieve::RetrievalIndex::update`]), milliseconds.
+    /// ([`quire::retrieve::RetrievalIndex::update`]), milliseconds (median of 5).
     pub add_doc_ms: f64,
-    /// Removing one document from it, milliseconds.
+    /// Removing one document from it, milliseconds (median of 5).
     pub remove_doc_ms: f64,
     /// The process's resident memory after building and querying, MB.
     pub rss_mb: f64,
@@ -591,37 +591,46 @@ pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<Sca
             bm25.bytes() as f64 / 1e6,
             bm25.postings(),
         );
-        // One more document of 50 chunks, as the engine adds a newly indexed PDF, then
-        // taken out again.
-        progress("adding and removing one document");
-        let doc = (n / 50 + 1) as i64;
+        // Five more documents of 50 chunks each, added one at a time as the engine adds
+        // newly indexed PDFs, then taken out again one at a time: the medians. (The
+        // first addition also grows the vectors' allocation, which then has room.)
+        progress("adding and removing documents");
         let words: Vec<String> = (0..params.vocab).map(|i| format!("w{i}")).collect();
-        let added: Vec<IndexedChunk> = (0..50)
-            .map(|k| {
-                let mut e = Vec::with_capacity(params.dims);
-                random_unit_vector(&mut rng, params.dims, &mut e);
-                let text: Vec<&str> = (0..params.words_per_chunk)
-                    .map(|_| words[rng.zipf(params.vocab)].as_str())
-                    .collect();
-                IndexedChunk {
-                    id: (n + k) as i64,
-                    info: ChunkInfo {
-                        doc_id: doc,
-                        file: "added.pdf".into(),
-                        page_start: 1,
-                        page_end: 1,
-                        text: text.join(" "),
-                    },
-                    embedding: e,
-                }
-            })
-            .collect();
-        let t = Instant::now();
-        index.update(&Default::default(), added)?;
-        let add_doc_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        index.update(&[doc].into_iter().collect(), Vec::new())?;
-        let remove_doc_ms = t.elapsed().as_secs_f64() * 1e3;
+        let (mut add_ms, mut remove_ms) = (Vec::new(), Vec::new());
+        let first_doc = (n / 50 + 1) as i64;
+        for d in 0..5i64 {
+            let doc = first_doc + d;
+            let added: Vec<IndexedChunk> = (0..50)
+                .map(|k| {
+                    let mut e = Vec::with_capacity(params.dims);
+                    random_unit_vector(&mut rng, params.dims, &mut e);
+                    let text: Vec<&str> = (0..params.words_per_chunk)
+                        .map(|_| words[rng.zipf(params.vocab)].as_str())
+                        .collect();
+                    IndexedChunk {
+                        id: (n as i64) + d * 50 + k,
+                        info: ChunkInfo {
+                            doc_id: doc,
+                            file: "added.pdf".into(),
+                            page_start: 1,
+                            page_end: 1,
+                            text: text.join(" "),
+                        },
+                        embedding: e,
+                    }
+                })
+                .collect();
+            let t = Instant::now();
+            index.update(&Default::default(), added)?;
+            add_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        for d in 0..5i64 {
+            let t = Instant::now();
+            index.update(&[first_doc + d].into_iter().collect(), Vec::new())?;
+            remove_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let (add_doc_ms, remove_doc_ms) =
+            (percentile(&mut add_ms, 0.5), percentile(&mut remove_ms, 0.5));
         rows.push(ScaleRow {
             chunks: n,
             build_secs,
