@@ -164,7 +164,11 @@ impl Settings {
     /// engine also allowed as the default mode.
     pub fn validate_with(&self, library_modes: &[String]) -> Result<()> {
         let bad = |m: String| Err(Error::Invalid(m));
-        let builtin = |n: &str| crate::synth::ResponseMode::ALL.iter().any(|m| m.name() == n);
+        let builtin = |n: &str| {
+            crate::synth::ResponseMode::ALL
+                .iter()
+                .any(|m| m.name() == n)
+        };
         let mut custom_names: Vec<&str> = Vec::new();
         for c in &self.custom_modes {
             if !valid_mode_name(&c.name) {
@@ -173,7 +177,10 @@ impl Settings {
                     c.name
                 ));
             }
-            if builtin(&c.name) || library_modes.contains(&c.name) || custom_names.contains(&c.name.as_str()) {
+            if builtin(&c.name)
+                || library_modes.contains(&c.name)
+                || custom_names.contains(&c.name.as_str())
+            {
                 return bad(format!("custom mode name '{}' is already taken", c.name));
             }
             c.blocks

@@ -4,6 +4,7 @@
 //!
 //! One module per benchmark: [`embed`] (embedding throughput), [`llm`] (prompt and
 //! generation speed), [`extract`] (PDF text against `pdftotext -layout`),
+//! [`ingest`] (the whole indexing pipeline: pages/s, chunks/s, peak memory, stages),
 //! [`retrieval`] (quality over the corpus, latency at scale) and [`answer`] (answers
 //! per response mode through the engine, and tree_summarize batched),
 //! [`conversations`] (follow-up questions: retrieval with and without condensing and
@@ -14,6 +15,7 @@ pub mod answer;
 pub mod conversations;
 pub mod embed;
 pub mod extract;
+pub mod ingest;
 pub mod llm;
 pub mod not_found;
 pub mod pdftotext;

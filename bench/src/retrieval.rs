@@ -629,8 +629,10 @@ pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<Sca
             index.update(&[first_doc + d].into_iter().collect(), Vec::new())?;
             remove_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        let (add_doc_ms, remove_doc_ms) =
-            (percentile(&mut add_ms, 0.5), percentile(&mut remove_ms, 0.5));
+        let (add_doc_ms, remove_doc_ms) = (
+            percentile(&mut add_ms, 0.5),
+            percentile(&mut remove_ms, 0.5),
+        );
         rows.push(ScaleRow {
             chunks: n,
             build_secs,

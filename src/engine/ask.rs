@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
+use super::modes::Resolved;
 use super::scope::ResolvedScope;
 use super::{
     exchanges, lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Relevance, Source,
@@ -16,11 +17,11 @@ use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
 use crate::llm::{Cancel, GenParams, GgufLlm, Llm};
 use crate::retrieve::{
-    self, relevance, ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex, RetrieveOptions,
+    self, relevance, ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex,
+    RetrieveOptions,
 };
 use crate::settings::Settings;
 use crate::store::conversations;
-use super::modes::Resolved;
 use crate::synth::{self, Event, Node, RunOptions, Templates};
 use crate::{Error, Result};
 
@@ -108,7 +109,8 @@ impl Engine {
             if old.models == models {
                 let docs = self.store().searchable_documents()?;
                 let have = old.index.documents();
-                let removed: std::collections::HashSet<i64> = have.difference(&docs).copied().collect();
+                let removed: std::collections::HashSet<i64> =
+                    have.difference(&docs).copied().collect();
                 let mut added: Vec<i64> = docs.difference(&have).copied().collect();
                 added.sort_unstable();
                 let chunks = indexed_chunks(self.store().load_chunks_of(&added)?);
@@ -195,7 +197,9 @@ impl Engine {
             return Err(Error::Invalid("the question is empty".into()));
         }
         let scope = self.resolve_scope(&req.scope)?;
-        let settings = req.overrides.apply(self.settings(), &self.library_modes())?;
+        let settings = req
+            .overrides
+            .apply(self.settings(), &self.library_modes())?;
         let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
         let resolved = self.resolve_mode(&mode_name, &settings)?;
         let plan = plan(&settings, resolved);

@@ -24,9 +24,9 @@ mod uploads;
 
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
+pub use indexing::{spawn_resume, QueueItem, QueueView};
 pub use models::override_device;
 pub use modes::{ModeInfo, ModeKind};
-pub use indexing::{spawn_resume, QueueItem, QueueView};
 pub use scope::ResolvedScope;
 pub use types::*;
 

@@ -65,7 +65,11 @@ pub(super) enum Resolved {
 
 impl Resolved {
     /// The synthesizer to run, over the templates and filtering the settings choose.
-    pub fn synthesizer(&self, settings: &Settings, templates: crate::synth::Templates) -> Arc<dyn Synthesizer> {
+    pub fn synthesizer(
+        &self,
+        settings: &Settings,
+        templates: crate::synth::Templates,
+    ) -> Arc<dyn Synthesizer> {
         match self {
             Resolved::Blocks(blocks) => Arc::new(Composed {
                 blocks: *blocks,
@@ -102,8 +106,11 @@ impl Engine {
                 "mode name {name:?}: use 1-40 letters, digits, '_' or '-'"
             )));
         }
-        if name.parse::<ResponseMode>().is_ok() || self.synthesizers.iter().any(|r| r.name == name) {
-            return Err(Error::Invalid(format!("mode name '{name}' is already taken")));
+        if name.parse::<ResponseMode>().is_ok() || self.synthesizers.iter().any(|r| r.name == name)
+        {
+            return Err(Error::Invalid(format!(
+                "mode name '{name}' is already taken"
+            )));
         }
         self.synthesizers.push(Registered {
             name: name.to_string(),

@@ -13,9 +13,9 @@ pub use crate::llm::Cancel;
 pub use crate::retrieve::relevance::Relevance;
 pub use crate::retrieve::{FusionMode, RetrieveOptions, RetrieverKind};
 pub use crate::settings::{CustomMode, Settings};
-pub use crate::synth::{Blocks, LlmCall};
 pub use crate::store::collections::Collection;
 pub use crate::store::conversations::{Conversation, ConversationInfo, Message};
+pub use crate::synth::{Blocks, LlmCall};
 use crate::{Error, Result};
 
 /// Where the engine keeps its data and finds its models.

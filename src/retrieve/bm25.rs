@@ -183,7 +183,11 @@ impl Bm25Index {
     /// others: what a [`Bm25Builder`] makes of the kept chunks, in order, then
     /// `added`'s — same rows, postings, norms and scores — in one pass over the
     /// postings, without the kept chunks' texts. Terms left without postings go.
-    pub fn updated(&self, remove: &std::collections::HashSet<i64>, added: Bm25Builder) -> Bm25Index {
+    pub fn updated(
+        &self,
+        remove: &std::collections::HashSet<i64>,
+        added: Bm25Builder,
+    ) -> Bm25Index {
         // Old row → new row, for the rows kept.
         let mut new_row = vec![u32::MAX; self.ids.len()];
         let mut kept = 0u32;
@@ -196,12 +200,10 @@ impl Bm25Index {
         let mut lens = Vec::with_capacity(kept as usize + added.lens.len());
         let mut ids = Vec::with_capacity(lens.capacity());
         let mut docs = Vec::with_capacity(lens.capacity());
-        for row in 0..self.ids.len() {
-            if new_row[row] != u32::MAX {
-                lens.push(self.lens[row]);
-                ids.push(self.ids[row]);
-                docs.push(self.docs[row]);
-            }
+        for (row, _) in new_row.iter().enumerate().filter(|(_, &r)| r != u32::MAX) {
+            lens.push(self.lens[row]);
+            ids.push(self.ids[row]);
+            docs.push(self.docs[row]);
         }
         lens.extend(&added.lens);
         ids.extend(&added.ids);
@@ -221,7 +223,9 @@ impl Bm25Index {
         }
         let mut vocab = HashMap::with_capacity(self.vocab.len() + added.vocab.len());
         let mut offsets = vec![0u64];
-        let mut rows = Vec::with_capacity(self.rows.len() + added.postings.iter().map(Vec::len).sum::<usize>());
+        let mut rows = Vec::with_capacity(
+            self.rows.len() + added.postings.iter().map(Vec::len).sum::<usize>(),
+        );
         let mut tfs = Vec::with_capacity(rows.capacity());
         let mut push_term = |term: &str, old: (&[u32], &[u8]), new: Option<&&[(u32, u8)]>| {
             let start = rows.len();

@@ -364,7 +364,11 @@ impl RetrievalIndex {
 
     /// An index from indexes built apart (benchmarks build them from synthetic
     /// term ids) and the chunks' infos, which must be those of their rows.
-    pub fn from_parts(vector: VectorIndex, bm25: Bm25Index, chunks: HashMap<i64, ChunkInfo>) -> Self {
+    pub fn from_parts(
+        vector: VectorIndex,
+        bm25: Bm25Index,
+        chunks: HashMap<i64, ChunkInfo>,
+    ) -> Self {
         Self {
             vector,
             bm25,
@@ -389,7 +393,10 @@ impl RetrievalIndex {
     /// no kept chunk's text is analyzed or vector normalized again. A document that is
     /// not newer is an error, and the index is then unchanged (rebuild it instead).
     pub fn update(&mut self, remove: &HashSet<i64>, added: Vec<IndexedChunk>) -> Result<()> {
-        let kept = self.chunks.iter().filter(|(_, c)| !remove.contains(&c.doc_id));
+        let kept = self
+            .chunks
+            .iter()
+            .filter(|(_, c)| !remove.contains(&c.doc_id));
         let (max_chunk, max_doc) = kept.fold((i64::MIN, i64::MIN), |(mc, md), (id, c)| {
             (mc.max(*id), md.max(c.doc_id))
         });
@@ -799,7 +806,9 @@ mod tests {
     /// Chunks of documents 1..=n (three each) with varied words and pseudo-random
     /// vectors.
     fn synthetic_chunks(docs: std::ops::RangeInclusive<i64>) -> Vec<IndexedChunk> {
-        let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
+        let words = [
+            "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta",
+        ];
         let mut out = Vec::new();
         for doc in docs {
             for k in 0..3i64 {
@@ -842,8 +851,18 @@ mod tests {
         assert_eq!(inc.documents(), full.documents());
         assert_eq!(inc.bm25.terms(), full.bm25.terms());
         assert_eq!(inc.bm25.postings(), full.bm25.postings());
-        for q in ["alpha beta", "gamma doc6", "doc2 theta", "eta", "doc7 zeta delta"] {
-            assert_eq!(inc.bm25.search(q, 10, None), full.bm25.search(q, 10, None), "{q}");
+        for q in [
+            "alpha beta",
+            "gamma doc6",
+            "doc2 theta",
+            "eta",
+            "doc7 zeta delta",
+        ] {
+            assert_eq!(
+                inc.bm25.search(q, 10, None),
+                full.bm25.search(q, 10, None),
+                "{q}"
+            );
         }
         for i in 0..6 {
             let q: Vec<f32> = (0..4).map(|j| ((i * 5 + j * 3) % 7) as f32 - 3.0).collect();

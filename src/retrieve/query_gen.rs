@@ -42,7 +42,10 @@ pub fn prompt_from(
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
-        match after.find('}').and_then(|close| Some((close, value(&after[..close])?))) {
+        match after
+            .find('}')
+            .and_then(|close| Some((close, value(&after[..close])?)))
+        {
             Some((close, v)) => {
                 out.push_str(v);
                 rest = &after[close + 1..];

@@ -171,8 +171,12 @@ impl VectorIndex {
         self.q8.extend(added.q8);
         self.scale.extend(added.scale);
         self.err.extend(added.err);
-        self.doc_ranges
-            .extend(added.doc_ranges.into_iter().map(|(d, a, b)| (d, a + base, b + base)));
+        self.doc_ranges.extend(
+            added
+                .doc_ranges
+                .into_iter()
+                .map(|(d, a, b)| (d, a + base, b + base)),
+        );
         Ok(())
     }
 

@@ -119,20 +119,20 @@ impl Content {
 
 /// The ask a chat request stands for: the last user message is the question, the
 /// messages before it the conversation.
-fn ask_request(req: &ChatRequest) -> Result<AskRequest, Response> {
-    let bad = |m: &str| error(StatusCode::BAD_REQUEST, m, "invalid_request");
+fn ask_request(req: &ChatRequest) -> Result<AskRequest, Box<Response>> {
+    let bad = |m: &str| Box::new(error(StatusCode::BAD_REQUEST, m, "invalid_request"));
     let mode = req
         .model
         .strip_prefix(PREFIX)
         .ok_or_else(|| {
-            error(
+            Box::new(error(
                 StatusCode::NOT_FOUND,
                 format!(
                     "The model '{}' does not exist: Quire's models are named {PREFIX}<mode>, e.g. {PREFIX}compact (GET /v1/models lists them)",
                     req.model
                 ),
                 "model_not_found",
-            )
+            ))
         })?
         .to_string();
     let last = req
@@ -168,7 +168,7 @@ fn ask_request(req: &ChatRequest) -> Result<AskRequest, Response> {
 async fn chat_completions(State(st): State<AppState>, Json(req): Json<ChatRequest>) -> Response {
     let ask = match ask_request(&req) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if let Err(e) = st.engine.check_ask(&ask) {
         let (status, code) = match e {
@@ -263,7 +263,11 @@ async fn whole(mut handle: engine::AskHandle, model: String) -> Response {
                 return error(StatusCode::INTERNAL_SERVER_ERROR, message, "quire_error")
             }
             AskEvent::Cancelled => {
-                return error(StatusCode::INTERNAL_SERVER_ERROR, "the answer was stopped", "cancelled")
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the answer was stopped",
+                    "cancelled",
+                )
             }
             _ => {}
         }

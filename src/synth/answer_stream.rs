@@ -146,7 +146,8 @@ impl AnswerStream {
             };
             match (self.high.take(), unit) {
                 (Some(h), 0xDC00..=0xDFFF) => {
-                    let code = 0x10000 + ((u32::from(h) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
+                    let code =
+                        0x10000 + ((u32::from(h) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
                     out.extend(char::from_u32(code));
                 }
                 (h, 0xD800..=0xDBFF) => {

@@ -15,8 +15,8 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::modes::{
-    parse_answer_filter, py_repr_list, Templates, ACCUMULATE_SEPARATOR,
-    ANSWER_FILTER_INSTRUCTION, RESPONSE_PADDING,
+    parse_answer_filter, py_repr_list, Templates, ACCUMULATE_SEPARATOR, ANSWER_FILTER_INSTRUCTION,
+    RESPONSE_PADDING,
 };
 use super::prompt_helper::DEFAULT_PADDING;
 use super::{Ctx, Node, ResponseMode, Synthesizer, Template, Vars, EMPTY_RESPONSE};
@@ -407,10 +407,8 @@ impl Synthesizer for Composed {
         }
         let b = self.blocks;
         let t = &self.templates;
-        let qa_shaped = |key: TemplateKey| {
-            t.get(key)
-                .check(t.name_of(key), &QA_VARS, &QA_VARS, vars)
-        };
+        let qa_shaped =
+            |key: TemplateKey| t.get(key).check(t.name_of(key), &QA_VARS, &QA_VARS, vars);
         match b.combine {
             Combine::None => Ok(()),
             Combine::Single | Combine::Accumulate => qa_shaped(b.first),
@@ -461,7 +459,11 @@ mod tests {
     fn blocks_that_do_not_fit_are_refused() {
         let mut b = Blocks::of(ResponseMode::Compact);
         b.next = TemplateKey::Qa;
-        assert!(b.validate().unwrap_err().to_string().contains("refine template"));
+        assert!(b
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("refine template"));
         b = Blocks::of(ResponseMode::Accumulate);
         b.first = TemplateKey::Refine;
         assert!(b.validate().unwrap_err().to_string().contains("first step"));

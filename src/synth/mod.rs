@@ -378,8 +378,8 @@ impl<'a> Ctx<'a> {
         params.constraint = o.constraint;
         let token_final = is_final && o.constraint.is_none();
         // The filtered answer's text, streamed from inside its JSON.
-        let mut filtered = (is_final && o.constraint == Some(Constraint::AnswerFilter))
-            .then(AnswerStream::new);
+        let mut filtered =
+            (is_final && o.constraint == Some(Constraint::AnswerFilter)).then(AnswerStream::new);
         let mut enough = o.enough;
         let t0 = Instant::now();
         let llm = self.llm;

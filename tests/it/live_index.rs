@@ -49,7 +49,9 @@ fn the_index_follows_additions_and_removals_as_a_rebuild_would() {
     assert_eq!(first.documents().len(), 1);
     // A document added: the index grows by its chunks, and searches as a rebuild.
     engine
-        .index(&[pdfs.join("txfontsdoc.pdf")], &Cancel::new(), &mut |_| true)
+        .index(&[pdfs.join("txfontsdoc.pdf")], &Cancel::new(), &mut |_| {
+            true
+        })
         .unwrap();
     let second = engine.retrieval_index().unwrap();
     assert_eq!(second.documents().len(), 2);

@@ -57,7 +57,11 @@ fn a_registered_synthesizer_is_a_mode_over_http() {
         quire::engine::EngineConfig::new(Some(tempfile::tempdir().unwrap().keep())).unwrap(),
     )
     .unwrap()
-    .with_synthesizer("compact", "", std::sync::Arc::new(example::BestFirstRefine::default()));
+    .with_synthesizer(
+        "compact",
+        "",
+        std::sync::Arc::new(example::BestFirstRefine::default()),
+    );
     assert!(taken.err().unwrap().to_string().contains("already taken"));
 
     let events = until_done(&mut ask_json(
@@ -76,16 +80,29 @@ fn a_registered_synthesizer_is_a_mode_over_http() {
         .collect();
     assert_eq!(labels.len(), sources, "one call per source: {labels:?}");
     assert_eq!(labels[0], "answer from the best chunk");
-    assert!(labels[1..].iter().all(|l| l.starts_with("refine with chunk")), "{labels:?}");
+    assert!(
+        labels[1..]
+            .iter()
+            .all(|l| l.starts_with("refine with chunk")),
+        "{labels:?}"
+    );
     // The last refine step reads the second-best chunk (reverse order).
-    assert!(labels.last().is_some_and(|l| l.ends_with("(rank 2)")), "{labels:?}");
+    assert!(
+        labels.last().is_some_and(|l| l.ends_with("(rank 2)")),
+        "{labels:?}"
+    );
     let answer = done["answer"].as_str().unwrap_or("");
     assert!(!answer.trim().is_empty());
     assert_eq!(final_text(&events).trim(), answer.trim());
     // The conversation keeps the mode's name.
-    let id = of_kind(&events, "started")[0]["conversation_id"].as_i64().unwrap();
+    let id = of_kind(&events, "started")[0]["conversation_id"]
+        .as_i64()
+        .unwrap();
     let c = s.engine.conversation(id).unwrap();
-    assert_eq!(c.messages.last().unwrap().mode.as_deref(), Some(example::NAME));
+    assert_eq!(
+        c.messages.last().unwrap().mode.as_deref(),
+        Some(example::NAME)
+    );
 }
 
 #[test]
@@ -101,20 +118,32 @@ fn a_mode_composed_in_settings_is_listed_and_answers_and_templates_are_checked_o
         "first": "qa", "next": "qa" }]);
     let (status, e) = json_request(s.addr, "PUT", "/api/settings", &settings);
     assert_eq!(status, 400, "{e}");
-    assert!(e["error"].as_str().unwrap_or("").contains("refine template"), "{e}");
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("refine template"),
+        "{e}"
+    );
     // A refine template without {existing_answer} is refused at save, naming both.
     settings["custom_modes"] = json!([]);
     settings["refine_template"] = json!("{query_str} {context_msg}");
     let (status, e) = json_request(s.addr, "PUT", "/api/settings", &settings);
     assert_eq!(status, 400, "{e}");
     let msg = e["error"].as_str().unwrap_or("");
-    assert!(msg.contains("refine template") && msg.contains("{existing_answer}"), "{e}");
+    assert!(
+        msg.contains("refine template") && msg.contains("{existing_answer}"),
+        "{e}"
+    );
     // A variable no value is given for, likewise.
     settings["refine_template"] = Value::Null;
     settings["simple_template"] = json!("{context_str} {query_str} for {audience}");
     let (status, e) = json_request(s.addr, "PUT", "/api/settings", &settings);
     assert_eq!(status, 400, "{e}");
-    assert!(e["error"].as_str().unwrap_or("").contains("audience"), "{e}");
+    assert!(
+        e["error"].as_str().unwrap_or("").contains("audience"),
+        "{e}"
+    );
 
     // A tree whose leaves are each chunk answered alone with the QA template.
     settings["simple_template"] = Value::Null;
@@ -123,7 +152,10 @@ fn a_mode_composed_in_settings_is_listed_and_answers_and_templates_are_checked_o
     let (status, saved) = json_request(s.addr, "PUT", "/api/settings", &settings);
     assert_eq!(status, 200, "{saved}");
     let list = modes(s.addr);
-    let mine = list.iter().find(|m| m["name"] == "qa_tree").expect("listed");
+    let mine = list
+        .iter()
+        .find(|m| m["name"] == "qa_tree")
+        .expect("listed");
     assert_eq!(
         (mine["kind"].as_str(), mine["description"].as_str()),
         (Some("custom"), Some("QA per chunk, then a summary"))
@@ -142,7 +174,10 @@ fn a_mode_composed_in_settings_is_listed_and_answers_and_templates_are_checked_o
         .filter_map(|e| e["prompt"].as_str())
         .collect();
     assert_eq!(steps.len(), 3, "two leaves and their summary: {steps:?}");
-    assert!(steps[0].0.starts_with("summarize level 1, 1 of 2"), "{steps:?}");
+    assert!(
+        steps[0].0.starts_with("summarize level 1, 1 of 2"),
+        "{steps:?}"
+    );
     // The leaves read the QA template, the top the summary template.
     let defaults = &settings["default_templates"];
     let head = |t: &str| t.split('{').next().unwrap_or("").to_string();
@@ -172,7 +207,10 @@ fn structured_filtering_streams_its_answer_and_the_inspector_sees_what_the_model
         let prompt = call["prompt"].as_str().unwrap();
         let rendered = call["rendered"].as_str().expect("rendered");
         assert!(rendered.contains(prompt) && rendered.len() > prompt.len());
-        assert!(call["prompt_tokens"].as_u64() > call["text_tokens"].as_u64(), "{call}");
+        assert!(
+            call["prompt_tokens"].as_u64() > call["text_tokens"].as_u64(),
+            "{call}"
+        );
     }
     // The final step said the query was satisfied, and its answer streamed as it was
     // decoded: several final pieces, unescaped, adding up to the answer.
@@ -184,7 +222,10 @@ fn structured_filtering_streams_its_answer_and_the_inspector_sees_what_the_model
         .count();
     assert!(pieces > 1, "the filtered answer did not stream");
     let answer = done["answer"].as_str().unwrap_or("");
-    assert!(!answer.is_empty() && !answer.contains("query_satisfied"), "{answer}");
+    assert!(
+        !answer.is_empty() && !answer.contains("query_satisfied"),
+        "{answer}"
+    );
     assert_eq!(final_text(&events), answer);
 }
 
@@ -207,7 +248,9 @@ fn query_generation_is_a_step_with_its_custom_prompt() {
         format!("Write 1 other ways to ask this, one per line:\n{QUESTION}\n")
     );
     let call = &of_kind(&events, "step_done")[0]["call"];
-    assert!(call["rendered"].as_str().is_some_and(|r| r.contains(prompt)));
+    assert!(call["rendered"]
+        .as_str()
+        .is_some_and(|r| r.contains(prompt)));
     // A template without {query} is refused before anything runs.
     let (status, e) = json_request(
         s.addr,
@@ -231,7 +274,11 @@ fn the_cli_s_template_flags_reach_the_prompts() {
         .arg(&pdf)
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let refine = dir.path().join("refine.txt");
     std::fs::write(
         &refine,
@@ -239,10 +286,24 @@ fn the_cli_s_template_flags_reach_the_prompts() {
     )
     .unwrap();
     let simple = dir.path().join("simple.txt");
-    std::fs::write(&simple, "All of it: {context_str}\nIn {tone}: {query_str}\n").unwrap();
+    std::fs::write(
+        &simple,
+        "All of it: {context_str}\nIn {tone}: {query_str}\n",
+    )
+    .unwrap();
     let run = |mode: &str| {
         let out = Command::new(quire)
-            .args(["ask", QUESTION, "--mode", mode, "--json", "--max-tokens", "8", "--top-k", "4"])
+            .args([
+                "ask",
+                QUESTION,
+                "--mode",
+                mode,
+                "--json",
+                "--max-tokens",
+                "8",
+                "--top-k",
+                "4",
+            ])
             .args(["--chat-mode", "off", "--var", "tone=plain words"])
             .arg("--template-refine")
             .arg(&refine)
@@ -252,7 +313,11 @@ fn the_cli_s_template_flags_reach_the_prompts() {
             .arg(dir.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout)
             .unwrap()
             .lines()
@@ -263,7 +328,11 @@ fn the_cli_s_template_flags_reach_the_prompts() {
     };
     let prompts = run("refine");
     assert!(prompts.len() > 1, "{prompts:?}");
-    assert!(prompts[1].starts_with(&format!("Q: {QUESTION}\nSo far: ")), "{}", prompts[1]);
+    assert!(
+        prompts[1].starts_with(&format!("Q: {QUESTION}\nSo far: ")),
+        "{}",
+        prompts[1]
+    );
     assert!(prompts[1].contains("More (plain words): "));
     let prompts = run("simple_summarize");
     assert_eq!(prompts.len(), 1);

@@ -87,7 +87,13 @@ pub(crate) fn index_one(s: Server) -> Server {
     s
 }
 
-pub(crate) fn send(addr: SocketAddr, method: &str, path: &str, ctype: &str, body: &[u8]) -> TcpStream {
+pub(crate) fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    ctype: &str,
+    body: &[u8],
+) -> TcpStream {
     let mut t = TcpStream::connect(addr).expect("connect");
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {ctype}\r\n\
@@ -358,7 +364,11 @@ fn an_oversized_upload_is_refused_with_a_clear_error() {
 }
 
 /// GET `path` with `extra` header lines (each ending in CRLF): status, headers, body.
-pub(crate) fn get(addr: SocketAddr, path: &str, extra: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
+pub(crate) fn get(
+    addr: SocketAddr,
+    path: &str,
+    extra: &str,
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
     let mut t = TcpStream::connect(addr).expect("connect");
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n");
     t.write_all(req.as_bytes()).expect("write");
@@ -551,7 +561,12 @@ fn a_chinese_answer_streams_in_whole_characters() {
 }
 
 /// `method path` with a JSON body: status and parsed JSON body.
-pub(crate) fn json_request(addr: SocketAddr, method: &str, path: &str, json: &Value) -> (u16, Value) {
+pub(crate) fn json_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    json: &Value,
+) -> (u16, Value) {
     let t = send(
         addr,
         method,

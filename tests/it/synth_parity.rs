@@ -63,8 +63,12 @@ fn templates_of(fx: &Fixture) -> Templates {
 /// Each built-in mode as a person writes it in Settings' `custom_modes`.
 fn as_custom_mode(mode: ResponseMode) -> CustomMode {
     let blocks = match mode {
-        ResponseMode::Refine => r#""pack":"separate","combine":"refine","first":"qa","next":"refine""#,
-        ResponseMode::Compact => r#""pack":"compact","combine":"refine","first":"qa","next":"refine""#,
+        ResponseMode::Refine => {
+            r#""pack":"separate","combine":"refine","first":"qa","next":"refine""#
+        }
+        ResponseMode::Compact => {
+            r#""pack":"compact","combine":"refine","first":"qa","next":"refine""#
+        }
         ResponseMode::TreeSummarize => {
             r#""pack":"compact","combine":"tree","first":"summary","next":"summary""#
         }
@@ -117,7 +121,15 @@ fn check(fx: &Fixture, composed: bool) -> Result<(), String> {
             templates,
             answer_filter: false,
         };
-        run(&synth, &llm, &req.options, &fx.query, &nodes, &Cancel::new(), &mut |_| Ok(true))
+        run(
+            &synth,
+            &llm,
+            &req.options,
+            &fx.query,
+            &nodes,
+            &Cancel::new(),
+            &mut |_| Ok(true),
+        )
     } else {
         synthesize(&llm, &req, &fx.query, &nodes, &Cancel::new(), &mut |_| {
             Ok(true)
