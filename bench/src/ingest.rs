@@ -1,0 +1,151 @@
+//! `quire bench ingest DIR`: the whole indexing pipeline over a folder of PDFs, as the
+//! app runs it (extraction in child processes two at a time, ahead of splitting and
+//! embedding, then the index's write), on a fresh index: pages/s, chunks/s, peak
+//! memory, and the time of each stage, beside LlamaIndex's figure for the same work.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+use quire::engine::{Engine, EngineConfig, IndexEvent};
+use quire::ingest::pdf::Extractor;
+use quire::llm::Cancel;
+use quire::Result;
+use serde::Serialize;
+
+/// LlamaIndex's figure, as measured for issue 23 (PyMuPDF → SentenceSplitter → MiniLM
+/// through sentence-transformers, 2 threads, chunk size 512): about 600 s for 5,000
+/// pages. Quoted, not measured by this benchmark.
+pub const LLAMAINDEX_PAGES_PER_SEC: f64 = 5000.0 / 600.0;
+
+/// What one run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct IngestReport {
+    pub files: usize,
+    pub indexed: usize,
+    pub failed: usize,
+    pub pages: u64,
+    pub chunks: u64,
+    /// Wall time of the whole pipeline, seconds.
+    pub secs: f64,
+    pub pages_per_sec: f64,
+    pub chunks_per_sec: f64,
+    /// Extraction alone, every file in turn in a child process, seconds (the pipeline
+    /// overlaps it with embedding).
+    pub extract_secs: f64,
+    /// Splitting, embedding and writing (from a file's start to its end on the
+    /// pipeline's main thread), summed over the files, seconds.
+    pub embed_write_secs: f64,
+    /// Peak resident memory of this process (the pipeline's parent), MB.
+    pub peak_rss_mb: f64,
+    /// LlamaIndex's pages/s on comparable work (quoted, see
+    /// [`LLAMAINDEX_PAGES_PER_SEC`]).
+    pub llamaindex_pages_per_sec: f64,
+}
+
+impl IngestReport {
+    /// A table for a terminal.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let mut row = |k: &str, v: String| s.push_str(&format!("{k:<34}{v}\n"));
+        row(
+            "files (indexed / failed)",
+            format!("{} ({} / {})", self.files, self.indexed, self.failed),
+        );
+        row("pages, chunks", format!("{}, {}", self.pages, self.chunks));
+        row("wall time", format!("{:.1} s", self.secs));
+        row("pages/s", format!("{:.2}", self.pages_per_sec));
+        row("chunks/s", format!("{:.2}", self.chunks_per_sec));
+        row(
+            "stage: extraction (alone)",
+            format!("{:.1} s", self.extract_secs),
+        );
+        row(
+            "stage: split + embed + write",
+            format!("{:.1} s", self.embed_write_secs),
+        );
+        row("peak RSS (parent)", format!("{:.0} MB", self.peak_rss_mb));
+        row(
+            "LlamaIndex (quoted) pages/s",
+            format!(
+                "{:.2} (Quire x{:.2})",
+                self.llamaindex_pages_per_sec,
+                self.pages_per_sec / self.llamaindex_pages_per_sec
+            ),
+        );
+        s
+    }
+}
+
+/// Peak resident memory of this process in MB (Linux's VmHWM; 0 elsewhere).
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Index the PDFs of `dir` into a fresh index in a temporary folder.
+pub fn bench(dir: &Path) -> Result<IngestReport> {
+    let files = crate::pdfs(dir)?;
+    // Extraction alone, as the pipeline's children run it.
+    let extract_secs = match Extractor::from_env() {
+        Ok(ex) => {
+            let t = Instant::now();
+            for f in &files {
+                let _ = ex.extract(f);
+            }
+            t.elapsed().as_secs_f64()
+        }
+        Err(_) => f64::NAN,
+    };
+    let data = std::env::temp_dir().join(format!("quire-bench-ingest-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let engine = Engine::open(EngineConfig::new(Some(data.clone()))?)?;
+    let mut started: HashMap<String, Instant> = HashMap::new();
+    let mut embed_write_secs = 0.0;
+    let t = Instant::now();
+    let summary = engine.index_summary(&[dir.to_path_buf()], &Cancel::new(), &mut |ev| {
+        match ev {
+            IndexEvent::File { path, .. } => {
+                started.insert(path, Instant::now());
+            }
+            IndexEvent::FileDone { path, .. } | IndexEvent::FileFailed { path, .. } => {
+                if let Some(s) = started.remove(&path) {
+                    embed_write_secs += s.elapsed().as_secs_f64();
+                }
+            }
+            _ => {}
+        }
+        true
+    })?;
+    let secs = t.elapsed().as_secs_f64();
+    let docs = engine.documents()?;
+    let pages: u64 = docs
+        .iter()
+        .filter(|d| d.status == "done")
+        .map(|d| d.pages as u64)
+        .sum();
+    let chunks: u64 = docs.iter().map(|d| d.chunks as u64).sum();
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&data);
+    Ok(IngestReport {
+        files: files.len(),
+        indexed: summary.indexed,
+        failed: summary.failed.len(),
+        pages,
+        chunks,
+        secs,
+        pages_per_sec: pages as f64 / secs.max(1e-9),
+        chunks_per_sec: chunks as f64 / secs.max(1e-9),
+        extract_secs,
+        embed_write_secs,
+        peak_rss_mb: peak_rss_mb(),
+        llamaindex_pages_per_sec: LLAMAINDEX_PAGES_PER_SEC,
+    })
+}
