@@ -264,11 +264,17 @@ mod tests {
     #[test]
     fn a_device_not_compiled_in_is_a_clear_error() {
         if !cfg!(feature = "cuda") {
-            let e = DeviceChoice::Cuda(0).resolve().map(|_| ()).expect_err("no cuda");
+            let e = DeviceChoice::Cuda(0)
+                .resolve()
+                .map(|_| ())
+                .expect_err("no cuda");
             assert!(e.to_string().contains("--features cuda"), "{e}");
         }
         if !cfg!(feature = "metal") {
-            let e = DeviceChoice::Metal.resolve().map(|_| ()).expect_err("no metal");
+            let e = DeviceChoice::Metal
+                .resolve()
+                .map(|_| ())
+                .expect_err("no metal");
             assert!(e.to_string().contains("--features metal"), "{e}");
         }
     }
