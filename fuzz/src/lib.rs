@@ -21,6 +21,8 @@ pub struct ExtractedPage {
     pub text: String,
     #[serde(default)]
     pub ocr: bool,
+    #[serde(default)]
+    pub has_images: bool,
 }
 
 /// As `quire::ingest::ExtractedDoc`.

@@ -20,6 +20,10 @@ pub struct ExtractedPage {
     /// The text was recognized from the page's image (OCR), not read from its text layer.
     #[serde(default)]
     pub ocr: bool,
+    /// The page draws an image: a page without text and without one (a blank page)
+    /// is not worth recognizing.
+    #[serde(default)]
+    pub has_images: bool,
 }
 
 /// What extraction gives for one PDF.

@@ -2,7 +2,8 @@
 //! renders the page to a grayscale PNG at 300 dpi, and Tesseract's command line
 //! (`tesseract`, English and Simplified Chinese when their data are installed) reads
 //! it. Both are separate programs, run with a time limit and killed on cancel, so a
-//! hostile page hurts them, not Quire. Per page: a page with a text layer keeps it.
+//! hostile page hurts them, not Quire. Per page: a page with a text layer keeps it,
+//! and a page that draws no image (a blank one) is skipped.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -78,8 +79,12 @@ impl Ocr {
         }
     }
 
-    /// Why a document with no text on any of its `pages` pages cannot be indexed.
-    pub fn no_text_reason(&self, pages: usize) -> String {
+    /// Why a document with no text on any of its `pages` pages cannot be indexed;
+    /// `images`: whether any of them draws an image.
+    pub fn no_text_reason(&self, pages: usize, images: bool) -> String {
+        if !images {
+            return format!("no text on any of its {pages} pages, and no image to read text from");
+        }
         let why = match self {
             Ocr::Off => "text recognition (OCR) is turned off in the settings".to_string(),
             Ocr::Missing(m) => m.clone(),
@@ -100,11 +105,13 @@ impl Ocr {
         else {
             return Ok(());
         };
-        if doc.pages.iter().all(|p| !p.text.trim().is_empty()) {
+        // Only pages without text that draw an image: a blank page has nothing to read.
+        let wanted = |p: &super::ExtractedPage| p.text.trim().is_empty() && p.has_images;
+        if !doc.pages.iter().any(wanted) {
             return Ok(());
         }
         let dir = TempDir::new()?;
-        for page in doc.pages.iter_mut().filter(|p| p.text.trim().is_empty()) {
+        for page in doc.pages.iter_mut().filter(|p| wanted(p)) {
             if stop() {
                 return Err(Error::Cancelled);
             }

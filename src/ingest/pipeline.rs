@@ -456,7 +456,8 @@ impl Pipeline<'_> {
         let size = row.bytes;
         let pages = doc.pages.len() as u32;
         if doc.pages.iter().all(|p| p.text.trim().is_empty()) {
-            return Err(Stop::File(self.ocr.no_text_reason(doc.pages.len())));
+            let images = doc.pages.iter().any(|p| p.has_images);
+            return Err(Stop::File(self.ocr.no_text_reason(doc.pages.len(), images)));
         }
         let started = Instant::now();
         let chunks = split(&doc.pages, self.embedder, &self.split)?;

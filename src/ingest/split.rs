@@ -367,6 +367,7 @@ mod tests {
             number,
             text: text.into(),
             ocr: false,
+            has_images: false,
         }
     }
 

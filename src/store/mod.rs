@@ -601,6 +601,7 @@ mod tests {
             number: 1,
             text: "alpha beta. gamma".into(),
             ocr: false,
+            has_images: false,
         }];
         let chunks = [chunk(1, "alpha beta."), chunk(1, "gamma")];
         let embs = [vec![1.0, 0.0], vec![0.0, -1.5]];

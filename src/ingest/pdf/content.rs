@@ -74,6 +74,9 @@ pub struct Interpreter<'a> {
     forms: Vec<ObjectId>,
     /// Operators seen, to bound hostile pages.
     ops: usize,
+    /// The page draws an image (an image XObject or an inline image): a scan's text
+    /// may be in it.
+    pub images: bool,
 }
 
 /// Per page, at most this many operators are interpreted.
@@ -96,6 +99,7 @@ impl<'a> Interpreter<'a> {
             glyphs: Vec::new(),
             forms: Vec::new(),
             ops: 0,
+            images: false,
         }
     }
 
@@ -259,6 +263,7 @@ impl<'a> Interpreter<'a> {
                         self.form(resources, name, &st);
                     }
                 }
+                "BI" | "ID" | "EI" => self.images = true,
                 _ => {}
             }
         }
@@ -269,8 +274,13 @@ impl<'a> Interpreter<'a> {
         let Some((id, Object::Stream(stream))) = self.lookup(resources, b"XObject", name) else {
             return;
         };
-        if stream.dict.get(b"Subtype").and_then(|o| o.as_name()).ok() != Some(b"Form") {
-            return;
+        match stream.dict.get(b"Subtype").and_then(|o| o.as_name()).ok() {
+            Some(b"Form") => {}
+            Some(b"Image") => {
+                self.images = true;
+                return;
+            }
+            _ => return,
         }
         if self.forms.len() >= MAX_DEPTH || id.is_some_and(|id| self.forms.contains(&id)) {
             return;

@@ -101,11 +101,12 @@ pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
     let mut fonts = content::FontCache::new();
     let mut out = Vec::with_capacity(pages.len());
     for (number, page_id) in pages {
-        let text = page_text(&doc, page_id, &mut fonts);
+        let (text, has_images) = page_text(&doc, page_id, &mut fonts);
         out.push(ExtractedPage {
             number,
             text,
             ocr: false,
+            has_images,
         });
     }
     Ok(ExtractedDoc { title, pages: out })
@@ -115,7 +116,7 @@ fn page_text(
     doc: &lopdf::Document,
     page_id: lopdf::ObjectId,
     fonts: &mut content::FontCache,
-) -> String {
+) -> (String, bool) {
     let mut resources: Vec<&lopdf::Dictionary> = Vec::new();
     if let Ok((own, inherited)) = doc.get_page_resources(page_id) {
         resources.extend(own);
@@ -126,10 +127,10 @@ fn page_text(
         );
     }
     let Ok(data) = doc.get_page_content_with_limit(page_id, MAX_STREAM) else {
-        return String::new();
+        return (String::new(), false);
     };
     let mut interp = content::Interpreter::new(doc, fonts);
     // A fault in the stream keeps the text read before it.
     let _ = interp.run(&data, &resources, content::IDENTITY);
-    interp.layout.finish()
+    (interp.layout.finish(), interp.images)
 }
