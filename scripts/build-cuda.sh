@@ -63,7 +63,7 @@ wheels=(
   "nvidia-cuda-runtime==13.0.96" "nvidia-cuda-cccl==13.0.85"
 )
 if [ "$mode" != check ]; then
-  wheels+=("nvidia-cublas==13.0.2.14" "nvidia-curand==10.4.5.25")
+  wheels+=("nvidia-cublas==13.0.2.14" "nvidia-curand==10.4.5.25" "nvidia-cuda-nvrtc==13.0.88")
 fi
 
 if [ ! -x "$venv/bin/python" ]; then
@@ -93,6 +93,16 @@ for lib in cudart cublas cublasLt curand nvrtc; do
   fi
 done
 
+# The link (not a check) needs the driver's libcuda.so: the wheels have no stub of it.
+if [ "$mode" = build ] && [ ! -e "$root/lib/libcuda.so" ]; then
+  drv="$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> //p' | head -n1)"
+  if [ -z "$drv" ]; then
+    echo "scripts/build-cuda.sh: linking needs the NVIDIA driver's libcuda.so.1 (install the driver;" >&2
+    echo "  NVIDIA's wheels ship no libcuda stub). --check works without it." >&2
+    exit 1
+  fi
+  ln -s "$drv" "$root/lib/libcuda.so"
+fi
 export CUDA_ROOT="$root" CUDA_PATH="$root" CUDA_HOME="$root" CUDA_TOOLKIT_ROOT_DIR="$root"
 export NVCC="$root/bin/nvcc"
 export PATH="$root/bin:$PATH"
