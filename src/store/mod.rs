@@ -414,7 +414,11 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn load_chunks_where<P: rusqlite::Params>(&self, filter: &str, params: P) -> Result<Vec<StoredChunk>> {
+    fn load_chunks_where<P: rusqlite::Params>(
+        &self,
+        filter: &str,
+        params: P,
+    ) -> Result<Vec<StoredChunk>> {
         let mut st = self.conn.prepare(&format!(
             "SELECT c.id, c.doc_id, d.file_name, c.page_start, c.page_end, c.text, e.vector
              FROM chunks c
