@@ -189,20 +189,23 @@ fn queued_files_cancel_one_by_one_or_all() {
     }
     let engine = Engine::open(EngineConfig::new(Some(tmp.path().join("data"))).expect("config"))
         .expect("engine");
-    // Cancel the second file when the first starts, and all the rest when the first
-    // is done: only the first is indexed.
+    // Cancel the last file when the first starts, and all the rest when the first
+    // is done.
     let mut cancelled = Vec::new();
     let mut events = Vec::new();
     let r = engine.index(std::slice::from_ref(&docs), &Cancel::new(), &mut |ev| {
         match &ev {
             IndexEvent::File { index: 1, .. } => {
+                // The last file: still queued, or already claimed by an extraction
+                // worker running ahead (a cancel stops it either way).
                 let q = engine.queue().expect("queue");
-                let second = q
+                let last = q
                     .items
                     .iter()
-                    .find(|r| r.state == "queued")
+                    .rev()
+                    .find(|r| r.state == "queued" || r.state == "running")
                     .expect("waiting");
-                cancelled.push(engine.cancel_queued(Some(second.id)).expect("cancel one"));
+                cancelled.push(engine.cancel_queued(Some(last.id)).expect("cancel one"));
             }
             IndexEvent::FileDone { .. } if cancelled.len() == 1 => {
                 cancelled.push(engine.cancel_queued(None).expect("cancel all"));
