@@ -28,6 +28,21 @@ const exec = (...a) => win.exec(...a);
 const execAsync = (...a) => win.execAsync(...a);
 const waitFor = (...a) => win.waitFor(...a);
 
+/** Run a channel command in the window and return every event it sent. Tauri delivers
+ *  a channel's events apart from the command's reply, so the reply can come first: this
+ *  waits as well for the channel's end mark (sent when the command drops the channel),
+ *  after which Tauri runs the channel's cleanup. */
+const invokeStreamed = (cmd, args) => execAsync(`
+  const done = arguments[arguments.length - 1];
+  const seen = [];
+  const ch = new window.__TAURI__.core.Channel();
+  ch.onmessage = (e) => seen.push(e);
+  const cleanup = ch.cleanupCallback.bind(ch);
+  const drained = new Promise((resolve) => { ch.cleanupCallback = () => { cleanup(); resolve(); }; });
+  window.__TAURI__.core.invoke(arguments[0], { ...arguments[1], channel: ch })
+    .then(() => drained).then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
+`, [cmd, args]);
+
 before(async () => {
   mkdirSync(shots, { recursive: true });
   dataDir = mkdtempSync(join(tmpdir(), "quire-tauri-"));
@@ -47,14 +62,7 @@ after(async () => {
 
 test("index a corpus PDF through the drop command path", async () => {
   const pdf = join(shared, "corpus/pdfs", question.file);
-  const events = await execAsync(`
-    const done = arguments[arguments.length - 1];
-    const seen = [];
-    const ch = new window.__TAURI__.core.Channel();
-    ch.onmessage = (e) => seen.push(e);
-    window.__TAURI__.core.invoke("index_paths", { paths: [arguments[0]], channel: ch })
-      .then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
-  `, [pdf]);
+  const events = await invokeStreamed("index_paths", { paths: [pdf] });
   assert.ok(events.some((e) => e.type === "file_done"), JSON.stringify(events.slice(-3)));
   // the UI's document list (refreshed on focus of the list) shows it
   await exec("location.reload()");
@@ -157,14 +165,8 @@ test("in the window, a hostile PDF opens, shows its text and runs nothing", asyn
   const hostile = join(dataDir, "hostile-window.pdf");
   makeHostilePdf(hostile);
   const start = await exec("return location.href");
-  const done = await execAsync(`
-    const done = arguments[arguments.length - 1];
-    const ch = new window.__TAURI__.core.Channel();
-    const seen = [];
-    ch.onmessage = (e) => seen.push(e.type);
-    window.__TAURI__.core.invoke("index_paths", { paths: [arguments[0]], channel: ch }).then(() => done(seen), (e) => done([String(e)]));
-  `, [hostile]);
-  assert.ok(done.includes("file_done"), done.join(","));
+  const done = await invokeStreamed("index_paths", { paths: [hostile] });
+  assert.ok(done.some((e) => e.type === "file_done"), JSON.stringify(done.slice(-3)));
   await retrieve("Where does the marmoset lantern glow?");
   await exec("[...document.querySelectorAll('#sources li.source')].find((li) => li.dataset.file === 'hostile-window.pdf').querySelector('.src-open').click()");
   await waitFor("const p = document.querySelector('#viewer .pdf-page[data-rendered]'); return (p && p.textContent.includes('marmoset')) || !!document.querySelector('#viewer .viewer-error')", [], "the hostile page");
@@ -212,13 +214,7 @@ test("in the window, a hostile PDF dropped with two good ones fails alone and th
   makePdf(files[0], [["Glaciers carve valleys in the mountains over thousands of years."]]);
   deepTreePdf(files[1], 100000);
   makePdf(files[2], [["Tides rise and fall twice a day because of the moon."]]);
-  const seen = await execAsync(`
-    const done = arguments[arguments.length - 1];
-    const ch = new window.__TAURI__.core.Channel();
-    const seen = [];
-    ch.onmessage = (e) => seen.push(e);
-    window.__TAURI__.core.invoke("index_paths", { paths: arguments[0], channel: ch }).then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
-  `, [files]);
+  const seen = await invokeStreamed("index_paths", { paths: files });
   const outcome = (name) => seen.filter((e) => (e.type === "file_done" || e.type === "file_failed") && e.path.endsWith(name));
   for (const name of ["glaciers.pdf", "tides.pdf"]) {
     assert.deepEqual(outcome(name).map((e) => e.type), ["file_done"], JSON.stringify(seen.slice(-6)));
@@ -318,25 +314,16 @@ test("in the window, a collection scopes a question, and an off-topic question i
 
 test("in the window, a Chinese question streams whole characters and reads as Chinese, in both themes", async () => {
   const zh = JSON.parse(readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes('"A03"')));
-  const indexed = await execAsync(`
-    const done = arguments[arguments.length - 1];
-    const ch = new window.__TAURI__.core.Channel();
-    const seen = [];
-    ch.onmessage = (e) => seen.push(e.type);
-    window.__TAURI__.core.invoke("index_paths", { paths: [arguments[0]], channel: ch }).then(() => done(seen), (e) => done([String(e)]));
-  `, [join(shared, "corpus/pdfs", zh.file)]);
-  assert.ok(indexed.includes("file_done"), indexed.join(","));
+  const indexed = await invokeStreamed("index_paths", { paths: [join(shared, "corpus/pdfs", zh.file)] });
+  assert.ok(indexed.some((e) => e.type === "file_done"), JSON.stringify(indexed.slice(-3)));
   // Over the Tauri channel, as the UI receives them: no token carries a cut character.
-  const r = await execAsync(`
-    const done = arguments[arguments.length - 1];
-    const ch = new window.__TAURI__.core.Channel();
-    const tokens = [];
-    let answer = null;
-    ch.onmessage = (e) => { if (e.type === "token" && e.final) tokens.push(e.text); if (e.type === "done") answer = e.answer; };
-    window.__TAURI__.core.invoke("ask", { request: { question: arguments[0], mode: "compact", overrides: {} }, channel: ch })
-      .then(() => done({ tokens, answer }), (e) => done({ error: String(e) }));
-  `, [zh.question]);
-  assert.ok(!r.error, r.error);
+  const askEvents = await invokeStreamed("ask", { request: { question: zh.question, mode: "compact", overrides: {} } });
+  const failed = askEvents.find((e) => e.type === "error");
+  assert.ok(!failed, failed?.message);
+  const r = {
+    tokens: askEvents.filter((e) => e.type === "token" && e.final).map((e) => e.text),
+    answer: askEvents.find((e) => e.type === "done")?.answer,
+  };
   assert.ok(r.tokens.length > 1, "tokens did not stream");
   assert.ok(r.tokens.every((t) => !t.includes("\uFFFD")), JSON.stringify(r.tokens));
   assert.equal(r.tokens.join("").trim(), r.answer.trim());
@@ -368,20 +355,18 @@ test("settings list the models, and the reembed command re-embeds with progress"
   assert.equal(qwen?.architecture, "qwen2");
   assert.equal(qwen?.speed, "fast");
   assert.ok(view.embedders.some((m) => m.name === "m3e-small" && m.dims === 512), JSON.stringify(view.embedders));
-  const events = await execAsync(`
+  const saved = await execAsync(`
     const done = arguments[arguments.length - 1];
-    const seen = [];
     const invoke = window.__TAURI__.core.invoke;
     (async () => {
       const s = await invoke("settings");
       for (const k of ["models", "embedders", "index_embedders"]) delete s[k];
       await invoke("save_settings", { settings: { ...s, embedder: "m3e-small" } });
-      const ch = new window.__TAURI__.core.Channel();
-      ch.onmessage = (e) => seen.push(e);
-      await invoke("reembed", { channel: ch });
-      return seen;
-    })().then(done, (e) => done([{ type: "error", message: String(e) }]));
+      return {};
+    })().then(done, (e) => done({ error: String(e) }));
   `);
+  assert.ok(!saved.error, saved.error);
+  const events = await invokeStreamed("reembed", {});
   const progress = events.filter((e) => e.type === "reembedded");
   assert.ok(progress.length >= 2, JSON.stringify(events.slice(-3)));
   const last = progress[progress.length - 1];

@@ -125,6 +125,24 @@ function ipc(cmd, args) {
   return tauri.core.invoke(cmd, args);
 }
 
+/** Run a command that reports over a fresh channel, each event to `onEvent`. Tauri
+ *  delivers a channel's events apart from the command's reply, so the reply can come
+ *  before the last events: this resolves once the command has returned and the channel
+ *  is drained (Tauri runs its cleanup when the end mark, sent as the command drops the
+ *  channel, and every event before it are in). */
+function streamed(cmd, args, onEvent) {
+  const channel = new tauri.core.Channel();
+  channel.onmessage = onEvent;
+  let drained = Promise.resolve();
+  if (typeof channel.cleanupCallback === "function") {
+    const cleanup = channel.cleanupCallback.bind(channel);
+    drained = new Promise((resolve) => {
+      channel.cleanupCallback = () => { cleanup(); resolve(); };
+    });
+  }
+  return ipc(cmd, { ...args, channel }).then(async (value) => { await drained; return value; });
+}
+
 const desktop = tauri && {
   kind: "tauri",
   status: () => ipc("status"),
@@ -148,26 +166,16 @@ const desktop = tauri && {
   /** Save the conversation as Markdown where the person chooses (a native dialog). */
   exportConversation: (id) => ipc("export_conversation", { id }),
   ask(request, onEvent) {
-    const channel = new tauri.core.Channel();
     let askId = null;
-    channel.onmessage = (ev) => {
+    const done = streamed("ask", { request }, (ev) => {
       if (ev.type === "started") askId = ev.ask_id;
       onEvent(ev);
-    };
-    const done = ipc("ask", { request, channel });
+    });
     return { cancel: () => askId && ipc("cancel", { askId }), done };
   },
   /** Index paths (from a drop or the file picker). */
-  async index(paths, onEvent) {
-    const channel = new tauri.core.Channel();
-    channel.onmessage = onEvent;
-    await ipc("index_paths", { paths, channel });
-  },
-  async reembed(onEvent) {
-    const channel = new tauri.core.Channel();
-    channel.onmessage = onEvent;
-    await ipc("reembed", { channel });
-  },
+  index: (paths, onEvent) => streamed("index_paths", { paths }, onEvent),
+  reembed: (onEvent) => streamed("reembed", {}, onEvent),
   queue: () => ipc("queue"),
   cancelQueued: (id) => ipc("cancel_queued", { id: id ?? null }),
   pickFiles: () => ipc("pick_files"),
