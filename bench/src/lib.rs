@@ -17,6 +17,7 @@ pub mod embed;
 pub mod extract;
 pub mod ingest;
 pub mod llm;
+pub mod load;
 pub mod not_found;
 pub mod pdftotext;
 pub mod retrieval;

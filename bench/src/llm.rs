@@ -1,6 +1,11 @@
 //! `quire bench llm`: prompt-processing and generation speed of a GGUF model, side by
 //! side with llama.cpp's figures for the same file, plus the KV-cache prefix reuse
 //! saving and the time to the first generated token.
+//!
+//! With `busy` set (`--load N`), the speeds are measured quiet, then again beside N
+//! busy processes ([`crate::load::Busy`]); with `peer` (a Python with
+//! llama-cpp-python), llama.cpp is measured in the same run under the same load by
+//! `scripts/llamacpp_speed.py`, instead of read from a recorded `speed.json`.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -22,6 +27,10 @@ pub struct BenchOptions {
     pub reference: Option<PathBuf>,
     /// How to load the model.
     pub load: LoadOptions,
+    /// Busy processes beside the loaded measurement (0: quiet only).
+    pub busy: usize,
+    /// A Python with llama-cpp-python: measure llama.cpp here, under the same load.
+    pub peer: Option<PathBuf>,
 }
 
 impl Default for BenchOptions {
@@ -32,6 +41,8 @@ impl Default for BenchOptions {
             runs: 3,
             reference: None,
             load: LoadOptions::default(),
+            busy: 0,
+            peer: None,
         }
     }
 }
@@ -64,6 +75,20 @@ pub struct LlmBench {
     pub prefix_warm_secs: f64,
     /// Short chat prompt: seconds from a loaded model to the first streamed text.
     pub first_token_secs: f64,
+    /// Busy processes beside the speed figures above (0: a quiet machine).
+    pub busy: usize,
+    /// With `busy`: the quiet figures of the same run, and loaded / quiet.
+    pub quiet_pp_tok_s: Option<f64>,
+    pub quiet_gen_tok_s: Option<f64>,
+    pub pp_kept: Option<f64>,
+    pub gen_kept: Option<f64>,
+    /// llama.cpp's quiet figures of the same run (with `busy` and a peer).
+    pub llamacpp_quiet_pp_tok_s: Option<f64>,
+    pub llamacpp_quiet_gen_tok_s: Option<f64>,
+    /// Where llama.cpp's figures come from: a `speed.json`, or a run here.
+    pub llamacpp_source: Option<String>,
+    /// The thread pool after the run: its width and how often it narrowed/widened.
+    pub pool: quire::cpu::pool::PoolState,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -71,9 +96,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Threads candle's CPU kernels use.
+/// Workers of the widest pool the forward pass and the embedder use (`cpu::pool`).
 pub fn threads() -> usize {
-    candle_core::utils::get_num_threads()
+    quire::cpu::pool::max_threads()
 }
 
 /// Where llama.cpp's `speed.json` for `model` is: `$QUIRE_SHARED` or `../shared`.
@@ -132,17 +157,38 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
     llm.timed_run(&warm, 4, false)?;
 
     let ids = prompt_ids(&llm, opts.prompt_tokens)?;
-    let mut pp = Vec::new();
-    let mut gen = Vec::new();
-    for _ in 0..runs {
-        let (p, _, _) = llm.timed_run(&ids, 0, false)?;
-        pp.push(ids.len() as f64 / p);
-        // Generation from a short prompt, exactly gen_tokens tokens.
-        let (_, g, _) = llm.timed_run(&ids[..ids.len().min(16)], opts.gen_tokens, false)?;
-        gen.push(opts.gen_tokens as f64 / g);
-    }
-    let pp_tok_s = median(pp);
-    let gen_tok_s = median(gen);
+    let speeds = || -> Result<(f64, f64)> {
+        let mut pp = Vec::new();
+        let mut gen = Vec::new();
+        for _ in 0..runs {
+            let (p, _, _) = llm.timed_run(&ids, 0, false)?;
+            pp.push(ids.len() as f64 / p);
+            // Generation from a short prompt, exactly gen_tokens tokens.
+            let (_, g, _) = llm.timed_run(&ids[..ids.len().min(16)], opts.gen_tokens, false)?;
+            gen.push(opts.gen_tokens as f64 / g);
+        }
+        Ok((median(pp), median(gen)))
+    };
+    let peer = |what: &str| -> Result<Option<(f64, f64)>> {
+        match &opts.peer {
+            Some(py) => {
+                eprintln!("llama.cpp ({what}) ...");
+                run_peer(py, path).map(|r| Some((r.0, r.1)))
+            }
+            None => Ok(None),
+        }
+    };
+    let (quiet, quiet_peer) = if opts.busy > 0 {
+        (Some(speeds()?), peer("quiet")?)
+    } else {
+        (None, None)
+    };
+    let ((pp_tok_s, gen_tok_s), loaded_peer) = {
+        let _busy = crate::load::Busy::start(opts.busy)?;
+        let ours = speeds()?;
+        let what = format!("beside {} busy processes", opts.busy);
+        (ours, peer(&what)?)
+    };
 
     // Prefix reuse: a second prompt sharing 3/4 of the first one's tokens.
     let total = opts
@@ -178,10 +224,15 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
     })?;
     let first_token_secs = first_at.unwrap_or_else(|| t.elapsed().as_secs_f64());
 
+    // A recorded speed.json is a quiet figure: beside it only a quiet run.
     let reference = opts.reference.clone().or_else(|| default_reference(path));
-    let (rpp, rgen) = match &reference {
-        Some(p) => read_reference(p)?,
-        None => (None, None),
+    let ((rpp, rgen), source) = match (loaded_peer, &reference) {
+        (Some((p, g)), _) => (
+            (Some(p), Some(g)),
+            Some("llama-cpp-python, run here".to_string()),
+        ),
+        (None, Some(p)) if opts.busy == 0 => (read_reference(p)?, Some(p.display().to_string())),
+        _ => ((None, None), None),
     };
     Ok(LlmBench {
         model: path
@@ -205,7 +256,44 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
         prefix_cold_secs: cold,
         prefix_warm_secs: warm_secs,
         first_token_secs,
+        busy: opts.busy,
+        quiet_pp_tok_s: quiet.map(|q| q.0),
+        quiet_gen_tok_s: quiet.map(|q| q.1),
+        pp_kept: quiet.map(|q| pp_tok_s / q.0),
+        gen_kept: quiet.map(|q| gen_tok_s / q.1),
+        llamacpp_quiet_pp_tok_s: quiet_peer.map(|q| q.0),
+        llamacpp_quiet_gen_tok_s: quiet_peer.map(|q| q.1),
+        llamacpp_source: source,
+        pool: quire::cpu::pool::state(),
     })
+}
+
+/// llama.cpp's (prompt, generation) tokens/s on `model` by `scripts/llamacpp_speed.py`
+/// in `python` (which has llama-cpp-python), under whatever load runs now.
+fn run_peer(python: &Path, model: &Path) -> Result<(f64, f64)> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/llamacpp_speed.py");
+    let out = tempfile::NamedTempFile::new().map_err(|e| Error::io(Path::new("tmp"), e))?;
+    let status = std::process::Command::new(python)
+        .arg(&script)
+        .arg(model)
+        .arg(out.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| Error::io(python, e))?;
+    if !status.success() {
+        return Err(Error::Invalid(format!(
+            "{} {} failed ({status}): is llama-cpp-python installed in it?",
+            python.display(),
+            script.display()
+        )));
+    }
+    match read_reference(out.path())? {
+        (Some(p), Some(g)) => Ok((p, g)),
+        _ => Err(Error::Invalid(format!(
+            "{} printed no speeds",
+            script.display()
+        ))),
+    }
 }
 
 impl std::fmt::Display for LlmBench {
@@ -245,10 +333,34 @@ impl std::fmt::Display for LlmBench {
             self.prefix_cold_secs,
             self.prefix_warm_secs
         )?;
-        write!(
+        writeln!(
             f,
             "first token (short chat prompt, model loaded): {:.3}s",
             self.first_token_secs
+        )?;
+        if self.busy > 0 {
+            writeln!(
+                f,
+                "beside {} busy processes; quiet in the same run: prompt {} / generate {} tok/s \
+                 (kept {} / {}); llama.cpp quiet: {} / {}",
+                self.busy,
+                opt(self.quiet_pp_tok_s, 1),
+                opt(self.quiet_gen_tok_s, 1),
+                opt(self.pp_kept, 2),
+                opt(self.gen_kept, 2),
+                opt(self.llamacpp_quiet_pp_tok_s, 1),
+                opt(self.llamacpp_quiet_gen_tok_s, 1),
+            )?;
+        }
+        write!(
+            f,
+            "pool: {} of {} workers (adaptive {}, narrowed {}x, widened {}x); llama.cpp from {}",
+            self.pool.width,
+            self.pool.max,
+            self.pool.adaptive,
+            self.pool.narrowed,
+            self.pool.widened,
+            self.llamacpp_source.as_deref().unwrap_or("-")
         )
     }
 }

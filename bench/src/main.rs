@@ -52,6 +52,13 @@ enum BenchCmd {
         /// cpu (own kernels), cuda, cuda:N, metal (candle) or auto.
         #[arg(long, default_value = "cpu")]
         device: String,
+        /// Measure quiet, then beside N busy processes (`yes`), stopped at the end.
+        #[arg(long, default_value_t = 0)]
+        load: usize,
+        /// A Python with llama-cpp-python: measure llama.cpp in the same run, under the
+        /// same load (default: $QUIRE_PEER_PYTHON).
+        #[arg(long, env = "QUIRE_PEER_PYTHON")]
+        peer: Option<PathBuf>,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -175,8 +182,17 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             reference,
             requantize,
             device,
+            load,
+            peer,
             json,
-        } => llm(model, reference, requantize, device.parse()?, json),
+        } => llm(
+            model,
+            reference,
+            requantize,
+            device.parse()?,
+            (load, peer),
+            json,
+        ),
         BenchCmd::Extract { dir, json } => extract(dir, json),
         BenchCmd::Ingest { dir, json } => {
             let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
@@ -271,6 +287,7 @@ fn llm(
     reference: Option<PathBuf>,
     requantize: bool,
     device: quire::llm::DeviceChoice,
+    (busy, peer): (usize, Option<PathBuf>),
     json: bool,
 ) -> anyhow::Result<()> {
     let path = match model {
@@ -284,6 +301,8 @@ fn llm(
             device,
             ..Default::default()
         },
+        busy,
+        peer,
         ..Default::default()
     };
     let b = quire_bench::llm::bench(&path, &opts)?;

@@ -46,6 +46,10 @@ pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> a
                     bar(*chunks, *total, 20)
                 ))
             }
+            E::Paused { .. } => Some(format!(
+                "[{}/{}] {}: paused, a question is being answered",
+                file.0, file.1, file.2
+            )),
             E::FileDone {
                 path,
                 chunks,

@@ -1,12 +1,15 @@
 //! The CPU below everything: which instructions this machine and its OS allow
 //! ([`features`]), f16 scales read by table ([`f16`]), the split of a product's rows
-//! across the thread pool ([`split`]) and weights on transparent huge pages
+//! across the thread pool ([`split`]), pools as wide as the CPUs the process gets
+//! ([`pool`]), questions before indexing ([`priority`]) and weights on transparent huge pages
 //! ([`huge`]). `llm`, `embed` and `retrieve` take these from here; this room imports
 //! no other room of the crate.
 
 pub mod f16;
 pub mod features;
 pub(crate) mod huge;
+pub mod pool;
+pub mod priority;
 pub mod split;
 
 pub use f16::f16_at;

@@ -318,7 +318,8 @@ impl BertEmbedder {
     /// Embed one batch of token id sequences (packed, no padding).
     fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         match &self.model {
-            Net::Own(m) => m.embed(seqs, self.pooling),
+            // As wide as the CPUs this process is getting (`cpu::pool`).
+            Net::Own(m) => crate::cpu::pool::run(|| m.embed(seqs, self.pooling)),
             Net::Candle(m) => m.embed(seqs, self.pooling),
         }
     }

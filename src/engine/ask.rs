@@ -263,6 +263,8 @@ impl Engine {
 
         let mut record = Record::default();
         let outcome = {
+            // Indexing pauses from here (queued behind another ask too) to the end.
+            let _first = self.priority.foreground();
             let _turn = lock(&self.generation);
             let turn = Turn {
                 question: &question,

@@ -29,6 +29,8 @@ pub struct QueueView {
     pub pending: usize,
     /// Estimated seconds until the whole queue is done, once there is a measure.
     pub eta_secs: Option<f64>,
+    /// Indexing waits while a question is answered (questions first).
+    pub paused_for_question: bool,
 }
 
 impl Engine {
@@ -53,6 +55,7 @@ impl Engine {
             split: SplitConfig::default(),
             ocr: &ocr,
             running: &self.indexing,
+            priority: Some(&self.priority),
         };
         if paths.is_empty() {
             p.drain(cancel, on)
@@ -103,7 +106,14 @@ impl Engine {
             items,
             pending,
             eta_secs: (known && pending > 0).then_some(eta),
+            paused_for_question: pending > 0 && self.priority.busy(),
         })
+    }
+
+    /// Whether an answer is being generated (or waits for its turn) now: indexing
+    /// pauses at its next embedding batch until none is.
+    pub fn answering(&self) -> bool {
+        self.priority.busy()
     }
 
     /// Mark the sources whose pages' text came from OCR.

@@ -43,6 +43,8 @@ pub struct Engine {
     settings: Mutex<Settings>,
     /// Held for the whole of a generation: asks queue here.
     generation: Mutex<()>,
+    /// Asks come first: indexing pauses between embedding batches while one runs.
+    priority: crate::cpu::priority::Priority,
     next_ask: std::sync::atomic::AtomicU64,
     /// Running (or queued) work, so a shell can cancel it by id or all at once.
     running: Mutex<std::collections::HashMap<u64, Cancel>>,
@@ -75,6 +77,7 @@ impl Engine {
             indexing: Mutex::new(Default::default()),
             settings: Mutex::new(settings),
             generation: Mutex::new(()),
+            priority: Default::default(),
             next_ask: std::sync::atomic::AtomicU64::new(1),
             running: Mutex::new(std::collections::HashMap::new()),
             ask_state: Default::default(),

@@ -25,6 +25,11 @@ pub enum IndexEvent {
         /// Estimated seconds left for the whole batch.
         eta_secs: Option<f64>,
     },
+    /// Embedding waits for a question's answer (questions first); the next
+    /// `embedded` event says it goes on.
+    Paused {
+        path: String,
+    },
     FileDone {
         path: String,
         doc_id: i64,

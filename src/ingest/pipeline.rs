@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
@@ -27,6 +27,7 @@ use super::ocr::Ocr;
 use super::split::{split, SplitConfig};
 use super::ExtractedDoc;
 use super::IndexEvent;
+use crate::cpu::priority::Priority;
 use crate::embed::Embedder;
 use crate::llm::Cancel;
 use crate::store::queue::{self, QueueRow};
@@ -140,6 +141,8 @@ pub struct Pipeline<'a> {
     pub ocr: &'a Ocr,
     /// The running files' own cancel flags, by queue id (so one can be cancelled).
     pub running: &'a Mutex<HashMap<i64, Cancel>>,
+    /// Questions first: embedding and extraction pause while an answer is generated.
+    pub priority: Option<&'a Priority>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -151,6 +154,8 @@ struct Clock {
     start: Instant,
     total_bytes: u64,
     done_bytes: u64,
+    /// Time spent paused for questions (left out of the rate).
+    paused: Duration,
 }
 
 impl Clock {
@@ -158,7 +163,11 @@ impl Clock {
     fn eta(&self, bytes: u64, fraction: f64) -> Option<f64> {
         let done = self.done_bytes as f64 + bytes as f64 * fraction;
         let total = self.total_bytes as f64;
-        let secs = self.start.elapsed().as_secs_f64();
+        let secs = self
+            .start
+            .elapsed()
+            .saturating_sub(self.paused)
+            .as_secs_f64();
         (done > 0.0 && total >= done).then(|| secs * (total - done) / done)
     }
 }
@@ -246,6 +255,7 @@ impl Pipeline<'_> {
             start,
             total_bytes: waiting.iter().map(|r| r.bytes).sum(),
             done_bytes: 0,
+            paused: Duration::ZERO,
         };
         let mut index = 0;
         let result = std::thread::scope(|s| -> Result<()> {
@@ -331,6 +341,10 @@ impl Pipeline<'_> {
     /// process), and hand them over, until the queue is empty or the batch stops.
     fn extract_worker(&self, tx: &mpsc::SyncSender<Prepared>, cancel: &Cancel) {
         while !cancel.is_cancelled() {
+            // Questions first: the next file waits for the answer.
+            if let Some(p) = self.priority {
+                p.wait_background(|| cancel.is_cancelled());
+            }
             let row = match queue::claim(lock(self.store).conn()) {
                 Ok(Some(row)) => row,
                 _ => return,
@@ -442,7 +456,7 @@ impl Pipeline<'_> {
         file_cancel: &Cancel,
         doc: ExtractedDoc,
         hash: &str,
-        clock: &Clock,
+        clock: &mut Clock,
         cancel: &Cancel,
         emit: &mut dyn FnMut(IndexEvent),
     ) -> Result<(i64, usize, bool), Stop> {
@@ -460,15 +474,27 @@ impl Pipeline<'_> {
             return Err(Stop::File(self.ocr.no_text_reason(doc.pages.len(), images)));
         }
         let started = Instant::now();
+        let mut paused = Duration::ZERO;
         let chunks = split(&doc.pages, self.embedder, &self.split)?;
         let mut embeddings = Vec::with_capacity(chunks.len());
         for batch in chunks.chunks(EMBED_BATCH) {
             check()?;
+            // Questions first: wait for the answer between batches; the ETAs leave
+            // the pause out.
+            if let Some(p) = self.priority.filter(|p| p.busy()) {
+                emit(IndexEvent::Paused {
+                    path: path.to_string(),
+                });
+                let waited = p.wait_background(|| check().is_err());
+                paused += waited;
+                clock.paused += waited;
+                check()?;
+            }
             let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
             embeddings.extend(self.embedder.embed(&texts)?);
             let done = embeddings.len();
             let fraction = done as f64 / chunks.len() as f64;
-            let secs = started.elapsed().as_secs_f64();
+            let secs = started.elapsed().saturating_sub(paused).as_secs_f64();
             let file_eta = (fraction > 0.0).then(|| secs * (1.0 - fraction) / fraction);
             let _ = queue::progress(lock(self.store).conn(), row.id, fraction, file_eta);
             emit(IndexEvent::Page {

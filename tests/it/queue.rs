@@ -14,7 +14,7 @@ use quire::llm::Cancel;
 use quire::store::Store;
 
 /// A PDF of `pages` pages of sentences about `topic`.
-fn pdf(path: &Path, topic: &str, pages: usize) {
+pub(crate) fn pdf(path: &Path, topic: &str, pages: usize) {
     let mut doc = Document::with_version("1.5");
     let pages_id = doc.new_object_id();
     let font = doc.add_object(dictionary! {

@@ -115,6 +115,7 @@ function onIndexEvent(ev) {
       break;
     }
     case "embedded": progressRow(ev.path).meta.textContent = `${ev.chunks} chunks embedded`; break;
+    case "paused": progressRow(ev.path).meta.textContent = "paused: answering your question first"; break;
     case "file_done": {
       const r = progressRow(ev.path);
       r.bar.value = r.bar.max; r.meta.textContent = ev.skipped ? "already indexed" : `done, ${ev.chunks} chunk${ev.chunks === 1 ? "" : "s"}`;

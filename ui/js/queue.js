@@ -33,7 +33,8 @@ function render(q) {
   const live = q.items.filter((r) => r.state === "queued" || r.state === "running");
   box.hidden = live.length === 0;
   if (!live.length) return;
-  const eta = q.eta_secs != null ? `, about ${secs(q.eta_secs)} left` : "";
+  const eta = (q.eta_secs != null ? `, about ${secs(q.eta_secs)} left` : "")
+    + (q.paused_for_question ? " (paused: answering your question first)" : "");
   box.append(el("div", { class: "section-head queue-head" },
     el("span", { class: "meta" }, `Indexing queue: ${live.length} file${live.length === 1 ? "" : "s"}${eta}`),
     el("button", { class: "queue-cancel-all", title: "Cancel every queued file", onclick: () => cancel(null) }, "Cancel all")));

@@ -411,25 +411,30 @@ impl Llama {
         // the pass does.
         // (The pass's own thread may pop a spinner job while it waits for a step;
         // that one returns at once, or the pass would wait on itself.)
+        //
+        // The pool is as wide as the CPUs this process is getting (`cpu::pool`): a
+        // spinning worker that the scheduler parks makes every step wait for it.
         let done = AtomicBool::new(false);
         let done = &done;
-        rayon::scope(|s| {
-            let owner = rayon::current_thread_index();
-            for _ in 1..rayon::current_num_threads() {
-                s.spawn(move |_| {
-                    if rayon::current_thread_index() == owner {
-                        return;
-                    }
-                    while !done.load(Ordering::Acquire) {
-                        if let Some(rayon::Yield::Idle) = rayon::yield_now() {
-                            std::hint::spin_loop();
+        crate::cpu::pool::run(|| {
+            rayon::scope(|s| {
+                let owner = rayon::current_thread_index();
+                for _ in 1..rayon::current_num_threads() {
+                    s.spawn(move |_| {
+                        if rayon::current_thread_index() == owner {
+                            return;
                         }
-                    }
-                });
-            }
-            let r = self.forward_in_pool(seqs);
-            done.store(true, Ordering::Release);
-            r
+                        while !done.load(Ordering::Acquire) {
+                            if let Some(rayon::Yield::Idle) = rayon::yield_now() {
+                                std::hint::spin_loop();
+                            }
+                        }
+                    });
+                }
+                let r = self.forward_in_pool(seqs);
+                done.store(true, Ordering::Release);
+                r
+            })
         })
     }
 

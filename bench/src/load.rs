@@ -1,0 +1,78 @@
+//! Busy processes beside a benchmark: what a desktop looks like when something else
+//! runs (`yes > /dev/null`, as the busy-desktop measurements used). They start with
+//! [`Busy::start`] and are killed when it is dropped, whatever happens in between.
+
+use std::process::{Child, Command, Stdio};
+
+use quire::{Error, Result};
+
+/// At most this many busy processes (a typo must not fork-bomb the machine).
+pub const MAX_BUSY: usize = 64;
+
+/// `n` busy processes, stopped on drop.
+pub struct Busy {
+    children: Vec<Child>,
+}
+
+impl Busy {
+    pub fn start(n: usize) -> Result<Self> {
+        if n > MAX_BUSY {
+            return Err(Error::Invalid(format!(
+                "--load {n}: at most {MAX_BUSY} busy processes"
+            )));
+        }
+        let mut busy = Self {
+            children: Vec::new(),
+        };
+        for _ in 0..n {
+            let child = Command::new("yes")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| {
+                    Error::Invalid(format!("could not start a busy process (yes): {e}"))
+                })?;
+            busy.children.push(child);
+        }
+        Ok(busy)
+    }
+
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_processes_run_and_are_stopped() {
+        let busy = Busy::start(2).unwrap();
+        let pids: Vec<u32> = busy.children.iter().map(Child::id).collect();
+        for p in &pids {
+            assert!(std::path::Path::new(&format!("/proc/{p}")).exists());
+        }
+        drop(busy);
+        for p in &pids {
+            // Reaped: no process (not even a zombie) with that id is ours any more.
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            assert!(!stat.contains("(yes)"), "{p} still runs: {stat}");
+        }
+        assert!(Busy::start(MAX_BUSY + 1).is_err());
+    }
+}
