@@ -58,6 +58,7 @@ impl Drop for Busy {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -37,7 +37,7 @@ fn an_answer_pauses_indexing_between_batches_and_indexing_goes_on_after() {
             let mut events = Vec::new();
             let mut first = true;
             engine
-                .index(&[big.clone()], &Cancel::new(), &mut |ev| {
+                .index(std::slice::from_ref(&big), &Cancel::new(), &mut |ev| {
                     if matches!(ev, IndexEvent::Embedded { .. }) && first {
                         first = false;
                         embedding_tx.send(()).unwrap();
