@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use quire::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig, IndexEvent};
+use quire::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig, IndexEvent, Scope};
 use quire::llm::{Cancel, GenParams, Llm};
 use quire::synth::{synthesize, Event, Node, Request, Response, ResponseMode, RunOptions};
 use quire::{Error, Result};
@@ -233,11 +233,24 @@ pub fn ask_once(
     overrides: &AskOverrides,
     cancel: &Cancel,
 ) -> Result<Sample> {
+    ask_in(engine, q, mode, overrides, Scope::All, cancel)
+}
+
+/// [`ask_once`] over the documents of `scope` only.
+pub fn ask_in(
+    engine: &Engine,
+    q: &Question,
+    mode: ResponseMode,
+    overrides: &AskOverrides,
+    scope: Scope,
+    cancel: &Cancel,
+) -> Result<Sample> {
     let req = AskRequest {
         conversation_id: None,
         question: q.question.clone(),
         mode: Some(mode.name().to_string()),
         overrides: overrides.clone(),
+        scope,
         ..Default::default()
     };
     let mut sample = Sample::default();
@@ -681,4 +694,161 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(&[]), 0.0);
     }
+}
+
+/// `quire bench answer --while-indexing DIR`: a question's latency while the same
+/// engine indexes DIR, against its quiet latency (questions first: indexing pauses
+/// between embedding batches while an answer is generated).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WhileIndexing {
+    pub dir: String,
+    pub mode: String,
+    /// Seconds from ask to answer, each question, on a quiet engine.
+    pub quiet_secs: Vec<f64>,
+    /// The same questions asked while DIR was being indexed (over the same documents
+    /// as the quiet ones, so that each is the same work: the same sources, prompts and
+    /// greedy answer).
+    pub during_secs: Vec<f64>,
+    /// Tokens generated per question, quiet and during (equal when the work was).
+    pub quiet_tokens: Vec<usize>,
+    pub during_tokens: Vec<usize>,
+    pub quiet_median: f64,
+    pub during_median: f64,
+    /// During / quiet (medians).
+    pub ratio: f64,
+    /// Files of DIR indexed, and the indexing job's wall time (the asks included).
+    pub index_files: usize,
+    pub index_secs: f64,
+    /// Of which paused for the questions.
+    pub index_paused_secs: f64,
+    /// Questions answered while the job ran (the others found it finished).
+    pub asks_during: usize,
+}
+
+impl std::fmt::Display for WhileIndexing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} question(s) in {}: quiet median {:.2}s, while indexing {} median {:.2}s ({:.2}x; {} asked during the job)",
+            self.quiet_secs.len(),
+            self.mode,
+            self.quiet_median,
+            self.dir,
+            self.during_median,
+            self.ratio,
+            self.asks_during
+        )?;
+        writeln!(
+            f,
+            "tokens per answer: quiet {:?}, while indexing {:?}",
+            self.quiet_tokens, self.during_tokens
+        )?;
+        writeln!(
+            f,
+            "indexing: {} files in {:.1}s, {:.1}s of it paused for the questions",
+            self.index_files, self.index_secs, self.index_paused_secs
+        )
+    }
+}
+
+/// Ask `questions` in `mode` on a quiet `engine`, then again while it indexes `dir`
+/// (from its first embedded batch on). The engine must already hold an index.
+pub fn while_indexing(
+    engine: &Engine,
+    questions: &[Question],
+    mode: ResponseMode,
+    overrides: &AskOverrides,
+    dir: &Path,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(&str),
+) -> Result<WhileIndexing> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+    // The documents indexed before: the questions search those only, during the job
+    // too, so that the new documents do not change their sources.
+    let ids: Vec<i64> = engine.documents()?.iter().map(|d| d.id).collect();
+    let timed = |q: &Question| -> Result<(f64, usize)> {
+        let t = Instant::now();
+        let scope = Scope::Documents { ids: ids.clone() };
+        let s = ask_in(engine, q, mode, overrides, scope, cancel)?;
+        Ok((t.elapsed().as_secs_f64(), s.output_tokens))
+    };
+    // Warm: the model loaded, the retrieval index built.
+    progress("warming up ...");
+    timed(&questions[0])?;
+    let mut quiet = Vec::new();
+    for q in questions {
+        progress(&format!("quiet: {}", q.id));
+        quiet.push(timed(q)?);
+    }
+    let running = AtomicBool::new(true);
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let (summary, during_secs) = std::thread::scope(|s| -> Result<_> {
+        let running = &running;
+        let indexer = s.spawn(move || {
+            let mut paused_at = None;
+            let mut paused = 0.0;
+            let mut started = Some(started_tx);
+            let t = Instant::now();
+            let r = engine.index_summary(&[dir.to_path_buf()], cancel, &mut |ev| {
+                match ev {
+                    IndexEvent::Embedded { .. } => {
+                        if let Some(tx) = started.take() {
+                            let _ = tx.send(());
+                        }
+                        if let Some(at) = paused_at.take() {
+                            paused += Instant::elapsed(&at).as_secs_f64();
+                        }
+                    }
+                    IndexEvent::Paused { .. } => paused_at = Some(Instant::now()),
+                    _ => {}
+                }
+                true
+            });
+            running.store(false, Ordering::Release);
+            r.map(|s| (s, t.elapsed().as_secs_f64(), paused))
+        });
+        // From the first embedded batch (or the job's end, if it embeds nothing).
+        let _ = started_rx.recv();
+        let mut during = Vec::new();
+        for q in questions {
+            if !running.load(Ordering::Acquire) {
+                break;
+            }
+            progress(&format!("while indexing: {}", q.id));
+            let secs = timed(q)?;
+            // Counted only if the job was still running when the answer came.
+            if running.load(Ordering::Acquire) {
+                during.push(secs);
+            }
+        }
+        let summary = indexer
+            .join()
+            .map_err(|_| Error::Invalid("the indexing thread panicked".into()))??;
+        Ok((summary, during))
+    })?;
+    let ((summary, index_secs, index_paused_secs), during) = (summary, during_secs);
+    let (quiet_secs, quiet_tokens): (Vec<f64>, Vec<usize>) = quiet.into_iter().unzip();
+    let (during_secs, during_tokens): (Vec<f64>, Vec<usize>) = during.into_iter().unzip();
+    let quiet_median = median(&quiet_secs);
+    let during_median = median(&during_secs);
+    Ok(WhileIndexing {
+        dir: dir.display().to_string(),
+        mode: mode.name().to_string(),
+        asks_during: during_secs.len(),
+        ratio: if quiet_median > 0.0 {
+            during_median / quiet_median
+        } else {
+            0.0
+        },
+        quiet_secs,
+        during_secs,
+        quiet_tokens,
+        during_tokens,
+        quiet_median,
+        during_median,
+        index_files: summary.indexed,
+        index_secs,
+        index_paused_secs,
+    })
 }

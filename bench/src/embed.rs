@@ -1,7 +1,11 @@
 //! `quire bench embed`: embedding throughput on the same workload as
 //! sentence-transformers' reference figure (256 chunks of 200 words, batch 32).
+//!
+//! With `busy` (`--load N`), measured quiet, then beside N busy processes; with a peer
+//! (a Python with sentence-transformers), sentence-transformers is measured in the
+//! same run under the same load by `scripts/st_speed.py`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use quire::embed::bert::BATCH_SIZE;
@@ -21,10 +25,29 @@ pub struct EmbedBench {
     /// Chunks per second of each run.
     pub runs: Vec<f64>,
     pub chunks_per_s_median: f64,
-    /// sentence-transformers' median from the reference file, if given.
+    /// sentence-transformers' median from the reference file, or run here.
     pub reference_chunks_per_s: Option<f64>,
     /// Ours over theirs.
     pub ratio: Option<f64>,
+    /// Busy processes beside the figures above (0: quiet).
+    pub busy: usize,
+    /// With `busy`: the quiet median of the same run, loaded / quiet, and the peer's
+    /// quiet figure of the same run.
+    pub quiet_chunks_per_s: Option<f64>,
+    pub kept: Option<f64>,
+    pub reference_quiet_chunks_per_s: Option<f64>,
+    /// Where the peer's figure comes from.
+    pub reference_source: Option<String>,
+    /// The thread pool after the run.
+    pub pool: quire::cpu::pool::PoolState,
+}
+
+/// The conditions of a run: busy processes beside it, and a peer to run here.
+#[derive(Debug, Clone, Default)]
+pub struct Conditions {
+    pub busy: usize,
+    /// (a Python with sentence-transformers, the model's folder).
+    pub peer: Option<(PathBuf, PathBuf)>,
 }
 
 /// `n` chunks of `words` words cut from `text` (repeated as needed), as the
@@ -47,6 +70,7 @@ pub fn run(
     words_per_chunk: usize,
     runs: usize,
     reference: Option<&Path>,
+    cond: &Conditions,
 ) -> Result<EmbedBench> {
     let texts: Vec<&str> = chunks.iter().map(String::as_str).collect();
     let mut tokens = 0usize;
@@ -55,18 +79,45 @@ pub fn run(
     }
     // One warm-up batch: page in the weights, fill the allocator.
     embedder.embed(&texts[..texts.len().min(BATCH_SIZE)])?;
-    let mut rates = Vec::new();
-    for _ in 0..runs.max(1) {
-        let t = Instant::now();
-        embedder.embed(&texts)?;
-        rates.push(texts.len() as f64 / t.elapsed().as_secs_f64());
-    }
-    let mut sorted = rates.clone();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    let reference_chunks_per_s = match reference {
-        Some(p) => Some(reference_rate(p)?),
-        None => None,
+    let measure = || -> Result<Vec<f64>> {
+        let mut rates = Vec::new();
+        for _ in 0..runs.max(1) {
+            let t = Instant::now();
+            embedder.embed(&texts)?;
+            rates.push(texts.len() as f64 / t.elapsed().as_secs_f64());
+        }
+        Ok(rates)
+    };
+    let peer = |what: &str| -> Result<Option<f64>> {
+        match &cond.peer {
+            Some((py, dir)) => {
+                eprintln!("sentence-transformers ({what}) ...");
+                run_peer(py, dir).map(Some)
+            }
+            None => Ok(None),
+        }
+    };
+    let (quiet, quiet_peer) = if cond.busy > 0 {
+        (Some(median_of(measure()?)), peer("quiet")?)
+    } else {
+        (None, None)
+    };
+    let (rates, loaded_peer) = {
+        let _busy = crate::load::Busy::start(cond.busy)?;
+        let rates = measure()?;
+        (
+            rates,
+            peer(&format!("beside {} busy processes", cond.busy))?,
+        )
+    };
+    let median = median_of(rates.clone());
+    // A recorded figure is a quiet one: beside it only a quiet run.
+    let (reference_chunks_per_s, reference_source) = match (loaded_peer, reference) {
+        (Some(r), _) => (Some(r), Some("sentence-transformers, run here".to_string())),
+        (None, Some(p)) if cond.busy == 0 => {
+            (Some(reference_rate(p)?), Some(p.display().to_string()))
+        }
+        _ => (None, None),
     };
     Ok(EmbedBench {
         model: model.to_string(),
@@ -79,7 +130,45 @@ pub fn run(
         chunks_per_s_median: round1(median),
         reference_chunks_per_s,
         ratio: reference_chunks_per_s.map(|r| (median / r * 100.0).round() / 100.0),
+        busy: cond.busy,
+        quiet_chunks_per_s: quiet.map(round1),
+        kept: quiet.map(|q| (median / q * 100.0).round() / 100.0),
+        reference_quiet_chunks_per_s: quiet_peer,
+        reference_source,
+        pool: quire::cpu::pool::state(),
     })
+}
+
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// sentence-transformers' chunks/s by `scripts/st_speed.py` in `python`, on the model
+/// in `dir`, under whatever load runs now.
+fn run_peer(python: &Path, dir: &Path) -> Result<f64> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/st_speed.py");
+    let out = tempfile::NamedTempFile::new().map_err(|e| Error::io(Path::new("tmp"), e))?;
+    let status = std::process::Command::new(python)
+        .arg(&script)
+        .arg(dir)
+        .arg(out.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| Error::io(python, e))?;
+    if !status.success() {
+        return Err(Error::Invalid(format!(
+            "{} {} failed ({status}): is sentence-transformers installed in it?",
+            python.display(),
+            script.display()
+        )));
+    }
+    let text = std::fs::read_to_string(out.path()).map_err(|e| Error::io(out.path(), e))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", script.display())))?;
+    v["chunks_per_s_median"]
+        .as_f64()
+        .ok_or_else(|| Error::Invalid(format!("{} printed no speed", script.display())))
 }
 
 fn round1(x: f64) -> f64 {
@@ -119,9 +208,30 @@ impl std::fmt::Display for EmbedBench {
             "quire", self.chunks_per_s_median, self.runs
         )?;
         if let (Some(r), Some(x)) = (self.reference_chunks_per_s, self.ratio) {
-            writeln!(f, "{:<28} {:>10.1}", "sentence-transformers (ref)", r)?;
+            writeln!(f, "{:<28} {:>10.1}", "sentence-transformers", r)?;
             writeln!(f, "ratio {x:.2}x")?;
         }
-        Ok(())
+        let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+        if self.busy > 0 {
+            writeln!(
+                f,
+                "beside {} busy processes; quiet in the same run: quire {} chunks/s (kept {}), \
+                 sentence-transformers {}",
+                self.busy,
+                opt(self.quiet_chunks_per_s),
+                self.kept.map_or("-".to_string(), |k| format!("{k:.2}")),
+                opt(self.reference_quiet_chunks_per_s)
+            )?;
+        }
+        writeln!(
+            f,
+            "pool: {} of {} workers (adaptive {}, narrowed {}x, widened {}x); peer from {}",
+            self.pool.width,
+            self.pool.max,
+            self.pool.adaptive,
+            self.pool.narrowed,
+            self.pool.widened,
+            self.reference_source.as_deref().unwrap_or("-")
+        )
     }
 }

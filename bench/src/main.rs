@@ -37,6 +37,13 @@ enum BenchCmd {
         /// cpu (own kernels), cuda, cuda:N, metal (candle's BERT) or auto.
         #[arg(long, default_value = "cpu")]
         device: String,
+        /// Measure quiet, then beside N busy processes (`yes`), stopped at the end.
+        #[arg(long, default_value_t = 0)]
+        load: usize,
+        /// A Python with sentence-transformers: measure it in the same run, under the
+        /// same load (default: $QUIRE_ST_PYTHON).
+        #[arg(long, env = "QUIRE_ST_PYTHON")]
+        peer: Option<PathBuf>,
     },
     /// Prompt processing and generation speed vs llama.cpp's figures.
     Llm {
@@ -176,7 +183,16 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             chunks,
             runs,
             device,
-        } => embed(json, &reference, chunks, runs, device.parse()?),
+            load,
+            peer,
+        } => embed(
+            json,
+            &reference,
+            chunks,
+            runs,
+            device.parse()?,
+            (load, peer),
+        ),
         BenchCmd::Llm {
             model,
             reference,
@@ -269,8 +285,13 @@ fn embed(
     n: usize,
     runs: usize,
     device: quire::llm::DeviceChoice,
+    (busy, peer): (usize, Option<PathBuf>),
 ) -> anyhow::Result<()> {
     let dir = quire::models::default_embedder()?;
+    let cond = quire_bench::embed::Conditions {
+        busy,
+        peer: peer.map(|py| (py, dir.clone())),
+    };
     let device = device.resolve()?;
     let emb = quire::embed::bert::BertEmbedder::open_on(&dir, &device.device, None)?;
     eprintln!("embedder: {}", emb.runtime());
@@ -278,7 +299,15 @@ fn embed(
         .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
     let chunks = quire_bench::embed::chunks_of_words(&text, n, 200);
     let reference = reference.is_file().then_some(reference);
-    let r = quire_bench::embed::run(&emb, "all-MiniLM-L6-v2", &chunks, 200, runs, reference)?;
+    let r = quire_bench::embed::run(
+        &emb,
+        "all-MiniLM-L6-v2",
+        &chunks,
+        200,
+        runs,
+        reference,
+        &cond,
+    )?;
     emit(&r, json)
 }
 
@@ -447,6 +476,10 @@ struct AnswerArgs {
     /// run with the same directory reuses the index.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Instead: each question's latency while the same engine indexes this folder,
+    /// against its quiet latency (in the first of --modes; compact for `all`).
+    #[arg(long)]
+    while_indexing: Option<PathBuf>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -520,6 +553,9 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
         "no questions in {}",
         a.questions.display()
     );
+    if let Some(dir) = &a.while_indexing {
+        return answer_while_indexing(a, &questions, dir);
+    }
     let (data_dir, temp) = data_dir(&a.data_dir, "answer");
     let opts = quire_bench::answer::AnswerBenchOptions {
         pdfs: a.pdfs.clone(),
@@ -536,6 +572,50 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
     let r = quire_bench::answer::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| {
         eprintln!("{m}")
     });
+    if temp {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    emit(&r?, a.json)
+}
+
+/// `quire-bench answer --while-indexing DIR`.
+fn answer_while_indexing(
+    a: &AnswerArgs,
+    questions: &[quire_bench::answer::Question],
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let mode = match a.modes.as_str() {
+        "all" => quire::synth::ResponseMode::Compact,
+        m => quire_bench::answer::parse_modes(m)?[0],
+    };
+    let (data_dir, temp) = data_dir(&a.data_dir, "while");
+    let run = || -> anyhow::Result<quire_bench::answer::WhileIndexing> {
+        let engine =
+            quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(data_dir.clone()))?)?;
+        if let Some(model) = &a.model {
+            let mut s = engine.settings();
+            s.model = model.clone();
+            engine.set_settings(s)?;
+        }
+        let cancel = quire::llm::Cancel::new();
+        eprintln!("indexing {} ...", a.pdfs.display());
+        engine.index(std::slice::from_ref(&a.pdfs), &cancel, &mut |_| true)?;
+        let overrides = quire::engine::AskOverrides {
+            top_k: a.top_k,
+            max_tokens: a.max_tokens,
+            ..Default::default()
+        };
+        Ok(quire_bench::answer::while_indexing(
+            &engine,
+            questions,
+            mode,
+            &overrides,
+            dir,
+            &cancel,
+            &mut |m| eprintln!("{m}"),
+        )?)
+    };
+    let r = run();
     if temp {
         let _ = std::fs::remove_dir_all(&data_dir);
     }

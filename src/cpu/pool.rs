@@ -14,7 +14,8 @@
 //! The widest pool follows the CPUs this process may use: the affinity mask and the
 //! cgroup CPU quota (what [`std::thread::available_parallelism`] reads on Linux), or
 //! `RAYON_NUM_THREADS`. Where `schedstat` cannot be read (another OS, a kernel
-//! without it), the width stays at the widest.
+//! without it), or with `QUIRE_POOL=fixed` (to measure what adapting buys), the width
+//! stays at the widest.
 //!
 //! The split of a step never changes its result: every output element is computed by
 //! one task in the same order whatever the width (the forward pass's and the
@@ -29,8 +30,11 @@ use rayon::ThreadPool;
 /// Runs are summed into windows at least this long before the width changes: one
 /// scheduler time slice is a few milliseconds, and a generated token ~4 ms.
 const WINDOW: Duration = Duration::from_millis(40);
-/// The workers waited this share of a window for a CPU: the pool is too wide.
+/// The workers waited this share of a window for a CPU: the pool is too wide (after
+/// [`STRIKES`] such windows in a row: a daemon waking for a moment is not a busy
+/// machine).
 pub const CONTENDED: f64 = 0.15;
+pub const STRIKES: u32 = 2;
 /// A probe one wider keeps that width when its workers waited less than this.
 pub const FREE: f64 = 0.06;
 /// The first probe after narrowing, and the longest interval between probes.
@@ -68,6 +72,14 @@ pub fn with_width<R>(width: usize, f: impl FnOnce() -> R) -> R {
 /// cgroup quota allow.
 pub fn max_threads() -> usize {
     governor().max
+}
+
+/// Probe one wider at the next run: the caller knows that the machine just got
+/// quieter (background work of this process paused for a question).
+pub fn probe_soon() {
+    let mut s = governor().lock();
+    s.next_probe = Instant::now();
+    s.probe_every = PROBE_FIRST;
 }
 
 /// How [`run`] sees the machine now, for a status line or a benchmark.
@@ -118,6 +130,8 @@ struct State {
     window: Option<Window>,
     next_probe: Instant,
     probe_every: Duration,
+    /// Contended windows in a row at this width.
+    strikes: u32,
     narrowed: u64,
     widened: u64,
 }
@@ -141,7 +155,8 @@ impl Governor {
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|&n| n > 0)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let adaptive = max > 1 && thread_wait_ns(own_tid()).is_some();
+        let fixed = std::env::var("QUIRE_POOL").is_ok_and(|v| v == "fixed");
+        let adaptive = max > 1 && !fixed && thread_wait_ns(own_tid()).is_some();
         Self {
             max,
             adaptive,
@@ -151,6 +166,7 @@ impl Governor {
                 window: None,
                 next_probe: Instant::now(),
                 probe_every: PROBE_FIRST,
+                strikes: 0,
                 narrowed: 0,
                 widened: 0,
             }),
@@ -242,13 +258,19 @@ fn decide(s: &mut State, width: usize, share: f64, now: Instant) {
         }
         s.next_probe = now + s.probe_every;
     } else if share > CONTENDED && width > 1 {
-        // As many workers as got a CPU: on two cores beside one busy process, each of
-        // two waited about a third of the time, and one is left.
-        let keep = (width as f64 * (1.0 - share)).floor() as usize;
-        s.width = keep.clamp(1, width - 1);
-        s.narrowed += 1;
-        s.probe_every = PROBE_FIRST;
-        s.next_probe = now + PROBE_FIRST;
+        s.strikes += 1;
+        if s.strikes >= STRIKES {
+            // As many workers as got a CPU: on two cores beside one busy process, each
+            // of two waited about a third of the time, and one is left.
+            let keep = (width as f64 * (1.0 - share)).floor() as usize;
+            s.width = keep.clamp(1, width - 1);
+            s.strikes = 0;
+            s.narrowed += 1;
+            s.probe_every = PROBE_FIRST;
+            s.next_probe = now + PROBE_FIRST;
+        }
+    } else {
+        s.strikes = 0;
     }
 }
 
@@ -290,8 +312,16 @@ mod tests {
             window: None,
             next_probe: Instant::now(),
             probe_every: PROBE_FIRST,
+            strikes: 0,
             narrowed: 0,
             widened: 0,
+        }
+    }
+
+    /// Decide on `STRIKES` windows alike.
+    fn decide_n(s: &mut State, width: usize, share: f64, now: Instant) {
+        for _ in 0..STRIKES {
+            decide(s, width, share, now);
         }
     }
 
@@ -299,21 +329,28 @@ mod tests {
     fn a_contended_pool_narrows_to_the_cpus_it_got() {
         let now = Instant::now();
         let mut s = state(2);
-        decide(&mut s, 2, 0.33, now);
+        decide_n(&mut s, 2, 0.33, now);
         assert_eq!(s.width, 1);
         let mut s = state(16);
-        decide(&mut s, 16, 0.2, now);
+        decide_n(&mut s, 16, 0.2, now);
         assert_eq!(s.width, 12);
         // Never below one, always at least one narrower.
         let mut s = state(4);
-        decide(&mut s, 4, 0.9, now);
+        decide_n(&mut s, 4, 0.9, now);
         assert_eq!(s.width, 1);
         let mut s = state(8);
-        decide(&mut s, 8, 0.16, now);
+        decide_n(&mut s, 8, 0.16, now);
         assert_eq!(s.width, 6);
+        // One contended window alone (a daemon waking) is not enough.
+        let mut s = state(2);
+        decide(&mut s, 2, 0.5, now);
+        assert_eq!(s.width, 2);
+        decide(&mut s, 2, 0.01, now);
+        decide(&mut s, 2, 0.5, now);
+        assert_eq!(s.width, 2);
         // Quiet: unchanged.
         let mut s = state(8);
-        decide(&mut s, 8, 0.02, now);
+        decide_n(&mut s, 8, 0.02, now);
         assert_eq!((s.width, s.narrowed), (8, 0));
     }
 

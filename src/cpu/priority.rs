@@ -54,6 +54,8 @@ impl Priority {
             return Duration::ZERO;
         }
         let start = Instant::now();
+        // The foreground now has the CPUs to itself: its pool may widen again at once.
+        super::pool::probe_soon();
         while *active > 0 && !stopped() {
             active = self
                 .idle

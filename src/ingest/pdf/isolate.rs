@@ -15,7 +15,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -126,12 +126,19 @@ impl Extractor {
 
     /// Extract the text of `path` in a child process within the limits.
     pub fn extract(&self, path: &Path) -> Result<ExtractedDoc> {
-        self.extract_until(path, &|| false)
+        self.extract_until(path, &|| false, &|| false)
     }
 
     /// [`Extractor::extract`], killing the child and returning [`Error::Cancelled`] as
-    /// soon as `cancelled` says so (it is asked every 50 ms).
-    pub fn extract_until(&self, path: &Path, cancelled: &dyn Fn() -> bool) -> Result<ExtractedDoc> {
+    /// soon as `cancelled` says so, and stopping the child (SIGSTOP, then SIGCONT)
+    /// while `hold` says so, its wall-clock limit extended by the time it was held
+    /// (both are asked every 50 ms).
+    pub fn extract_until(
+        &self,
+        path: &Path,
+        cancelled: &dyn Fn() -> bool,
+        hold: &dyn Fn() -> bool,
+    ) -> Result<ExtractedDoc> {
         let pdf_err = |page: Option<u32>, reason: String| Error::Pdf {
             file: path.to_path_buf(),
             page,
@@ -170,12 +177,17 @@ impl Extractor {
             let _ = std::io::copy(&mut stderr, &mut std::io::sink());
             head
         });
-        let deadline = start + self.limits.time;
+        let mut held = Duration::ZERO;
         let out = loop {
+            let deadline = start + self.limits.time + held;
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left.min(Duration::from_millis(50))) {
+            match rx.recv_timeout(left.min(POLL)) {
                 Ok(r) => break r,
-                Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() && !cancelled() => {}
+                Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() && !cancelled() => {
+                    if hold() {
+                        held += hold_still(&child, hold, cancelled);
+                    }
+                }
                 Err(_) => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -193,7 +205,7 @@ impl Extractor {
             }
         };
         // stdout is closed: the child is exiting. A child that lingers is killed.
-        let left = self.limits.time.saturating_sub(start.elapsed());
+        let left = (self.limits.time + held).saturating_sub(start.elapsed());
         let status = wait_for(&mut child, left).map_err(|e| Error::io(&self.exe, e))?;
         let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
         let out = out.map_err(|e| Error::io(&self.exe, e))?;
@@ -210,6 +222,42 @@ impl Extractor {
         Err(pdf_err(None, crash_reason(status, &stderr, &self.limits)))
     }
 }
+
+/// How often a running child's parent looks at the cancel and hold flags.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Stop `child` while `hold()` (and not `cancelled()`), then let it go on; the time it
+/// was stopped.
+fn hold_still(child: &Child, hold: &dyn Fn() -> bool, cancelled: &dyn Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    signal(child, Signal::Stop);
+    while hold() && !cancelled() {
+        std::thread::sleep(POLL);
+    }
+    signal(child, Signal::Continue);
+    start.elapsed()
+}
+
+enum Signal {
+    Stop,
+    Continue,
+}
+
+#[cfg(unix)]
+fn signal(child: &Child, s: Signal) {
+    let sig = match s {
+        Signal::Stop => libc::SIGSTOP,
+        Signal::Continue => libc::SIGCONT,
+    };
+    // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the pid
+    // is still ours.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+}
+
+#[cfg(not(unix))]
+fn signal(_child: &Child, _s: Signal) {}
 
 /// Wait for `child` at most `time`; kill it after that. `None`: it had to be killed.
 fn wait_for(
