@@ -378,3 +378,37 @@ fn corpus_pages_contain_what_the_questions_need() {
     }
     assert!(checked > 0, "no must_contain strings checked");
 }
+
+/// Questions first: while `hold` says so, the extraction child is stopped (the test
+/// sees it in state `T`, then lets it go), and the text comes out the same.
+#[test]
+fn a_held_extraction_stops_its_child_then_finishes_the_same() {
+    let path = util::shared().join("corpus/pdfs/maximabook-19-Sept-2004.pdf");
+    let plain = extractor().extract(&path).expect("extract");
+    let me = std::process::id();
+    // Our stopped child, if any.
+    let stopped_child = || {
+        std::fs::read_dir("/proc").ok().into_iter().flatten().flatten().any(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            // pid (comm) state ppid ...
+            let after = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+            let mut f = after.split_whitespace();
+            f.next() == Some("T") && f.next() == Some(me.to_string().as_str())
+        })
+    };
+    let calls = std::cell::Cell::new(0);
+    let seen = std::cell::Cell::new(false);
+    let hold = || {
+        calls.set(calls.get() + 1);
+        // Hold until the child is seen stopped, then let it go.
+        if !seen.get() && stopped_child() {
+            seen.set(true);
+        }
+        !seen.get()
+    };
+    let held = extractor().extract_until(&path, &|| false, &hold).expect("held extract");
+    assert!(calls.get() > 0, "the extraction ended before the first look at `hold`");
+    assert!(seen.get(), "the child was never seen stopped");
+    assert!(!stopped_child(), "a child is left stopped");
+    assert_eq!(held, plain);
+}
