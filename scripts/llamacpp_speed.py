@@ -8,9 +8,13 @@ in `ggml_tile_config_init` (ggml-cpu/amx/mmq.cpp), and the first `tilezero` dies
 SIGILL. An `asm volatile("" : : "r"(&tc) : "memory");` before `_tile_loadconfig(&tc)`
 fixes it. The script also asks Linux for the tile state (arch_prctl), as ggml does.
 
-    python scripts/llamacpp_speed.py MODEL.gguf OUT.json   # needs llama-cpp-python
+    python scripts/llamacpp_speed.py MODEL.gguf OUT.json [--load N]   # needs llama-cpp-python
+
+--load N measures beside N busy processes (`yes > /dev/null`), stopped at the end, as
+`quire bench llm --load N` does (which, given --peer, runs this script under its own
+load instead).
 """
-import json, os, pathlib, statistics, sys, time
+import atexit, json, os, pathlib, statistics, subprocess, sys, time
 
 import llama_cpp.llama_cpp as C
 from llama_cpp import Llama
@@ -32,7 +36,25 @@ def _params():
 
 C.llama_model_default_params = _params
 
-path, out = sys.argv[1], sys.argv[2]
+args = sys.argv[1:]
+load = 0
+if "--load" in args:
+    i = args.index("--load")
+    load = int(args[i + 1])
+    del args[i:i + 2]
+    if not 0 <= load <= 64:
+        sys.exit("--load: 0 to 64 busy processes")
+path, out = args[0], args[1]
+busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(load)]
+
+
+def _stop_busy():
+    for p in busy:
+        p.kill()
+        p.wait()
+
+
+atexit.register(_stop_busy)
 llm = Llama(model_path=path, n_ctx=2048, n_threads=2, n_threads_batch=2, n_batch=512, verbose=False)
 text = pathlib.Path("/usr/share/common-licenses/GPL-3").read_text()
 ids = llm.tokenize(text.encode(), add_bos=False)[:512]
@@ -48,7 +70,7 @@ for _ in range(3):
         if n >= 128:
             break
     tg.append(n / (time.perf_counter() - t))
-res = {"model_file": pathlib.Path(path).name, "threads": 2, "prompt_tokens": len(ids),
+res = {"model_file": pathlib.Path(path).name, "threads": 2, "prompt_tokens": len(ids), "busy": load,
        "extra_bufts": os.environ.get("EXTRA") == "1",
        "prompt_tokens_per_s_median": round(statistics.median(pp), 1),
        "gen_tokens": 128, "gen_tokens_per_s_median": round(statistics.median(tg), 1),

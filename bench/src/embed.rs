@@ -226,7 +226,7 @@ impl std::fmt::Display for EmbedBench {
         writeln!(
             f,
             "pool: {} of {} workers (adaptive {}, narrowed {}x, widened {}x); peer from {}",
-            self.pool.width,
+            self.pool.embed,
             self.pool.max,
             self.pool.adaptive,
             self.pool.narrowed,

@@ -354,8 +354,9 @@ impl std::fmt::Display for LlmBench {
         }
         write!(
             f,
-            "pool: {} of {} workers (adaptive {}, narrowed {}x, widened {}x); llama.cpp from {}",
-            self.pool.width,
+            "pool: generation {} / prompt {} of {} workers (adaptive {}, narrowed {}x, widened {}x); llama.cpp from {}",
+            self.pool.decode,
+            self.pool.prompt,
             self.pool.max,
             self.pool.adaptive,
             self.pool.narrowed,

@@ -2,14 +2,19 @@
 //!
 //! The forward pass and the embedder split each step across a pool and wait for every
 //! part: when the scheduler takes a core away from one worker (another program is
-//! busy), every step waits for it, and on two cores one busy process costs ~88% of
-//! the generation speed instead of half. [`run`] therefore watches the pool's workers:
+//! busy), every step waits for it, and on two cores one busy process cost ~88% of the
+//! generation speed instead of half. [`run`] therefore watches the pool's workers:
 //! the time each spent runnable but waiting for a CPU (Linux's per-thread
-//! `schedstat`) over a window of runs. A pool whose workers waited more than
-//! [`CONTENDED`] of their time is too wide for the CPUs this process is getting, and
-//! the next runs go to a narrower one. Now and then (every [`PROBE_FIRST`], doubling
-//! to [`PROBE_MAX`] while the machine stays busy) one window runs one worker wider:
-//! if its workers barely waited, the machine is free again and that width stays.
+//! `schedstat`), over windows of runs of at least [`WINDOW`]. After [`STRIKES`]
+//! windows in a row in which the workers waited more than [`CONTENDED`] of their time,
+//! the next window is a trial on as many workers as got a CPU; the trial's speed (the
+//! caller's units of work, tokens or rows, per second) decides: the narrower pool
+//! stays if it was faster. Generation (one token: ~200 short steps) gains most from
+//! fewer workers; a long prompt's large products often keep more of their speed on a
+//! wider pool that shares the cores, and then the trial says so. Now and then (every
+//! [`PROBE_FIRST`], doubling to [`PROBE_MAX`] while it fails) a window runs one worker
+//! wider, and that width stays if it was faster: the machine is free again.
+//! Each kind of [`Work`] keeps its own width and speed.
 //!
 //! The widest pool follows the CPUs this process may use: the affinity mask and the
 //! cgroup CPU quota (what [`std::thread::available_parallelism`] reads on Linux), or
@@ -29,28 +34,51 @@ use rayon::ThreadPool;
 
 /// Runs are summed into windows at least this long before the width changes: one
 /// scheduler time slice is a few milliseconds, and a generated token ~4 ms.
-const WINDOW: Duration = Duration::from_millis(40);
-/// The workers waited this share of a window for a CPU: the pool is too wide (after
-/// [`STRIKES`] such windows in a row: a daemon waking for a moment is not a busy
-/// machine).
+pub const WINDOW: Duration = Duration::from_millis(40);
+/// The workers waited this share of a window for a CPU: the pool may be too wide
+/// (after [`STRIKES`] such windows in a row: a daemon waking for a moment is not a
+/// busy machine).
 pub const CONTENDED: f64 = 0.15;
 pub const STRIKES: u32 = 2;
-/// A probe one wider keeps that width when its workers waited less than this.
-pub const FREE: f64 = 0.06;
-/// The first probe after narrowing, and the longest interval between probes.
+/// A window this long is one strike enough (a prompt's pass: a second each).
+pub const LONG_WINDOW: Duration = Duration::from_millis(200);
+/// A trial width stays when it was this much faster than the width before.
+pub const GAIN: f64 = 0.03;
+/// The first probe after a change, and the longest interval between failed trials.
 pub const PROBE_FIRST: Duration = Duration::from_millis(500);
 pub const PROBE_MAX: Duration = Duration::from_secs(8);
+
+/// Kinds of work, each with its own width: their steps differ in length, and so does
+/// what a shared core costs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// Generation: a few rows (tokens) per forward pass.
+    Decode,
+    /// A prompt's many rows at once.
+    Prompt,
+    /// Embedding batches.
+    Embed,
+}
+
+impl Work {
+    const ALL: [Work; 3] = [Work::Decode, Work::Prompt, Work::Embed];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
 
 thread_local! {
     /// A width [`with_width`] imposes on this thread's runs.
     static FORCED: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-/// Run `f` on the pool [`run`] would use now, its parallel steps (rayon's
-/// `par_iter`, `scope`, `join`) spread over that pool's workers; learn from how long
-/// they waited for a CPU.
-pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    governor().run(f)
+/// Run `f` (which does `units` of `work`: tokens, rows) on the pool [`run`] chose for
+/// that kind of work, its parallel steps (rayon's `par_iter`, `scope`, `join`) spread
+/// over the pool's workers; learn from how long they waited for a CPU and how fast
+/// the work went.
+pub fn run<R: Send>(work: Work, units: usize, f: impl FnOnce() -> R + Send) -> R {
+    governor().run(work, units, f)
 }
 
 /// Run `f` on a pool of exactly `width` workers (tests, benchmarks, a fixed setting):
@@ -74,23 +102,29 @@ pub fn max_threads() -> usize {
     governor().max
 }
 
-/// Probe one wider at the next run: the caller knows that the machine just got
-/// quieter (background work of this process paused for a question).
+/// Probe one wider at the next run of every kind: the caller knows that the machine
+/// just got quieter (background work of this process paused for a question).
 pub fn probe_soon() {
-    let mut s = governor().lock();
-    s.next_probe = Instant::now();
-    s.probe_every = PROBE_FIRST;
+    let g = governor();
+    let mut s = g.lock();
+    let now = Instant::now();
+    for c in &mut s.classes {
+        c.next_probe = now;
+        c.probe_every = PROBE_FIRST;
+    }
 }
 
 /// How [`run`] sees the machine now, for a status line or a benchmark.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PoolState {
-    /// Workers the next run uses (not counting a probe).
-    pub width: usize,
     pub max: usize,
-    /// Whether the width follows the machine (`schedstat` readable).
+    /// Whether the widths follow the machine (`schedstat` readable, not fixed).
     pub adaptive: bool,
-    /// Times the pool narrowed, and widened again, since the start.
+    /// Workers the next run of each kind uses (not counting a trial).
+    pub decode: usize,
+    pub prompt: usize,
+    pub embed: usize,
+    /// Trials that narrowed a pool, and that widened one, since the start.
     pub narrowed: u64,
     pub widened: u64,
 }
@@ -98,12 +132,15 @@ pub struct PoolState {
 pub fn state() -> PoolState {
     let g = governor();
     let s = g.lock();
+    let c = |w: Work| &s.classes[w.index()];
     PoolState {
-        width: s.width,
         max: g.max,
         adaptive: g.adaptive,
-        narrowed: s.narrowed,
-        widened: s.widened,
+        decode: c(Work::Decode).width,
+        prompt: c(Work::Prompt).width,
+        embed: c(Work::Embed).width,
+        narrowed: s.classes.iter().map(|c| c.narrowed).sum(),
+        widened: s.classes.iter().map(|c| c.widened).sum(),
     }
 }
 
@@ -126,26 +163,131 @@ struct Governor {
 }
 
 struct State {
+    classes: Vec<Class>,
+}
+
+/// One kind of work's width, speed and open window.
+struct Class {
     width: usize,
+    /// Units per second at `width`, from its last window.
+    rate: Option<f64>,
+    /// The width being tried, and the width and speed it is compared with.
+    trial: Option<Trial>,
     window: Option<Window>,
     next_probe: Instant,
     probe_every: Duration,
+    /// No narrowing trial before this (after one failed).
+    next_narrow: Instant,
+    narrow_every: Duration,
     /// Contended windows in a row at this width.
     strikes: u32,
     narrowed: u64,
     widened: u64,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct Trial {
+    width: usize,
+    from: usize,
+    from_rate: f64,
+}
+
 /// Runs at one width, measured together.
 struct Window {
     width: usize,
-    pool: Arc<Pool>,
+    pool: Option<Arc<Pool>>,
     /// The workers' summed wait for a CPU (ns) when the window opened.
     wait0: u64,
-    /// The runs' summed wall time.
+    /// The runs' summed wall time and units of work.
     wall: Duration,
+    units: usize,
     /// Runs in flight in this window.
     running: usize,
+}
+
+impl Class {
+    fn new(width: usize, now: Instant) -> Self {
+        Self {
+            width,
+            rate: None,
+            trial: None,
+            window: None,
+            next_probe: now,
+            probe_every: PROBE_FIRST,
+            next_narrow: now,
+            narrow_every: PROBE_FIRST,
+            strikes: 0,
+            narrowed: 0,
+            widened: 0,
+        }
+    }
+
+    /// The width of the next window.
+    fn next_width(&mut self, max: usize, now: Instant) -> usize {
+        if let Some(t) = self.trial {
+            return t.width;
+        }
+        if self.width < max && now >= self.next_probe {
+            if let Some(rate) = self.rate {
+                self.trial = Some(Trial {
+                    width: self.width + 1,
+                    from: self.width,
+                    from_rate: rate,
+                });
+                return self.width + 1;
+            }
+        }
+        self.width
+    }
+
+    /// A window of `width` workers did work at `rate` units/s, its workers waiting
+    /// `share` of their time for a CPU; `long`: it lasted [`LONG_WINDOW`] or more.
+    fn closed(&mut self, width: usize, rate: f64, share: f64, long: bool, now: Instant) {
+        if let Some(t) = self.trial.filter(|t| t.width == width) {
+            self.trial = None;
+            let better = rate > t.from_rate * (1.0 + GAIN);
+            if better {
+                if width > t.from {
+                    self.widened += 1;
+                } else {
+                    self.narrowed += 1;
+                }
+                self.width = width;
+                self.rate = Some(rate);
+                self.probe_every = PROBE_FIRST;
+                self.narrow_every = PROBE_FIRST;
+            } else if width > t.from {
+                self.probe_every = (self.probe_every * 2).min(PROBE_MAX);
+            } else {
+                self.narrow_every = (self.narrow_every * 2).min(PROBE_MAX);
+                self.next_narrow = now + self.narrow_every;
+            }
+            self.next_probe = now + self.probe_every;
+            self.strikes = 0;
+            return;
+        }
+        if width != self.width {
+            return;
+        }
+        self.rate = Some(rate);
+        if share > CONTENDED && width > 1 {
+            self.strikes += 1;
+            let strikes = if long { 1 } else { STRIKES };
+            if self.strikes >= strikes && now >= self.next_narrow {
+                // As many workers as got a CPU: on two cores beside one busy
+                // process, each of two waited about a third of the time: one.
+                let keep = (width as f64 * (1.0 - share)).floor() as usize;
+                self.trial = Some(Trial {
+                    width: keep.clamp(1, width - 1),
+                    from: width,
+                    from_rate: rate,
+                });
+                self.strikes = 0;
+            }
+        } else {
+            self.strikes = 0;
+        }
+    }
 }
 
 impl Governor {
@@ -157,18 +299,13 @@ impl Governor {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let fixed = std::env::var("QUIRE_POOL").is_ok_and(|v| v == "fixed");
         let adaptive = max > 1 && !fixed && thread_wait_ns(own_tid()).is_some();
+        let now = Instant::now();
         Self {
             max,
             adaptive,
             pools: Mutex::new(vec![None; max]),
             state: Mutex::new(State {
-                width: max,
-                window: None,
-                next_probe: Instant::now(),
-                probe_every: PROBE_FIRST,
-                strikes: 0,
-                narrowed: 0,
-                widened: 0,
+                classes: Work::ALL.iter().map(|_| Class::new(max, now)).collect(),
             }),
         }
     }
@@ -196,7 +333,7 @@ impl Governor {
             .clone()
     }
 
-    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+    fn run<R: Send>(&self, work: Work, units: usize, f: impl FnOnce() -> R + Send) -> R {
         if let Some(width) = FORCED.with(Cell::get) {
             return self.pool(width).pool.install(f);
         }
@@ -205,72 +342,52 @@ impl Governor {
         }
         let pool = {
             let mut s = self.lock();
-            if let Some(w) = &mut s.window {
-                w.running += 1;
-                w.pool.clone()
-            } else {
-                let probe = s.width < self.max && Instant::now() >= s.next_probe;
-                let width = s.width + usize::from(probe);
-                let pool = self.pool(width);
-                s.window = Some(Window {
-                    width,
-                    wait0: pool_wait_ns(&pool),
-                    pool: pool.clone(),
-                    wall: Duration::ZERO,
-                    running: 1,
-                });
-                pool
+            let c = &mut s.classes[work.index()];
+            match &mut c.window {
+                Some(w) => {
+                    w.running += 1;
+                    w.pool.clone()
+                }
+                None => {
+                    let width = c.next_width(self.max, Instant::now());
+                    let pool = self.pool(width);
+                    c.window = Some(Window {
+                        width,
+                        wait0: pool_wait_ns(&pool),
+                        pool: Some(pool.clone()),
+                        wall: Duration::ZERO,
+                        units: 0,
+                        running: 1,
+                    });
+                    Some(pool)
+                }
             }
-        };
+        }
+        .expect("a window's pool");
         let start = Instant::now();
         let r = pool.pool.install(f);
-        self.ran(start.elapsed());
+        self.ran(work, units, start.elapsed());
         r
     }
 
     /// Account one run; close the window and decide once it is long enough.
-    fn ran(&self, wall: Duration) {
+    fn ran(&self, work: Work, units: usize, wall: Duration) {
         let mut s = self.lock();
-        let Some(w) = &mut s.window else { return };
+        let c = &mut s.classes[work.index()];
+        let Some(w) = &mut c.window else { return };
         w.wall += wall;
+        w.units += units;
         w.running -= 1;
         if w.running > 0 || w.wall < WINDOW {
             return;
         }
-        let w = s.window.take().expect("an open window");
-        let waited = pool_wait_ns(&w.pool).saturating_sub(w.wait0) as f64;
-        let share = waited / (w.width as f64 * w.wall.as_nanos().max(1) as f64);
-        let now = Instant::now();
-        decide(&mut s, w.width, share, now);
-    }
-}
-
-/// The width after a window of `width` workers that waited `share` of their time.
-fn decide(s: &mut State, width: usize, share: f64, now: Instant) {
-    if width > s.width {
-        // A probe.
-        if share < FREE {
-            s.width = width;
-            s.widened += 1;
-            s.probe_every = PROBE_FIRST;
-        } else {
-            s.probe_every = (s.probe_every * 2).min(PROBE_MAX);
-        }
-        s.next_probe = now + s.probe_every;
-    } else if share > CONTENDED && width > 1 {
-        s.strikes += 1;
-        if s.strikes >= STRIKES {
-            // As many workers as got a CPU: on two cores beside one busy process, each
-            // of two waited about a third of the time, and one is left.
-            let keep = (width as f64 * (1.0 - share)).floor() as usize;
-            s.width = keep.clamp(1, width - 1);
-            s.strikes = 0;
-            s.narrowed += 1;
-            s.probe_every = PROBE_FIRST;
-            s.next_probe = now + PROBE_FIRST;
-        }
-    } else {
-        s.strikes = 0;
+        let w = c.window.take().expect("an open window");
+        let pool = w.pool.expect("a window's pool");
+        let waited = pool_wait_ns(&pool).saturating_sub(w.wait0) as f64;
+        let secs = w.wall.as_secs_f64().max(1e-9);
+        let share = waited / (w.width as f64 * secs * 1e9);
+        let long = w.wall >= LONG_WINDOW;
+        c.closed(w.width, w.units as f64 / secs, share, long, Instant::now());
     }
 }
 
@@ -306,79 +423,109 @@ fn thread_wait_ns(_tid: i32) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn state(width: usize) -> State {
-        State {
-            width,
-            window: None,
-            next_probe: Instant::now(),
-            probe_every: PROBE_FIRST,
-            strikes: 0,
-            narrowed: 0,
-            widened: 0,
-        }
-    }
-
-    /// Decide on `STRIKES` windows alike.
-    fn decide_n(s: &mut State, width: usize, share: f64, now: Instant) {
-        for _ in 0..STRIKES {
-            decide(s, width, share, now);
+    /// Close windows at `class`'s next width: `rate(width)` units/s, `share(width)`
+    /// waited; `n` of them.
+    fn windows(
+        c: &mut Class,
+        max: usize,
+        n: usize,
+        rate: impl Fn(usize) -> f64,
+        share: impl Fn(usize) -> f64,
+        now: Instant,
+    ) {
+        for _ in 0..n {
+            let w = c.next_width(max, now);
+            c.closed(w, rate(w), share(w), false, now);
         }
     }
 
     #[test]
-    fn a_contended_pool_narrows_to_the_cpus_it_got() {
+    fn generation_on_a_busy_machine_narrows_when_the_trial_is_faster() {
         let now = Instant::now();
-        let mut s = state(2);
-        decide_n(&mut s, 2, 0.33, now);
-        assert_eq!(s.width, 1);
-        let mut s = state(16);
-        decide_n(&mut s, 16, 0.2, now);
-        assert_eq!(s.width, 12);
-        // Never below one, always at least one narrower.
-        let mut s = state(4);
-        decide_n(&mut s, 4, 0.9, now);
-        assert_eq!(s.width, 1);
-        let mut s = state(8);
-        decide_n(&mut s, 8, 0.16, now);
-        assert_eq!(s.width, 6);
-        // One contended window alone (a daemon waking) is not enough.
-        let mut s = state(2);
-        decide(&mut s, 2, 0.5, now);
-        assert_eq!(s.width, 2);
-        decide(&mut s, 2, 0.01, now);
-        decide(&mut s, 2, 0.5, now);
-        assert_eq!(s.width, 2);
-        // Quiet: unchanged.
-        let mut s = state(8);
-        decide_n(&mut s, 8, 0.02, now);
-        assert_eq!((s.width, s.narrowed), (8, 0));
+        let mut c = Class::new(2, now);
+        // Two workers beside a busy process: each waited a third; one is 3x faster.
+        windows(
+            &mut c,
+            2,
+            3,
+            |w| if w == 1 { 90.0 } else { 30.0 },
+            |w| if w == 1 { 0.0 } else { 0.33 },
+            now,
+        );
+        assert_eq!((c.width, c.narrowed), (1, 1));
+        // Probes while still busy fail and back off.
+        let later = now + PROBE_MAX;
+        windows(
+            &mut c,
+            2,
+            4,
+            |w| if w == 1 { 90.0 } else { 30.0 },
+            |_| 0.3,
+            later,
+        );
+        assert_eq!(c.width, 1);
+        assert!(c.probe_every > PROBE_FIRST);
+        // The machine is free: the probe is faster, the width comes back.
+        let free = later + PROBE_MAX * 2;
+        windows(&mut c, 2, 1, |w| 100.0 * w as f64, |_| 0.0, free);
+        assert_eq!((c.width, c.widened), (2, 1));
     }
 
     #[test]
-    fn probes_widen_when_free_and_back_off_while_busy() {
+    fn a_prompt_that_keeps_more_speed_on_the_shared_cores_stays_wide() {
         let now = Instant::now();
-        let mut s = state(1);
-        decide(&mut s, 2, 0.3, now);
-        assert_eq!(s.width, 1);
-        assert_eq!(s.probe_every, PROBE_FIRST * 2);
-        for _ in 0..10 {
-            decide(&mut s, 2, 0.3, now);
-        }
-        assert_eq!(s.probe_every, PROBE_MAX);
-        assert_eq!(s.next_probe, now + PROBE_MAX);
-        decide(&mut s, 2, 0.01, now);
-        assert_eq!((s.width, s.widened, s.probe_every), (2, 1, PROBE_FIRST));
+        let mut c = Class::new(2, now);
+        // Contended, but two workers on shared cores still beat one.
+        windows(
+            &mut c,
+            2,
+            3,
+            |w| if w == 1 { 70.0 } else { 80.0 },
+            |w| if w == 1 { 0.0 } else { 0.33 },
+            now,
+        );
+        assert_eq!((c.width, c.narrowed), (2, 0));
+        // No new narrowing trial until the back-off has passed.
+        assert!(c.next_narrow > now);
+        windows(&mut c, 2, 4, |_| 80.0, |_| 0.33, now);
+        assert!(c.trial.is_none());
+        assert_eq!(c.width, 2);
+    }
+
+    #[test]
+    fn one_contended_window_or_a_quiet_one_changes_nothing() {
+        let now = Instant::now();
+        let mut c = Class::new(8, now);
+        c.closed(8, 100.0, 0.5, false, now);
+        c.closed(8, 100.0, 0.01, false, now);
+        c.closed(8, 100.0, 0.5, false, now);
+        assert!(c.trial.is_none());
+        assert_eq!(c.width, 8);
+        // A long window (a prompt's pass) is one strike enough.
+        c.closed(8, 100.0, 0.5, true, now);
+        assert_eq!(c.trial.map(|t| t.width), Some(4));
+        // Sixteen workers waiting a fifth: the trial keeps twelve.
+        let mut c = Class::new(16, now);
+        c.closed(16, 100.0, 0.2, false, now);
+        c.closed(16, 100.0, 0.2, false, now);
+        assert_eq!(c.trial.map(|t| t.width), Some(12));
     }
 
     #[test]
     fn forced_widths_run_on_pools_of_that_width() {
         for w in [1, 2, 3] {
-            assert_eq!(with_width(w, || run(rayon::current_num_threads)), w);
+            assert_eq!(
+                with_width(w, || run(Work::Decode, 1, rayon::current_num_threads)),
+                w
+            );
         }
         // Nested: the innermost wins, and the outer comes back.
         with_width(3, || {
-            assert_eq!(with_width(1, || run(rayon::current_num_threads)), 1);
-            assert_eq!(run(rayon::current_num_threads), 3);
+            assert_eq!(
+                with_width(1, || run(Work::Embed, 1, rayon::current_num_threads)),
+                1
+            );
+            assert_eq!(run(Work::Prompt, 1, rayon::current_num_threads), 3);
         });
     }
 

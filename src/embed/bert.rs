@@ -319,7 +319,12 @@ impl BertEmbedder {
     fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         match &self.model {
             // As wide as the CPUs this process is getting (`cpu::pool`).
-            Net::Own(m) => crate::cpu::pool::run(|| m.embed(seqs, self.pooling)),
+            Net::Own(m) => {
+                let tokens = seqs.iter().map(|s| s.len()).sum();
+                crate::cpu::pool::run(crate::cpu::pool::Work::Embed, tokens, || {
+                    m.embed(seqs, self.pooling)
+                })
+            }
             Net::Candle(m) => m.embed(seqs, self.pooling),
         }
     }

@@ -388,13 +388,18 @@ fn a_held_extraction_stops_its_child_then_finishes_the_same() {
     let me = std::process::id();
     // Our stopped child, if any.
     let stopped_child = || {
-        std::fs::read_dir("/proc").ok().into_iter().flatten().flatten().any(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            // pid (comm) state ppid ...
-            let after = stat.rsplit_once(") ").map_or("", |(_, r)| r);
-            let mut f = after.split_whitespace();
-            f.next() == Some("T") && f.next() == Some(me.to_string().as_str())
-        })
+        std::fs::read_dir("/proc")
+            .ok()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // pid (comm) state ppid ...
+                let after = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+                let mut f = after.split_whitespace();
+                f.next() == Some("T") && f.next() == Some(me.to_string().as_str())
+            })
     };
     let calls = std::cell::Cell::new(0);
     let seen = std::cell::Cell::new(false);
@@ -406,8 +411,13 @@ fn a_held_extraction_stops_its_child_then_finishes_the_same() {
         }
         !seen.get()
     };
-    let held = extractor().extract_until(&path, &|| false, &hold).expect("held extract");
-    assert!(calls.get() > 0, "the extraction ended before the first look at `hold`");
+    let held = extractor()
+        .extract_until(&path, &|| false, &hold)
+        .expect("held extract");
+    assert!(
+        calls.get() > 0,
+        "the extraction ended before the first look at `hold`"
+    );
     assert!(seen.get(), "the child was never seen stopped");
     assert!(!stopped_child(), "a child is left stopped");
     assert_eq!(held, plain);

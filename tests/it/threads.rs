@@ -69,3 +69,26 @@ fn embeddings_are_the_same_bits_at_every_pool_width() {
         );
     }
 }
+
+/// The widest pool follows the CPUs the process may use (the affinity mask here; the
+/// cgroup quota the same way), not the machine's count: `quire bench embed` under
+/// `taskset -c 0` reports one worker.
+#[test]
+fn the_widest_pool_follows_the_affinity_mask() {
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(env!("CARGO_BIN_EXE_quire"))
+        .args(["bench", "embed", "--chunks", "4", "--runs", "1", "--json"])
+        .args(["--reference", "/nonexistent"])
+        .env_remove("RAYON_NUM_THREADS")
+        .output()
+        .expect("taskset (util-linux) runs quire bench embed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["threads"], 1, "{v}");
+    assert_eq!(v["pool"]["max"], 1, "{v}");
+}

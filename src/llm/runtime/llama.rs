@@ -414,9 +414,16 @@ impl Llama {
         //
         // The pool is as wide as the CPUs this process is getting (`cpu::pool`): a
         // spinning worker that the scheduler parks makes every step wait for it.
+        use crate::cpu::pool::{self, Work};
+        let rows: usize = seqs.iter().map(|s| s.1.len()).sum();
+        let work = if rows <= 4 {
+            Work::Decode
+        } else {
+            Work::Prompt
+        };
         let done = AtomicBool::new(false);
         let done = &done;
-        crate::cpu::pool::run(|| {
+        pool::run(work, rows, || {
             rayon::scope(|s| {
                 let owner = rayon::current_thread_index();
                 for _ in 1..rayon::current_num_threads() {
