@@ -35,6 +35,9 @@ pub struct Sample {
     pub secs: f64,
     /// Each LLM call's output and how many tokens it generated.
     pub calls: Vec<(String, usize)>,
+    /// Seconds from the ask to its sources, and to its first token (if any).
+    pub sources_secs: Option<f64>,
+    pub first_token_secs: Option<f64>,
 }
 
 impl Sample {
@@ -208,6 +211,7 @@ pub fn run_modes(
                     .map(|c| (c.output.clone(), c.output_tokens))
                     .collect(),
                 answer: r.answer,
+                ..Sample::default()
             });
         }
         let questions: Vec<Question> = cases.iter().map(|(q, _)| q.clone()).collect();
@@ -255,12 +259,17 @@ pub fn ask_in(
     };
     let mut sample = Sample::default();
     let mut conversation = None;
+    let t = std::time::Instant::now();
     engine.ask(req, cancel, &mut |ev| {
         match ev {
+            AskEvent::Token { .. } if sample.first_token_secs.is_none() => {
+                sample.first_token_secs = Some(t.elapsed().as_secs_f64());
+            }
             AskEvent::Started {
                 conversation_id, ..
             } => conversation = Some(conversation_id),
             AskEvent::Sources { sources, .. } => {
+                sample.sources_secs.get_or_insert(t.elapsed().as_secs_f64());
                 sample.context = join_texts(sources.iter().map(|s| s.text.as_str()));
             }
             AskEvent::Done { answer, stats, .. } => {
@@ -712,6 +721,9 @@ pub struct WhileIndexing {
     /// Tokens generated per question, quiet and during (equal when the work was).
     pub quiet_tokens: Vec<usize>,
     pub during_tokens: Vec<usize>,
+    /// Seconds to the first token, per question (0 where nothing was generated).
+    pub quiet_first_token: Vec<f64>,
+    pub during_first_token: Vec<f64>,
     pub quiet_median: f64,
     pub during_median: f64,
     /// During / quiet (medians).
@@ -743,6 +755,20 @@ impl std::fmt::Display for WhileIndexing {
             "tokens per answer: quiet {:?}, while indexing {:?}",
             self.quiet_tokens, self.during_tokens
         )?;
+        let secs = |v: &[f64]| {
+            v.iter()
+                .map(|s| format!("{s:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(
+            f,
+            "seconds per answer: quiet [{}], while indexing [{}]; to the first token: quiet [{}], while indexing [{}]",
+            secs(&self.quiet_secs),
+            secs(&self.during_secs),
+            secs(&self.quiet_first_token),
+            secs(&self.during_first_token)
+        )?;
         writeln!(
             f,
             "indexing: {} files in {:.1}s, {:.1}s of it paused for the questions",
@@ -767,15 +793,22 @@ pub fn while_indexing(
     // The documents indexed before: the questions search those only, during the job
     // too, so that the new documents do not change their sources.
     let ids: Vec<i64> = engine.documents()?.iter().map(|d| d.id).collect();
-    let timed = |q: &Question| -> Result<(f64, usize)> {
+    let timed = |q: &Question| -> Result<(f64, (usize, f64))> {
         let t = Instant::now();
         let scope = Scope::Documents { ids: ids.clone() };
         let s = ask_in(engine, q, mode, overrides, scope, cancel)?;
-        Ok((t.elapsed().as_secs_f64(), s.output_tokens))
+        let first = s.first_token_secs.unwrap_or(0.0);
+        Ok((t.elapsed().as_secs_f64(), (s.output_tokens, first)))
     };
-    // Warm: the model loaded, the retrieval index built.
+    // Warm: the model loaded, the retrieval index built; with a question of its own,
+    // so that no measured one finds its prompt already in the KV cache.
     progress("warming up ...");
-    timed(&questions[0])?;
+    let warm = Question {
+        id: "warm-up".into(),
+        question: "What is this document about?".into(),
+        ..questions[0].clone()
+    };
+    timed(&warm)?;
     let mut quiet = Vec::new();
     for q in questions {
         progress(&format!("quiet: {}", q.id));
@@ -828,8 +861,10 @@ pub fn while_indexing(
         Ok((summary, during))
     })?;
     let ((summary, index_secs, index_paused_secs), during) = (summary, during_secs);
-    let (quiet_secs, quiet_tokens): (Vec<f64>, Vec<usize>) = quiet.into_iter().unzip();
-    let (during_secs, during_tokens): (Vec<f64>, Vec<usize>) = during.into_iter().unzip();
+    let (quiet_secs, quiet_more): (Vec<f64>, Vec<(usize, f64)>) = quiet.into_iter().unzip();
+    let (during_secs, during_more): (Vec<f64>, Vec<(usize, f64)>) = during.into_iter().unzip();
+    let (quiet_tokens, quiet_first_token) = quiet_more.into_iter().unzip();
+    let (during_tokens, during_first_token) = during_more.into_iter().unzip();
     let quiet_median = median(&quiet_secs);
     let during_median = median(&during_secs);
     Ok(WhileIndexing {
@@ -845,6 +880,8 @@ pub fn while_indexing(
         during_secs,
         quiet_tokens,
         during_tokens,
+        quiet_first_token,
+        during_first_token,
         quiet_median,
         during_median,
         index_files: summary.indexed,

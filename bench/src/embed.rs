@@ -147,28 +147,10 @@ fn median_of(mut v: Vec<f64>) -> f64 {
 /// sentence-transformers' chunks/s by `scripts/st_speed.py` in `python`, on the model
 /// in `dir`, under whatever load runs now.
 fn run_peer(python: &Path, dir: &Path) -> Result<f64> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/st_speed.py");
-    let out = tempfile::NamedTempFile::new().map_err(|e| Error::io(Path::new("tmp"), e))?;
-    let status = std::process::Command::new(python)
-        .arg(&script)
-        .arg(dir)
-        .arg(out.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .map_err(|e| Error::io(python, e))?;
-    if !status.success() {
-        return Err(Error::Invalid(format!(
-            "{} {} failed ({status}): is sentence-transformers installed in it?",
-            python.display(),
-            script.display()
-        )));
-    }
-    let text = std::fs::read_to_string(out.path()).map_err(|e| Error::io(out.path(), e))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::Invalid(format!("{}: {e}", script.display())))?;
+    let v = crate::load::run_peer_script(python, "st_speed.py", dir, "sentence-transformers")?;
     v["chunks_per_s_median"]
         .as_f64()
-        .ok_or_else(|| Error::Invalid(format!("{} printed no speed", script.display())))
+        .ok_or_else(|| Error::Invalid("st_speed.py printed no speed".into()))
 }
 
 fn round1(x: f64) -> f64 {

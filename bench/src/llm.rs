@@ -271,28 +271,13 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
 /// llama.cpp's (prompt, generation) tokens/s on `model` by `scripts/llamacpp_speed.py`
 /// in `python` (which has llama-cpp-python), under whatever load runs now.
 fn run_peer(python: &Path, model: &Path) -> Result<(f64, f64)> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/llamacpp_speed.py");
-    let out = tempfile::NamedTempFile::new().map_err(|e| Error::io(Path::new("tmp"), e))?;
-    let status = std::process::Command::new(python)
-        .arg(&script)
-        .arg(model)
-        .arg(out.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .map_err(|e| Error::io(python, e))?;
-    if !status.success() {
-        return Err(Error::Invalid(format!(
-            "{} {} failed ({status}): is llama-cpp-python installed in it?",
-            python.display(),
-            script.display()
-        )));
-    }
-    match read_reference(out.path())? {
+    let v = crate::load::run_peer_script(python, "llamacpp_speed.py", model, "llama-cpp-python")?;
+    match (
+        v["prompt_tokens_per_s_median"].as_f64(),
+        v["gen_tokens_per_s_median"].as_f64(),
+    ) {
         (Some(p), Some(g)) => Ok((p, g)),
-        _ => Err(Error::Invalid(format!(
-            "{} printed no speeds",
-            script.display()
-        ))),
+        _ => Err(Error::Invalid("llamacpp_speed.py printed no speeds".into())),
     }
 }
 

@@ -2,9 +2,41 @@
 //! runs (`yes > /dev/null`, as the busy-desktop measurements used). They start with
 //! [`Busy::start`] and are killed when it is dropped, whatever happens in between.
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use quire::{Error, Result};
+
+/// Run the peer script `scripts/NAME` with `python` on `input` (a model file or
+/// folder), under whatever load runs now; the JSON it writes. `needs` names the
+/// package the script imports, for the error.
+pub fn run_peer_script(
+    python: &Path,
+    name: &str,
+    input: &Path,
+    needs: &str,
+) -> Result<serde_json::Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts")
+        .join(name);
+    let out = tempfile::NamedTempFile::new().map_err(|e| Error::io(Path::new("tmp"), e))?;
+    let status = Command::new(python)
+        .arg(&script)
+        .arg(input)
+        .arg(out.path())
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| Error::io(python, e))?;
+    if !status.success() {
+        return Err(Error::Invalid(format!(
+            "{} {} failed ({status}): is {needs} installed in it?",
+            python.display(),
+            script.display()
+        )));
+    }
+    let text = std::fs::read_to_string(out.path()).map_err(|e| Error::io(out.path(), e))?;
+    serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("{}: {e}", script.display())))
+}
 
 /// At most this many busy processes (a typo must not fork-bomb the machine).
 pub const MAX_BUSY: usize = 64;

@@ -102,15 +102,17 @@ pub fn max_threads() -> usize {
     governor().max
 }
 
-/// Probe one wider at the next run of every kind: the caller knows that the machine
-/// just got quieter (background work of this process paused for a question).
-pub fn probe_soon() {
+/// The machine just got quieter: background work of this process paused for a
+/// question. What was learnt while it ran says nothing about the time after: windows
+/// open now are not counted, pending narrowing trials and strikes are dropped, and
+/// every kind of work probes one wider at its next window.
+pub fn quieter() {
     let g = governor();
     let mut s = g.lock();
+    s.epoch += 1;
     let now = Instant::now();
     for c in &mut s.classes {
-        c.next_probe = now;
-        c.probe_every = PROBE_FIRST;
+        c.quieter(now);
     }
 }
 
@@ -164,6 +166,8 @@ struct Governor {
 
 struct State {
     classes: Vec<Class>,
+    /// Moves on at each [`quieter`]: a window from before is not counted.
+    epoch: u64,
 }
 
 /// One kind of work's width, speed and open window.
@@ -203,6 +207,8 @@ struct Window {
     units: usize,
     /// Runs in flight in this window.
     running: usize,
+    /// [`State::epoch`] when it opened.
+    epoch: u64,
 }
 
 impl Class {
@@ -220,6 +226,18 @@ impl Class {
             narrowed: 0,
             widened: 0,
         }
+    }
+
+    /// See [`quieter`].
+    fn quieter(&mut self, now: Instant) {
+        self.strikes = 0;
+        if self.trial.is_some_and(|t| t.width < t.from) {
+            self.trial = None;
+        }
+        self.next_probe = now;
+        self.probe_every = PROBE_FIRST;
+        self.next_narrow = now;
+        self.narrow_every = PROBE_FIRST;
     }
 
     /// The width of the next window.
@@ -306,6 +324,7 @@ impl Governor {
             pools: Mutex::new(vec![None; max]),
             state: Mutex::new(State {
                 classes: Work::ALL.iter().map(|_| Class::new(max, now)).collect(),
+                epoch: 0,
             }),
         }
     }
@@ -342,6 +361,7 @@ impl Governor {
         }
         let pool = {
             let mut s = self.lock();
+            let epoch = s.epoch;
             let c = &mut s.classes[work.index()];
             match &mut c.window {
                 Some(w) => {
@@ -358,6 +378,7 @@ impl Governor {
                         wall: Duration::ZERO,
                         units: 0,
                         running: 1,
+                        epoch,
                     });
                     Some(pool)
                 }
@@ -373,6 +394,7 @@ impl Governor {
     /// Account one run; close the window and decide once it is long enough.
     fn ran(&self, work: Work, units: usize, wall: Duration) {
         let mut s = self.lock();
+        let epoch = s.epoch;
         let c = &mut s.classes[work.index()];
         let Some(w) = &mut c.window else { return };
         w.wall += wall;
@@ -382,6 +404,13 @@ impl Governor {
             return;
         }
         let w = c.window.take().expect("an open window");
+        if w.epoch != epoch {
+            // It ran partly beside our own background work, which has paused since.
+            if c.trial.is_some_and(|t| t.width == w.width) {
+                c.trial = None;
+            }
+            return;
+        }
         let pool = w.pool.expect("a window's pool");
         let waited = pool_wait_ns(&pool).saturating_sub(w.wait0) as f64;
         let secs = w.wall.as_secs_f64().max(1e-9);
@@ -509,6 +538,31 @@ mod tests {
         c.closed(16, 100.0, 0.2, false, now);
         c.closed(16, 100.0, 0.2, false, now);
         assert_eq!(c.trial.map(|t| t.width), Some(12));
+    }
+
+    #[test]
+    fn our_own_background_pausing_drops_what_was_learnt_beside_it() {
+        let now = Instant::now();
+        let mut c = Class::new(2, now);
+        // Contended beside our indexing: a narrowing trial is pending.
+        c.closed(2, 50.0, 0.4, true, now);
+        assert!(c.trial.is_some());
+        c.quieter(now);
+        assert!(c.trial.is_none());
+        assert_eq!(c.width, 2);
+        // Narrowed already: the next window probes one wider at once.
+        let mut c = Class::new(2, now);
+        windows(
+            &mut c,
+            2,
+            3,
+            |w| 40.0 * (3 - w) as f64,
+            |w| if w == 2 { 0.4 } else { 0.0 },
+            now,
+        );
+        assert_eq!(c.width, 1);
+        c.quieter(now);
+        assert_eq!(c.next_width(2, now), 2);
     }
 
     #[test]

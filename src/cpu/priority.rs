@@ -54,8 +54,9 @@ impl Priority {
             return Duration::ZERO;
         }
         let start = Instant::now();
-        // The foreground now has the CPUs to itself: its pool may widen again at once.
-        super::pool::probe_soon();
+        // The foreground now has the CPUs to itself: what its pools learnt beside this
+        // background no longer holds.
+        super::pool::quieter();
         while *active > 0 && !stopped() {
             active = self
                 .idle
