@@ -199,7 +199,7 @@ struct Trial {
 /// Runs at one width, measured together.
 struct Window {
     width: usize,
-    pool: Option<Arc<Pool>>,
+    pool: Arc<Pool>,
     /// The workers' summed wait for a CPU (ns) when the window opened.
     wait0: u64,
     /// The runs' summed wall time and units of work.
@@ -374,17 +374,16 @@ impl Governor {
                     c.window = Some(Window {
                         width,
                         wait0: pool_wait_ns(&pool),
-                        pool: Some(pool.clone()),
+                        pool: pool.clone(),
                         wall: Duration::ZERO,
                         units: 0,
                         running: 1,
                         epoch,
                     });
-                    Some(pool)
+                    pool
                 }
             }
-        }
-        .expect("a window's pool");
+        };
         let start = Instant::now();
         let r = pool.pool.install(f);
         self.ran(work, units, start.elapsed());
@@ -411,8 +410,7 @@ impl Governor {
             }
             return;
         }
-        let pool = w.pool.expect("a window's pool");
-        let waited = pool_wait_ns(&pool).saturating_sub(w.wait0) as f64;
+        let waited = pool_wait_ns(&w.pool).saturating_sub(w.wait0) as f64;
         let secs = w.wall.as_secs_f64().max(1e-9);
         let share = waited / (w.width as f64 * secs * 1e9);
         let long = w.wall >= LONG_WINDOW;
