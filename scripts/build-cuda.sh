@@ -93,20 +93,26 @@ for lib in cudart cublas cublasLt curand nvrtc; do
   fi
 done
 
-# The link (not a check) needs the driver's libcuda.so: the wheels have no stub of it.
+# The link (not a check) needs the driver's libcuda.so, which only the NVIDIA driver
+# installs and the wheels lack. Without a driver (a build machine), link against a stub
+# of it, as the CUDA toolkit's own lib64/stubs/libcuda.so does: every driver entry point
+# candle's cudarc declares, each returning CUDA_ERROR_STUB_LIBRARY, with the soname
+# libcuda.so.1, so that the binary loads the real driver where it runs. The stub lives
+# in its own folder, on the link path only (never LD_LIBRARY_PATH).
+stubs=""
 if [ "$mode" = build ] && [ ! -e "$root/lib/libcuda.so" ]; then
   drv="$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> //p' | head -n1)"
-  if [ -z "$drv" ]; then
-    echo "scripts/build-cuda.sh: linking needs the NVIDIA driver's libcuda.so.1 (install the driver;" >&2
-    echo "  NVIDIA's wheels ship no libcuda stub). --check works without it." >&2
-    exit 1
+  if [ -n "$drv" ]; then
+    ln -s "$drv" "$root/lib/libcuda.so"
+  else
+    stubs="${CUDA_TARGET_DIR:-$PWD/target/cuda}/libcuda-stub"
+    scripts/cuda-driver-stub.sh "$stubs"
   fi
-  ln -s "$drv" "$root/lib/libcuda.so"
 fi
 export CUDA_ROOT="$root" CUDA_PATH="$root" CUDA_HOME="$root" CUDA_TOOLKIT_ROOT_DIR="$root"
 export NVCC="$root/bin/nvcc"
 export PATH="$root/bin:$PATH"
-export LIBRARY_PATH="$root/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export LIBRARY_PATH="$root/lib${stubs:+:$stubs}${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-80}"
 export CARGO_TARGET_DIR="${CUDA_TARGET_DIR:-$PWD/target/cuda}"

@@ -23,6 +23,7 @@ use std::io::{Read, Seek};
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor, D};
 
+use super::hparams::Hparams;
 use super::matmul::Rows;
 
 /// One decoder layer's weights on the device.
@@ -86,70 +87,22 @@ impl CandleLlama {
         device: &Device,
         max_seq: usize,
     ) -> Result<Self> {
-        let arch = match ct.metadata.get("general.architecture") {
-            Some(v) => v.to_string()?.clone(),
-            None => "llama".to_string(),
-        };
-        let (gemma, qwen2) = match arch.as_str() {
-            "llama" => (false, false),
-            "gemma3" => (true, false),
-            "qwen2" => (false, true),
-            other => {
-                candle_core::bail!("architecture {other:?} is not a llama, gemma3 or qwen2 model")
-            }
-        };
-        let key = |s: &str| format!("{arch}.{s}");
-        let md = |s: &str| match ct.metadata.get(&key(s)) {
-            None => candle_core::bail!("cannot find {} in metadata", key(s)),
-            Some(v) => Ok(v),
-        };
-        let md_u = |s: &str| md(s).and_then(|v| v.to_u32()).map(|v| v as usize);
-        if md_u("expert_count").unwrap_or(0) > 1 {
-            candle_core::bail!("mixture-of-experts models are not supported");
-        }
-        let n_head = md_u("attention.head_count")?;
-        let n_kv_head = md_u("attention.head_count_kv").unwrap_or(n_head);
-        let blocks = md_u("block_count")?;
-        let hidden = md_u("embedding_length")?;
-        if n_head == 0 || n_kv_head == 0 || !n_head.is_multiple_of(n_kv_head) {
-            candle_core::bail!("inconsistent head counts ({n_head} heads, {n_kv_head} kv heads)");
-        }
-        let head_dim = match md_u("attention.key_length") {
-            Ok(d) => d,
-            Err(_) if hidden.is_multiple_of(n_head) => hidden / n_head,
-            Err(_) => candle_core::bail!("{hidden} hidden values do not split into {n_head} heads"),
-        };
-        if md_u("attention.value_length").unwrap_or(head_dim) != head_dim || head_dim == 0 {
-            candle_core::bail!("keys and values of different widths are not supported");
-        }
-        let rope_dim = md_u("rope.dimension_count")
-            .unwrap_or(head_dim)
-            .min(head_dim)
-            & !1;
-        let eps = md("attention.layer_norm_rms_epsilon")?.to_f32()?;
-        let default_base = if gemma { 1_000_000f32 } else { 10_000f32 };
-        let base = md("rope.freq_base")
-            .and_then(|m| m.to_f32())
-            .unwrap_or(default_base);
-        let factor = md("rope.scaling.factor")
-            .and_then(|m| m.to_f32())
-            .unwrap_or(0.0);
-        let freq_scale = if factor > 0.0 { 1.0 / factor } else { 1.0 };
-        let mut ropes = vec![rope_table(base, freq_scale, rope_dim, max_seq, device)?];
-        if gemma {
-            let local = md("rope.local_freq_base")
-                .and_then(|m| m.to_f32())
-                .unwrap_or(10_000.0);
+        let h = Hparams::read(ct)?;
+        let (gemma, qwen2) = (h.gemma(), h.qwen2());
+        let (n_head, n_kv_head, blocks, hidden, head_dim, eps) =
+            (h.n_head, h.n_kv_head, h.blocks, h.hidden, h.head_dim, h.eps);
+        // An even count: the rotation goes by pairs.
+        let rope_dim = h.rope_dim & !1;
+        let mut ropes = vec![rope_table(
+            h.rope_base,
+            h.freq_scale,
+            rope_dim,
+            max_seq,
+            device,
+        )?];
+        if let Some(local) = h.local_rope_base {
             ropes.push(rope_table(local, 1.0, rope_dim, max_seq, device)?);
         }
-        // Gemma 3 27B (62 layers) scales queries by the hidden size per head.
-        let per = if gemma && blocks == 62 {
-            hidden / n_head
-        } else {
-            head_dim
-        };
-        let window = md_u("attention.sliding_window").ok().filter(|&w| w > 0);
-        let pattern = md_u("attention.sliding_window_type").unwrap_or(6).max(1);
 
         let tok_q = ct.tensor(r, "token_embd.weight", &Device::Cpu)?;
         let embeddings = Rows::new(&tok_q)?;
@@ -194,7 +147,7 @@ impl CandleLlama {
             } else {
                 None
             };
-            let sliding = gemma && !(i + 1).is_multiple_of(pattern);
+            let sliding = h.sliding(i);
             layers.push(Layer {
                 wq,
                 wk,
@@ -210,7 +163,7 @@ impl CandleLlama {
                 k_norm,
                 post_attn_norm,
                 post_ffn_norm,
-                window: if sliding { window } else { None },
+                window: if sliding { h.window } else { None },
                 rope: usize::from(sliding),
             });
         }
@@ -228,7 +181,7 @@ impl CandleLlama {
             ropes,
             neox: gemma || qwen2,
             gelu: gemma,
-            q_scale: 1.0 / (per as f64).sqrt(),
+            q_scale: 1.0 / (h.q_per as f64).sqrt(),
             eps,
             max_seq,
             len: 0,

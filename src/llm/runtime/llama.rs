@@ -31,6 +31,7 @@ use candle_core::{Device, Result, Tensor};
 use rayon::prelude::*;
 
 use super::attention::{self, AttnScratch};
+use super::hparams::Hparams;
 use super::kv_cache::KvCache;
 use super::matmul::{QLinear, Rows, Stacked};
 use super::ops;
@@ -180,81 +181,32 @@ impl Llama {
         max_seq: usize,
         requant: bool,
     ) -> Result<Self> {
-        let arch = match ct.metadata.get("general.architecture") {
-            Some(v) => v.to_string()?.clone(),
-            None => "llama".to_string(),
-        };
-        let (gemma, qwen2) = match arch.as_str() {
-            "llama" => (false, false),
-            "gemma3" => (true, false),
-            "qwen2" => (false, true),
-            other => {
-                candle_core::bail!("architecture {other:?} is not a llama, gemma3 or qwen2 model")
-            }
-        };
-        let key = |s: &str| format!("{arch}.{s}");
-        let md = |s: &str| match ct.metadata.get(&key(s)) {
-            None => candle_core::bail!("cannot find {} in metadata", key(s)),
-            Some(v) => Ok(v),
-        };
-        let md_u = |s: &str| md(s).and_then(|v| v.to_u32()).map(|v| v as usize);
-        if md_u("expert_count").unwrap_or(0) > 1 {
-            candle_core::bail!("mixture-of-experts models are not supported");
-        }
-        let n_head = md_u("attention.head_count")?;
-        let n_kv_head = md_u("attention.head_count_kv").unwrap_or(n_head);
-        let blocks = md_u("block_count")?;
-        let hidden = md_u("embedding_length")?;
-        if n_head == 0 || n_kv_head == 0 || !n_head.is_multiple_of(n_kv_head) {
-            candle_core::bail!("inconsistent head counts ({n_head} heads, {n_kv_head} kv heads)");
-        }
-        let head_dim = match md_u("attention.key_length") {
-            Ok(d) => d,
-            Err(_) if hidden.is_multiple_of(n_head) => hidden / n_head,
-            Err(_) => candle_core::bail!("{hidden} hidden values do not split into {n_head} heads"),
-        };
-        if md_u("attention.value_length").unwrap_or(head_dim) != head_dim || head_dim == 0 {
-            candle_core::bail!("keys and values of different widths are not supported");
-        }
-        let rope_dim = md_u("rope.dimension_count")
-            .unwrap_or(head_dim)
-            .min(head_dim);
-        let eps = md("attention.layer_norm_rms_epsilon")?.to_f32()?;
-        let default_base = if gemma { 1_000_000f32 } else { 10_000f32 };
-        let base = md("rope.freq_base")
-            .and_then(|m| m.to_f32())
-            .unwrap_or(default_base);
-        // llama.cpp's `rope_freq_scale_train`: 1 / `rope.scaling.factor`.
-        let factor = md("rope.scaling.factor")
-            .and_then(|m| m.to_f32())
-            .unwrap_or(0.0);
-        let freq_scale = if factor > 0.0 { 1.0 / factor } else { 1.0 };
+        let h = Hparams::read(ct)?;
+        let (gemma, qwen2) = (h.gemma(), h.qwen2());
+        let (n_head, n_kv_head, blocks, hidden, head_dim, rope_dim, eps) = (
+            h.n_head,
+            h.n_kv_head,
+            h.blocks,
+            h.hidden,
+            h.head_dim,
+            h.rope_dim,
+            h.eps,
+        );
         let theta = |b: f32| b.powf(-2.0 / rope_dim as f32);
         let mut ropes = vec![Rope {
-            theta_scale: theta(base),
-            freq_scale,
+            theta_scale: theta(h.rope_base),
+            freq_scale: h.freq_scale,
         }];
-        let style = if gemma {
+        let style = if let Some(local) = h.local_rope_base {
             ropes.push(Rope {
-                theta_scale: theta(
-                    md("rope.local_freq_base")
-                        .and_then(|m| m.to_f32())
-                        .unwrap_or(10_000.0),
-                ),
+                theta_scale: theta(local),
                 freq_scale: 1.0,
             });
-            // `f_attention_scale`: Gemma 3 27B (62 layers) scales by the hidden size
-            // per head, the others by the head width.
-            let per = if blocks == 62 {
-                hidden / n_head
-            } else {
-                head_dim
-            };
             Style {
                 neox: true,
                 gelu: true,
                 embed_scale: Some((hidden as f32).sqrt()),
-                q_scale: Some(1.0 / (per as f32).sqrt()),
+                q_scale: Some(1.0 / (h.q_per as f32).sqrt()),
             }
         } else {
             Style {
@@ -264,8 +216,6 @@ impl Llama {
                 q_scale: None,
             }
         };
-        let window = md_u("attention.sliding_window").ok().filter(|&w| w > 0);
-        let pattern = md_u("attention.sliding_window_type").unwrap_or(6).max(1);
         let cpu = Device::Cpu;
         let tok_q = ct.tensor(r, "token_embd.weight", &cpu)?;
         let embeddings = Rows::new(&tok_q)?;
@@ -315,7 +265,7 @@ impl Llama {
             } else {
                 None
             };
-            let sliding = gemma && !(i + 1).is_multiple_of(pattern);
+            let sliding = h.sliding(i);
             layers.push(Layer {
                 wqkv,
                 wo,
@@ -328,7 +278,7 @@ impl Llama {
                 k_norm,
                 post_attn_norm,
                 post_ffn_norm,
-                window: if sliding { window } else { None },
+                window: if sliding { h.window } else { None },
                 rope: usize::from(sliding),
             });
         }

@@ -7,18 +7,21 @@
 //!   pass over a batch of sequences, with prefix reuse.
 //! - [`candle`]: the same decoders over candle tensors on any candle device (the GPU
 //!   path; on the CPU it is what tests compare with the own kernels).
+//! - [`hparams`]: a decoder's shape and settings from the GGUF metadata, read once
+//!   for both.
 //! - [`attention`]: scores, softmax and weighted values of one layer, whole or split.
 //! - [`kv_cache`]: the per-layer cache of keys and values.
 //! - [`ops`]: element-wise steps (norms, rotary embeddings, activations, f16 rounding);
 //!   [`wide`] holds their AVX-512 register forms.
 //! - [`matmul`]: quantized matrix products, one file per arithmetic.
 //!
-//! Imports point one way: `candle` → `matmul`; `llama` → `attention`, `kv_cache`, `ops`, `matmul`;
+//! Imports point one way: `candle` → `hparams`, `matmul`; `llama` → `hparams`, `attention`, `kv_cache`, `ops`, `matmul`;
 //! `attention` → `kv_cache`, `ops`, `wide`, `tables`; `ops` → `wide`, `tables`;
 //! `wide` → `tables`; and all of them → `crate::cpu`.
 
 pub(crate) mod attention;
 pub mod candle;
+pub mod hparams;
 pub(crate) mod kv_cache;
 pub mod llama;
 pub(crate) mod matmul;

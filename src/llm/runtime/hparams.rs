@@ -1,0 +1,123 @@
+//! A decoder's shape and settings as a GGUF file's metadata gives them, read once for
+//! both forward passes ([`super::llama`] on the own kernels, [`super::candle`] on any
+//! candle device): the same keys, defaults and checks as llama.cpp's `llm_load_hparams`
+//! for the llama, Qwen2 and Gemma 3 architectures.
+
+use candle_core::quantized::gguf_file;
+use candle_core::Result;
+
+/// The architectures the forward passes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    Llama,
+    Qwen2,
+    Gemma3,
+}
+
+/// A decoder's hyperparameters.
+#[derive(Clone, Debug)]
+pub struct Hparams {
+    pub arch: Arch,
+    pub n_head: usize,
+    pub n_kv_head: usize,
+    pub blocks: usize,
+    pub hidden: usize,
+    pub head_dim: usize,
+    /// Rotated values per head (`rope.dimension_count`, at most `head_dim`).
+    pub rope_dim: usize,
+    pub eps: f32,
+    /// The global rope base (`rope.freq_base`).
+    pub rope_base: f32,
+    /// Gemma 3's base for its sliding-window layers (`rope.local_freq_base`).
+    pub local_rope_base: Option<f32>,
+    /// llama.cpp's `rope_freq_scale_train`: 1 / `rope.scaling.factor`.
+    pub freq_scale: f32,
+    /// What queries are scaled by the square root of (`f_attention_scale`): Gemma 3
+    /// 27B (62 layers) the hidden size per head, every other model its head width.
+    pub q_per: usize,
+    /// Gemma 3's sliding window, and every how many layers one is global.
+    pub window: Option<usize>,
+    pub pattern: usize,
+}
+
+impl Hparams {
+    /// Read from `ct`'s metadata; an architecture other than llama, qwen2 or gemma3,
+    /// mixture-of-experts, or inconsistent head shapes are errors.
+    pub fn read(ct: &gguf_file::Content) -> Result<Self> {
+        let name = match ct.metadata.get("general.architecture") {
+            Some(v) => v.to_string()?.clone(),
+            None => "llama".to_string(),
+        };
+        let arch = match name.as_str() {
+            "llama" => Arch::Llama,
+            "gemma3" => Arch::Gemma3,
+            "qwen2" => Arch::Qwen2,
+            other => {
+                candle_core::bail!("architecture {other:?} is not a llama, gemma3 or qwen2 model")
+            }
+        };
+        let gemma = arch == Arch::Gemma3;
+        let key = |s: &str| format!("{name}.{s}");
+        let md = |s: &str| match ct.metadata.get(&key(s)) {
+            None => candle_core::bail!("cannot find {} in metadata", key(s)),
+            Some(v) => Ok(v),
+        };
+        let md_u = |s: &str| md(s).and_then(|v| v.to_u32()).map(|v| v as usize);
+        let md_f = |s: &str| md(s).and_then(|v| v.to_f32());
+        if md_u("expert_count").unwrap_or(0) > 1 {
+            candle_core::bail!("mixture-of-experts models are not supported");
+        }
+        let n_head = md_u("attention.head_count")?;
+        let n_kv_head = md_u("attention.head_count_kv").unwrap_or(n_head);
+        let blocks = md_u("block_count")?;
+        let hidden = md_u("embedding_length")?;
+        if n_head == 0 || n_kv_head == 0 || !n_head.is_multiple_of(n_kv_head) {
+            candle_core::bail!("inconsistent head counts ({n_head} heads, {n_kv_head} kv heads)");
+        }
+        let head_dim = match md_u("attention.key_length") {
+            Ok(d) => d,
+            Err(_) if hidden.is_multiple_of(n_head) => hidden / n_head,
+            Err(_) => candle_core::bail!("{hidden} hidden values do not split into {n_head} heads"),
+        };
+        if md_u("attention.value_length").unwrap_or(head_dim) != head_dim || head_dim == 0 {
+            candle_core::bail!("keys and values of different widths are not supported");
+        }
+        let factor = md_f("rope.scaling.factor").unwrap_or(0.0);
+        Ok(Self {
+            arch,
+            n_head,
+            n_kv_head,
+            blocks,
+            hidden,
+            head_dim,
+            rope_dim: md_u("rope.dimension_count")
+                .unwrap_or(head_dim)
+                .min(head_dim),
+            eps: md_f("attention.layer_norm_rms_epsilon")?,
+            rope_base: md_f("rope.freq_base").unwrap_or(if gemma { 1_000_000.0 } else { 10_000.0 }),
+            local_rope_base: gemma.then(|| md_f("rope.local_freq_base").unwrap_or(10_000.0)),
+            freq_scale: if factor > 0.0 { 1.0 / factor } else { 1.0 },
+            q_per: if gemma && blocks == 62 {
+                hidden / n_head
+            } else {
+                head_dim
+            },
+            window: md_u("attention.sliding_window").ok().filter(|&w| w > 0),
+            pattern: md_u("attention.sliding_window_type").unwrap_or(6).max(1),
+        })
+    }
+
+    pub fn gemma(&self) -> bool {
+        self.arch == Arch::Gemma3
+    }
+
+    pub fn qwen2(&self) -> bool {
+        self.arch == Arch::Qwen2
+    }
+
+    /// Whether layer `i` attends over the sliding window (Gemma 3: all but every
+    /// `pattern`-th layer), with the local rope base.
+    pub fn sliding(&self, i: usize) -> bool {
+        self.gemma() && !(i + 1).is_multiple_of(self.pattern)
+    }
+}
