@@ -67,6 +67,18 @@ if [ "$want_test" = 1 ] && ! .venv-test/bin/python -c "import openai" 2>/dev/nul
   .venv-test/bin/pip install --quiet --disable-pip-version-check "openai==3.57.0"
 fi
 
+# llama-cpp-python's OpenAI-compatible server: the real model server the tests of the
+# model-server backend (tests/it/remote_llm.rs) start on loopback, serving SmolLM2. PyPI
+# has only its source, so pip builds llama.cpp (about 10 min on 2 cores, once; pip
+# keeps the wheel). Its examples, tests and multimodal tools are not built.
+if [ "$want_test" = 1 ] && ! .venv-llama/bin/python -c "import llama_cpp.server" 2>/dev/null; then
+  echo "setup: building llama-cpp-python[server] into .venv-llama (pip, ~10 min the first time)"
+  python3 -m venv .venv-llama
+  CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF" \
+  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+    .venv-llama/bin/pip install --quiet --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
+fi
+
 # tauri-driver (a Rust crate) drives the desktop window in the E2E test.
 if [ "$want_test" = 1 ] && ! command -v tauri-driver >/dev/null && [ ! -x "$HOME/.cargo/bin/tauri-driver" ]; then
   echo "setup: installing tauri-driver (cargo install)"

@@ -59,6 +59,11 @@ pub enum Error {
     #[error("device: {0}")]
     Device(String),
 
+    /// An OpenAI-compatible model server could not be reached, refused the request,
+    /// or broke off its answer.
+    #[error("model server {url}: {reason}")]
+    Server { url: String, reason: String },
+
     /// The tensor runtime failed.
     #[error("model runtime: {0}")]
     Candle(#[from] candle_core::Error),

@@ -173,12 +173,36 @@ struct DataDir {
     /// `metal`).
     #[arg(long, env = "QUIRE_DEVICE", value_name = "DEVICE")]
     device: Option<String>,
+    /// Answer with this OpenAI-compatible model server (http(s)://host:port, e.g. a
+    /// llama.cpp server) instead of the settings' model, for this command.
+    #[arg(long, env = "QUIRE_LLM_SERVER", value_name = "URL")]
+    llm_server: Option<String>,
+    /// The model to ask that server for (default: the first it lists).
+    #[arg(long, env = "QUIRE_LLM_SERVER_MODEL", value_name = "NAME", requires = "llm_server")]
+    llm_server_model: Option<String>,
+    /// That server's API key (sent as a bearer token).
+    #[arg(long, env = "QUIRE_LLM_SERVER_KEY", value_name = "KEY", hide_env_values = true)]
+    llm_server_key: Option<String>,
+    /// That server's context window in tokens (default: what the server says, else
+    /// 3900).
+    #[arg(long, value_name = "TOKENS", requires = "llm_server")]
+    llm_server_context: Option<usize>,
 }
 
 impl DataDir {
     fn engine(&self) -> anyhow::Result<quire::engine::Engine> {
         if let Some(d) = &self.device {
             quire::engine::override_device(Some(d.parse()?));
+        }
+        if let Some(url) = &self.llm_server {
+            quire::engine::override_llm_server(Some(quire::llm::RemoteConfig {
+                url: url.clone(),
+                model: self.llm_server_model.clone().unwrap_or_default(),
+                api_key: self.llm_server_key.clone(),
+                context_window: self.llm_server_context.unwrap_or(0),
+                tokenizer: None,
+                chat: true,
+            }));
         }
         let cfg = quire::engine::EngineConfig::new(self.data_dir.clone())?;
         Ok(quire::engine::Engine::open(cfg)?)

@@ -80,6 +80,21 @@ pub struct Settings {
     /// Recognize the text of scanned pages (pages without a text layer) with
     /// Tesseract while indexing.
     pub ocr: bool,
+    /// An OpenAI-compatible model server to answer with instead of the local GGUF
+    /// (`http(s)://host:port`, with or without `/v1`); empty: the local `model`.
+    pub llm_server: String,
+    /// The model to ask that server for; empty: the first one it lists.
+    pub llm_server_model: String,
+    /// Its API key (sent as a bearer token), if it wants one.
+    pub llm_server_key: Option<String>,
+    /// Its context window in tokens; 0: ask the server (else LlamaIndex's 3,900).
+    pub llm_server_context: usize,
+    /// A GGUF or `tokenizer.json` to count tokens with, for a server without a
+    /// tokenizer endpoint.
+    pub llm_server_tokenizer: Option<String>,
+    /// Whether the server's model is a chat model (`/v1/chat/completions`, the
+    /// server applies its chat template) or a completion one (`/v1/completions`).
+    pub llm_server_chat: bool,
 }
 
 impl Default for Settings {
@@ -112,6 +127,12 @@ impl Default for Settings {
             rerank_candidates: 8,
             not_found_threshold: None,
             ocr: true,
+            llm_server: String::new(),
+            llm_server_model: String::new(),
+            llm_server_key: None,
+            llm_server_context: 0,
+            llm_server_tokenizer: None,
+            llm_server_chat: true,
         }
     }
 }
@@ -283,10 +304,42 @@ impl Settings {
         if self.model.trim().is_empty() {
             return bad("model must name a GGUF file".into());
         }
+        let server = self.llm_server.trim();
+        if !server.is_empty() && !(server.starts_with("http://") || server.starts_with("https://"))
+        {
+            return bad(format!(
+                "llm_server {server:?}: give it as http://host:port or https://host:port \
+                 (empty: the local model)"
+            ));
+        }
+        if self.llm_server_context > 10_000_000 {
+            return bad(format!(
+                "llm_server_context must be 0 (ask the server) or a token count, not {}",
+                self.llm_server_context
+            ));
+        }
         if self.embedder.trim().is_empty() {
             return bad("embedder must name an embedding model folder".into());
         }
         Ok(())
+    }
+
+    /// The model server to answer with, when one is set.
+    pub fn remote_llm(&self) -> Option<crate::llm::RemoteConfig> {
+        let url = self.llm_server.trim();
+        (!url.is_empty()).then(|| crate::llm::RemoteConfig {
+            url: url.to_string(),
+            model: self.llm_server_model.trim().to_string(),
+            api_key: self.llm_server_key.clone(),
+            context_window: self.llm_server_context,
+            tokenizer: self
+                .llm_server_tokenizer
+                .as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(std::path::PathBuf::from),
+            chat: self.llm_server_chat,
+        })
     }
 
     /// The response synthesizers' templates these settings choose.

@@ -2,7 +2,6 @@
 //! mode, stream what happens as [`AskEvent`]s, and keep the exchange in its
 //! conversation — the partial answer too when the user stops it.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -15,7 +14,7 @@ use super::{
 };
 use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
-use crate::llm::{Cancel, GenParams, GgufLlm, Llm};
+use crate::llm::{Cancel, GenParams, GgufLlm, Llm, RemoteLlm};
 use crate::retrieve::{
     self, relevance, ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex,
     RetrieveOptions,
@@ -29,7 +28,9 @@ use crate::{Error, Result};
 /// retrieval index, brought up to date when the store's generation moves on.
 #[derive(Default)]
 pub(super) struct AskState {
-    llm: Mutex<Option<(PathBuf, Arc<GgufLlm>)>>,
+    /// The model and what it was loaded from (a file and device, or a server's
+    /// settings): a change of either loads again.
+    llm: Mutex<Option<(String, Arc<dyn Llm>)>>,
     index: Mutex<Option<IndexSlot>>,
     /// Times the index was built from the whole store.
     full_builds: std::sync::atomic::AtomicUsize,
@@ -62,19 +63,34 @@ fn indexed_chunks(chunks: Vec<crate::store::StoredChunk>) -> Vec<IndexedChunk> {
 }
 
 impl Engine {
-    /// The LLM the settings name, loaded once and kept until the settings change it.
-    pub fn llm(&self) -> Result<Arc<GgufLlm>> {
-        let path = crate::models::find(&self.settings().model)?;
-        let opts = self.llm_load_options()?;
+    /// The LLM the settings name, loaded (or connected to) once and kept until the
+    /// settings change it: the local GGUF `model` on the settings' device, or the
+    /// OpenAI-compatible server `llm_server`.
+    pub fn llm(&self) -> Result<Arc<dyn Llm>> {
+        let settings = self.settings();
+        let (key, source) = match self.remote_llm() {
+            Some(cfg) => (format!("server {cfg:?}"), Err(cfg)),
+            None => {
+                let path = crate::models::find(&settings.model)?;
+                let opts = self.llm_load_options()?;
+                (
+                    format!("gguf {} on {:?}", path.display(), opts.device),
+                    Ok((path, opts)),
+                )
+            }
+        };
         let mut slot = lock(&self.ask_state.llm);
-        if let Some((p, llm)) = slot.as_ref() {
-            if *p == path && llm.device().choice == opts.device {
+        if let Some((k, llm)) = slot.as_ref() {
+            if *k == key {
                 return Ok(llm.clone());
             }
         }
         *slot = None; // free the old model before loading the new one
-        let llm = Arc::new(GgufLlm::load_with(&path, &opts)?);
-        *slot = Some((path, llm.clone()));
+        let llm: Arc<dyn Llm> = match source {
+            Ok((path, opts)) => Arc::new(GgufLlm::load_with(&path, &opts)?),
+            Err(cfg) => Arc::new(RemoteLlm::connect(&cfg)?),
+        };
+        *slot = Some((key, llm.clone()));
         Ok(llm)
     }
 
@@ -154,7 +170,7 @@ impl Engine {
         } else {
             None
         };
-        let llm_dyn: Option<&dyn Llm> = llm.as_deref().map(|l| l as &dyn Llm);
+        let llm_dyn: Option<&dyn Llm> = llm.as_deref();
         self.search_with(question, llm_dyn, opts, cancel)
     }
 
@@ -343,7 +359,7 @@ impl Engine {
             || condensing
             || settings.rerank;
         let llm = if needs_llm { Some(self.llm()?) } else { None };
-        let llm_dyn: Option<&dyn Llm> = llm.as_deref().map(|l| l as &dyn Llm);
+        let llm_dyn: Option<&dyn Llm> = llm.as_deref();
         let mut steps = 0usize;
 
         // 1. The conversation the model may see (the newest turns that fit its window

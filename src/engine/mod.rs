@@ -25,7 +25,7 @@ mod uploads;
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
 pub use indexing::{spawn_resume, QueueItem, QueueView};
-pub use models::override_device;
+pub use models::{override_device, override_llm_server};
 pub use modes::{ModeInfo, ModeKind};
 pub use scope::ResolvedScope;
 pub use types::*;
@@ -257,10 +257,15 @@ impl Engine {
     /// Models present or missing.
     pub fn status(&self) -> Status {
         let mut problems = Vec::new();
-        let model = self.settings().model;
-        let llm = match crate::models::find(&model) {
-            Ok(p) => Some(p.display().to_string()),
-            Err(e) => {
+        let settings = self.settings();
+        let model = settings.model.clone();
+        let remote = self.remote_llm();
+        let llm = match (&remote, crate::models::find(&model)) {
+            // Not connected to here: the status stays instant; asking (or saving the
+            // settings) says what is wrong with the server.
+            (Some(r), _) => Some(format!("{} (OpenAI-compatible model server)", r.url)),
+            (None, Ok(p)) => Some(p.display().to_string()),
+            (None, Err(e)) => {
                 problems.push(format!(
                     "The language model is missing ({e}). Answers need it; sources still work."
                 ));
@@ -296,7 +301,11 @@ impl Engine {
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect(),
-            llm_name: models::setting_name(&model),
+            llm_name: match &remote {
+                Some(r) if !r.model.is_empty() => r.model.clone(),
+                Some(r) => format!("the model served at {}", r.url),
+                None => models::setting_name(&model),
+            },
             embedder_name: models::setting_name(&self.settings().embedder),
         }
     }

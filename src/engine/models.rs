@@ -22,6 +22,17 @@ pub fn override_device(device: Option<DeviceChoice>) {
     *lock(&DEVICE_OVERRIDE) = device;
 }
 
+/// A model server that overrides the settings' for this process (`quire …
+/// --llm-server`).
+static SERVER_OVERRIDE: std::sync::Mutex<Option<crate::llm::RemoteConfig>> =
+    std::sync::Mutex::new(None);
+
+/// Answer with the OpenAI-compatible server `server` in this process whatever the
+/// settings say (the CLI's `--llm-server`); `None` goes back to the settings.
+pub fn override_llm_server(server: Option<crate::llm::RemoteConfig>) {
+    *lock(&SERVER_OVERRIDE) = server;
+}
+
 /// Chunks embedded and written per step of a re-embedding (a stop takes effect
 /// between steps; each step is one transaction).
 const REEMBED_STEP: usize = 64;
@@ -35,6 +46,14 @@ pub(super) fn setting_name(setting: &str) -> String {
 }
 
 impl Engine {
+    /// The OpenAI-compatible model server to answer with: this process's override,
+    /// else the settings' (`llm_server`); `None`: the local GGUF.
+    pub fn remote_llm(&self) -> Option<crate::llm::RemoteConfig> {
+        lock(&SERVER_OVERRIDE)
+            .clone()
+            .or_else(|| self.settings().remote_llm())
+    }
+
     /// Settings and the choices the dialog offers: every GGUF and embedding model in
     /// the model folders, described from their headers, and which embedding models
     /// made the index.
@@ -130,7 +149,7 @@ impl Engine {
     }
 
     /// Check that the settings' model choices can be used: the embedding model folder
-    /// opens as a BERT model, the GGUF file is one Quire runs.
+    /// opens as a BERT model, the GGUF file is one Quire runs, a model server answers.
     pub(super) fn check_model_choices(&self, next: &crate::settings::Settings) -> Result<()> {
         let now = self.settings();
         if next.device != now.device {
@@ -141,7 +160,13 @@ impl Engine {
             let dir = crate::models::find(&next.embedder)?;
             BertFiles::open(&dir)?;
         }
-        if next.model != now.model {
+        if let Some(cfg) = next.remote_llm() {
+            // A server newly named (or asked for otherwise) must answer, serve the
+            // model named and say how to count its tokens.
+            if now.remote_llm().as_ref() != Some(&cfg) {
+                crate::llm::RemoteLlm::connect(&cfg)?;
+            }
+        } else if next.model != now.model {
             let path = crate::models::find(&next.model)?;
             if let Some(e) = crate::llm::catalog::describe(&path).error {
                 return Err(Error::model_format(&path, e));

@@ -4,7 +4,8 @@
 //! The public surface lives here, at the top: loading a GGUF file and its metadata
 //! ([`gguf`]), the model behind the trait ([`GgufLlm`] in [`model`]), chat templates
 //! ([`chat`]), the tokenizer read from the file ([`tokenizer`]), constrained decoding
-//! ([`constrain`]) and sampling. The numeric runtime (forward passes, attention, the
+//! ([`constrain`]) and sampling. [`remote`] is the other [`Llm`]: an
+//! OpenAI-compatible model server. The numeric runtime (forward passes, attention, the
 //! KV cache, quantized matrix products) lives below it in [`runtime`], which nothing
 //! outside `llm` reaches into.
 
@@ -14,11 +15,13 @@ pub mod constrain;
 pub mod device;
 pub mod gguf;
 pub mod model;
+pub mod remote;
 pub mod runtime;
 pub mod tokenizer;
 
 pub use device::{Chosen, DeviceChoice};
 pub use model::{GgufLlm, LoadOptions};
+pub use remote::{RemoteConfig, RemoteLlm};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -33,6 +33,8 @@ impl From<Error> for ApiError {
             Error::ModelMissing { .. } | Error::ModelFormat { .. } | Error::Device(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
+            // The model server behind this one failed.
+            Error::Server { .. } => StatusCode::BAD_GATEWAY,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         Self::new(status, e.to_string())

@@ -20,6 +20,7 @@ mod pdf;
 mod plumbing;
 mod questions_first;
 mod queue;
+mod remote_llm;
 mod scope;
 mod server;
 mod synth;

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod llama_server;
+
 use std::path::PathBuf;
 
 /// The repository root.
