@@ -611,9 +611,10 @@ impl Engine {
         let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();
         let output_tokens: usize = calls.iter().map(|c| c.output_tokens).sum();
         record.stats = Some(AskStats {
-            model: llm
-                .as_ref()
-                .map(|_| super::models::setting_name(&settings.model)),
+            model: llm.as_ref().map(|l| {
+                l.served_name()
+                    .unwrap_or_else(|| super::models::setting_name(&settings.model))
+            }),
             llm_calls: calls.len(),
             prompt_tokens: calls.iter().map(|c| c.prompt_tokens).sum(),
             output_tokens,

@@ -139,6 +139,11 @@ pub struct Completion {
 pub trait Llm: Send + Sync {
     /// Context window in tokens.
     fn context_window(&self) -> usize;
+    /// The name answers are signed with, when it is not the settings' model file (a
+    /// model server's model).
+    fn served_name(&self) -> Option<String> {
+        None
+    }
     /// Tokens `text` takes in this model's tokenizer.
     fn count_tokens(&self, text: &str) -> Result<usize>;
     /// Complete `prompt`, streaming text pieces to `sink`.

@@ -487,6 +487,11 @@ impl Llm for RemoteLlm {
         self.context_window
     }
 
+    fn served_name(&self) -> Option<String> {
+        let host = self.root.split("://").nth(1).unwrap_or(&self.root);
+        Some(format!("{} on {host}", self.model))
+    }
+
     fn count_tokens(&self, text: &str) -> Result<usize> {
         self.count_with(&self.counter, text)
     }

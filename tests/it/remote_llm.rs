@@ -268,6 +268,15 @@ fn every_mode_answers_through_a_model_server() {
             if filter {
                 assert!(!answer.contains("query_satisfied"), "{answer}");
             }
+            // The answer is signed with the server's model, not the local file.
+            let signed = events.iter().find_map(|e| match e {
+                AskEvent::Done { stats, .. } => stats.model.clone(),
+                _ => None,
+            });
+            assert!(
+                signed.as_deref().is_some_and(|m| m.starts_with("smollm2 on 127.0.0.1:")),
+                "{signed:?}"
+            );
         }
     }
 }

@@ -731,6 +731,11 @@ async function openSettings() {
   showModelInfo();
   showEmbedderInfo();
   form.elements.structured_answer_filtering.checked = !!s.structured_answer_filtering;
+  for (const k of ["llm_server", "llm_server_model", "llm_server_key", "llm_server_tokenizer"]) form.elements[k].value = s[k] ?? "";
+  form.elements.llm_server_context.value = s.llm_server_context ?? 0;
+  form.elements.llm_server_chat.checked = s.llm_server_chat ?? true;
+  $("server-section").open = !!(s.llm_server || "").trim();
+  showModelInfo();
   form.elements.template_vars.value = Object.entries(s.template_vars || {}).map(([k, v]) => `${k}=${v}`).join("\n");
   $("settings-error").hidden = true;
   $("settings").showModal();
@@ -745,6 +750,10 @@ function showModelInfo() {
   info.classList.toggle("warn", !!m && (!!m.error || m.speed !== "fast" || !m.chat_template));
   if (!m) { info.textContent = ""; return; }
   if (m.error) { info.textContent = `Unusable: ${m.error}`; return; }
+  if (form.elements.llm_server.value.trim()) {
+    info.textContent = `Not used while a model server answers (${form.elements.llm_server.value.trim()}).`;
+    return;
+  }
   const parts = [
     m.title || m.architecture,
     `${m.architecture} architecture`,
@@ -777,6 +786,7 @@ function showEmbedderInfo() {
   info.classList.toggle("warn", chunks > 0);
 }
 form.elements.model.addEventListener("change", showModelInfo);
+form.elements.llm_server.addEventListener("input", showModelInfo);
 form.elements.embedder.addEventListener("change", showEmbedderInfo);
 /** The device select (a `cuda:N` setting gets its own option) and where the models run now. */
 async function showDevice(s) {
@@ -812,6 +822,12 @@ $("settings-save").addEventListener("click", async (e) => {
     rerank_batch_size: Number(f.rerank_batch_size.value),
     citation_chunk_size: Number(f.citation_chunk_size.value),
     structured_answer_filtering: f.structured_answer_filtering.checked,
+    llm_server: f.llm_server.value.trim(),
+    llm_server_model: f.llm_server_model.value.trim(),
+    llm_server_key: f.llm_server_key.value === "" ? null : f.llm_server_key.value,
+    llm_server_context: Number(f.llm_server_context.value) || 0,
+    llm_server_tokenizer: f.llm_server_tokenizer.value.trim() === "" ? null : f.llm_server_tokenizer.value.trim(),
+    llm_server_chat: f.llm_server_chat.checked,
     ...readTemplates(form, state.settings),
     custom_modes: readCustomModes($("custom-modes-box")),
     template_vars: vars,
