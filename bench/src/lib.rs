@@ -8,7 +8,8 @@
 //! [`retrieval`] (quality over the corpus, latency at scale) and [`answer`] (answers
 //! per response mode through the engine, and tree_summarize batched),
 //! [`conversations`] (follow-up questions: retrieval with and without condensing and
-//! reranking), [`not_found`] (the "not found" threshold's calibration); [`pdftotext`]
+//! reranking), [`not_found`] (the "not found" threshold's calibration), [`serving`]
+//! (`quire serve` under concurrent asks while a batch indexes); [`pdftotext`]
 //! is the one runner of poppler's `pdftotext` that extract and retrieval share.
 
 pub mod answer;
@@ -21,6 +22,7 @@ pub mod load;
 pub mod not_found;
 pub mod pdftotext;
 pub mod retrieval;
+pub mod serving;
 
 use std::path::{Path, PathBuf};
 

@@ -153,6 +153,10 @@ enum BenchCmd {
         #[arg(long)]
         embedder: Option<String>,
     },
+    /// A bounded load test of `quire serve` on loopback: N clients asking at once while
+    /// a batch of PDFs indexes; every answer checked against what the server kept.
+    /// Asks a minute, time to first token, queueing delay, and the server's memory.
+    ServeLoad(ServeLoadArgs),
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -266,7 +270,109 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             sizes,
             queries,
         } => retrieval_scale(json, &sizes, queries),
+        BenchCmd::ServeLoad(a) => serve_load(a),
     }
+}
+
+#[derive(clap::Args)]
+struct ServeLoadArgs {
+    /// Clients asking at once.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Start asks for this many seconds…
+    #[arg(long, default_value_t = 120.0, conflicts_with = "asks")]
+    secs: f64,
+    /// …or this many asks per client instead.
+    #[arg(long)]
+    asks: Option<usize>,
+    /// The PDF the questions are about, indexed first.
+    #[arg(long, default_value = "../shared/corpus/pdfs/wasysym.pdf")]
+    seed: PathBuf,
+    /// PDFs indexed (one upload) while the clients ask: a folder (its PDFs but the
+    /// seed) or a file.
+    #[arg(long, default_value = "../shared/corpus/pdfs")]
+    batch: PathBuf,
+    /// At most this many of them.
+    #[arg(long, default_value_t = 20)]
+    batch_files: usize,
+    /// One JSON question a line (`file`, `question`); those about the seed are asked.
+    #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+    questions: PathBuf,
+    /// The LLM (a GGUF name in the model folders, or a path); default: the settings'.
+    #[arg(long)]
+    model: Option<String>,
+    #[arg(long, default_value_t = 48)]
+    max_tokens: usize,
+    /// Every Nth ask of a client drops its connection after the first piece (0: none).
+    #[arg(long, default_value_t = 5)]
+    cancel_every: usize,
+    /// The `quire` binary (default: the one beside this one).
+    #[arg(long)]
+    quire: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+fn serve_load(a: ServeLoadArgs) -> anyhow::Result<()> {
+    let quire = match a.quire {
+        Some(q) => q,
+        None => std::env::current_exe()?
+            .parent()
+            .context("no folder for quire-bench")?
+            .join("quire"),
+    };
+    let seed_name = a
+        .seed
+        .file_name()
+        .context("--seed names no file")?
+        .to_owned();
+    let questions: Vec<String> = std::fs::read_to_string(&a.questions)
+        .with_context(|| a.questions.display().to_string())?
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|q| q["file"].as_str() == seed_name.to_str())
+        .filter_map(|q| q["question"].as_str().map(str::to_owned))
+        .collect();
+    anyhow::ensure!(
+        !questions.is_empty(),
+        "no question about {seed_name:?} in {}",
+        a.questions.display()
+    );
+    let batch: Vec<PathBuf> = if a.batch.is_dir() {
+        quire_bench::pdfs(&a.batch)?
+            .into_iter()
+            .filter(|p| p.file_name() != Some(seed_name.as_os_str()))
+            .take(a.batch_files)
+            .collect()
+    } else {
+        vec![a.batch.clone()]
+    };
+    let opts = quire_bench::serving::Options {
+        quire,
+        clients: a.clients,
+        secs: if a.asks.is_some() { None } else { Some(a.secs) },
+        asks_per_client: a.asks,
+        seed_pdf: a.seed,
+        batch,
+        model: a.model,
+        max_tokens: a.max_tokens,
+        cancel_every: a.cancel_every,
+        questions,
+    };
+    let r = quire_bench::serving::run(&opts, &mut |m| eprintln!("{m}"))?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print!("{}", quire_bench::serving::table(&r));
+    }
+    anyhow::ensure!(
+        r.problems.is_empty(),
+        "{} problems: {}",
+        r.problems.len(),
+        r.problems.join("; ")
+    );
+    Ok(())
 }
 
 /// Print `r` as one JSON object or as its table.

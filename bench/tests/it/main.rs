@@ -6,3 +6,4 @@ mod util;
 
 mod answer;
 mod retrieval;
+mod serving;
