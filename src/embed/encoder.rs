@@ -4,8 +4,10 @@
 //! What makes it faster than a general tensor library here:
 //! - no padding: the sequences of a batch are packed row after row for the dense
 //!   layers, and attention runs per sequence over its own length only;
-//! - the dense layers are single GEMM calls (the `gemm` crate, both cores) that add
-//!   the bias in place; Q, K and V are one GEMM against the three weights stacked;
+//! - the dense layers are single GEMM calls on all cores that add the bias in place
+//!   (AVX-512 kernels over weights packed at load, [`sgemm`]; the `gemm` crate on a
+//!   CPU without AVX-512; AMX tiles where the CPU has them); Q, K and V are one GEMM
+//!   against the three weights stacked;
 //! - the element-wise work (GELU, layer norms, softmax) runs on all cores, in place,
 //!   in buffers reused across layers.
 
@@ -18,6 +20,7 @@ use rayon::prelude::*;
 
 use crate::embed::amx::{self, Amx, PackedB};
 use crate::embed::ops;
+use crate::embed::sgemm::{self, PackedW};
 use crate::{Error, Result};
 
 struct Layer {
@@ -41,7 +44,9 @@ struct Dense {
 }
 
 enum Weights {
-    /// Row-major f32, multiplied by the `gemm` crate.
+    /// Packed for the AVX-512 kernels ([`sgemm`]).
+    Wide(PackedW),
+    /// Row-major f32, multiplied by the `gemm` crate (a CPU without AVX-512).
     F32(Vec<f32>),
     /// Packed bf16 tiles for AMX.
     Amx(PackedB),
@@ -52,6 +57,7 @@ impl Dense {
         let n = b.len();
         let w = match amx {
             Some(_) if amx::fits(n, k) => Weights::Amx(PackedB::pack(&w, n, k)),
+            _ if sgemm::available() => Weights::Wide(PackedW::pack(&w, n, k)),
             _ => Weights::F32(w),
         };
         Self { n, k, w, b }
@@ -60,6 +66,7 @@ impl Dense {
     /// `y[m × n] = x[m × k] · wᵀ + b` in f32.
     fn apply(&self, x: &[f32], m: usize, y: &mut [f32]) {
         match &self.w {
+            Weights::Wide(w) => sgemm::linear(x, m, w, &self.b, y),
             Weights::F32(w) => linear(x, m, self.k, w, &self.b, self.n, y),
             Weights::Amx(..) => unreachable!("a packed dense layer on the f32 path"),
         }
@@ -69,7 +76,9 @@ impl Dense {
     fn tiles(&self) -> &PackedB {
         match &self.w {
             Weights::Amx(p) => p,
-            Weights::F32(_) => unreachable!("a dense layer left in f32 on the AMX path"),
+            Weights::F32(_) | Weights::Wide(_) => {
+                unreachable!("a dense layer left in f32 on the AMX path")
+            }
         }
     }
 }
@@ -455,9 +464,33 @@ impl Head<'_> {
         out
     }
 
-    /// The same in f32 with the `gemm` crate.
+    /// The same in f32: on the AVX-512 kernels (keys and values packed as their
+    /// panels), else with the `gemm` crate.
     fn in_f32(&self) -> Vec<f32> {
         let (n, d, h) = (self.n, self.d, self.h);
+        let scale = 1.0 / (d as f32).sqrt();
+        if sgemm::available() {
+            // scores[n × n] = Q · Kᵀ: key j is output column j.
+            let kp = PackedW::pack_with(n, d, |j, t| self.k(j, t));
+            let mut scores = vec![0f32; n * n];
+            sgemm::product(
+                &self.qkv[self.hd * d..],
+                3 * h,
+                n,
+                &kp,
+                None,
+                &mut scores,
+                n,
+            );
+            for row in scores.chunks_exact_mut(n) {
+                ops::softmax_scaled(row, scale, None);
+            }
+            // out[n × d] = P · V: value dimension t is output column t.
+            let vp = PackedW::pack_with(d, n, |t, j| self.v(j, t));
+            let mut out = vec![0f32; n * d];
+            sgemm::product(&scores, n, n, &vp, None, &mut out, d);
+            return out;
+        }
         let q = &self.qkv[self.hd * d..];
         let k = &self.qkv[h + self.hd * d..];
         let v = &self.qkv[2 * h + self.hd * d..];
@@ -488,7 +521,6 @@ impl Head<'_> {
                 Parallelism::None,
             );
         }
-        let scale = 1.0 / (d as f32).sqrt();
         for row in scores.chunks_exact_mut(n) {
             ops::softmax_scaled(row, scale, None);
         }
@@ -579,5 +611,75 @@ fn linear(x: &[f32], m: usize, k: usize, w: &[f32], b: &[f32], n: usize, y: &mut
                 Parallelism::None
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod dense_tests {
+    use super::*;
+
+    /// The plain sum in `k` order, in f64 (the reference).
+    fn reference(x: &[f32], m: usize, k: usize, w: &[f32], b: &[f32], n: usize) -> Vec<f64> {
+        let mut y = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                y[i * n + j] = b[j] as f64
+                    + (0..k)
+                        .map(|kk| x[i * k + kk] as f64 * w[j * k + kk] as f64)
+                        .sum::<f64>();
+            }
+        }
+        y
+    }
+
+    fn values(len: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    /// A dense layer, on whichever kernels this CPU takes (AVX-512 where it has it,
+    /// else the `gemm` crate), is the plain product up to f32 rounding, at ragged
+    /// sizes, and the same bits on 1, 2 and 3 threads.
+    #[test]
+    fn dense_layers_are_the_product_at_ragged_sizes_and_every_width() {
+        let wide = sgemm::available();
+        // Rows past a tile and a task, columns past a panel and short of one.
+        for &(m, k, n) in &[
+            (1, 7, 5),
+            (13, 33, 40),
+            (97, 64, 96),
+            (250, 384, 1152),
+            (25, 1536, 17),
+        ] {
+            let (x, w, b) = (values(m * k, 1), values(n * k, 2), values(n, 3));
+            let dense = Dense::new(w.clone(), b.clone(), k, None);
+            assert_eq!(matches!(dense.w, Weights::Wide(_)), wide);
+            let want = reference(&x, m, k, &w, &b, n);
+            let mut first: Option<Vec<f32>> = None;
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut y = vec![f32::NAN; m * n];
+                pool.install(|| dense.apply(&x, m, &mut y));
+                for (i, (&g, &r)) in y.iter().zip(&want).enumerate() {
+                    let tol = 1e-5 * (k as f64).sqrt() + 1e-6;
+                    assert!((g as f64 - r).abs() <= tol, "{m}×{k}×{n} [{i}]: {g} vs {r}");
+                }
+                match &first {
+                    None => first = Some(y),
+                    Some(f) => assert!(
+                        f.iter().zip(&y).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{m}×{k}×{n}: other bits on {threads} threads"
+                    ),
+                }
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@ pub mod candle_bert;
 pub mod catalog;
 pub mod encoder;
 pub mod ops;
+pub mod sgemm;
 
 use std::ops::Range;
 

@@ -239,7 +239,12 @@ fn exp(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
     let y = p * r * r + r + 1.0;
-    let e = (t.to_bits() as i32 - 0x4b40_0000 + 127) << 23;
+    // Wrapping: the same bits, and no overflow check (a debug build's would keep the
+    // loop scalar).
+    let e = (t.to_bits() as i32)
+        .wrapping_sub(0x4b40_0000)
+        .wrapping_add(127)
+        .wrapping_shl(23);
     y * f32::from_bits(e as u32)
 }
 
