@@ -178,10 +178,20 @@ struct DataDir {
     #[arg(long, env = "QUIRE_LLM_SERVER", value_name = "URL")]
     llm_server: Option<String>,
     /// The model to ask that server for (default: the first it lists).
-    #[arg(long, env = "QUIRE_LLM_SERVER_MODEL", value_name = "NAME", requires = "llm_server")]
+    #[arg(
+        long,
+        env = "QUIRE_LLM_SERVER_MODEL",
+        value_name = "NAME",
+        requires = "llm_server"
+    )]
     llm_server_model: Option<String>,
     /// That server's API key (sent as a bearer token).
-    #[arg(long, env = "QUIRE_LLM_SERVER_KEY", value_name = "KEY", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "QUIRE_LLM_SERVER_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
     llm_server_key: Option<String>,
     /// That server's context window in tokens (default: what the server says, else
     /// 3900).

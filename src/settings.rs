@@ -305,8 +305,7 @@ impl Settings {
             return bad("model must name a GGUF file".into());
         }
         let server = self.llm_server.trim();
-        if !server.is_empty() && !(server.starts_with("http://") || server.starts_with("https://"))
-        {
+        if !(server.is_empty() || server.starts_with("http://") || server.starts_with("https://")) {
             return bad(format!(
                 "llm_server {server:?}: give it as http://host:port or https://host:port \
                  (empty: the local model)"

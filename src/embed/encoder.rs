@@ -615,6 +615,7 @@ fn linear(x: &[f32], m: usize, k: usize, w: &[f32], b: &[f32], n: usize, y: &mut
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod dense_tests {
     use super::*;
 

@@ -472,7 +472,10 @@ fn read_lines(reader: impl Read, tx: mpsc::SyncSender<std::io::Result<String>>) 
 
 /// A token counter from a tokenizer file: a GGUF's, or a `tokenizer.json`.
 fn local_counter(path: &std::path::Path) -> Result<Counter> {
-    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf")) {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+    {
         return Ok(Counter::Gguf(Box::new(super::tokenizer::Tokenizer::open(
             path,
         )?)));
@@ -520,7 +523,12 @@ impl Llm for RemoteLlm {
         sink: &mut TokenSink<'_>,
     ) -> Result<Completion> {
         if !self.chat {
-            return self.complete(&super::chat::messages_to_prompt(messages), params, cancel, sink);
+            return self.complete(
+                &super::chat::messages_to_prompt(messages),
+                params,
+                cancel,
+                sink,
+            );
         }
         let mut body = self.body(params);
         body["messages"] = self.chat_messages(messages);
