@@ -75,6 +75,18 @@ enum Cmd {
         #[command(flatten)]
         data: DataDir,
     },
+    /// Show the indexing queue (each file's state, progress and ETA), or cancel one
+    /// file or all of it: a `quire index` or `quire serve` indexing the same data
+    /// directory stops that file at its next step and goes on with the others.
+    Queue {
+        #[command(subcommand)]
+        cmd: Option<QueueCmd>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// List the indexed documents, or remove one.
     Docs {
         #[command(subcommand)]
@@ -154,6 +166,15 @@ enum Cmd {
 }
 
 #[derive(Subcommand)]
+enum QueueCmd {
+    /// Cancel a waiting or running file (its queue id, or its path), or `all`.
+    Cancel {
+        /// Queue id (see `quire queue`), the file's path, or `all`.
+        what: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum DocsCmd {
     /// Remove a document (by id or path) from the index.
     Rm {
@@ -166,7 +187,7 @@ enum DocsCmd {
 #[derive(clap::Args, Clone)]
 struct DataDir {
     /// Data directory (default: $XDG_DATA_HOME/quire or ~/.local/share/quire).
-    #[arg(long, env = "QUIRE_DATA_DIR")]
+    #[arg(long, env = "QUIRE_DATA_DIR", global = true)]
     data_dir: Option<PathBuf>,
     /// Where the models run for this command, instead of the settings' device: auto,
     /// cpu, cuda, cuda:N or metal (a GPU needs a build with `--features cuda` or
@@ -259,6 +280,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Index { paths, json, data } => cli::index::index(&data.engine()?, &paths, json),
+        Cmd::Queue { cmd, json, data } => {
+            let engine = data.engine()?;
+            match cmd {
+                None => cli::index::queue(&engine, json),
+                Some(QueueCmd::Cancel { what }) => cli::index::cancel(&engine, &what),
+            }
+        }
         Cmd::Docs { cmd: None, data } => cli::index::docs(&data.engine()?),
         Cmd::Docs {
             cmd: Some(DocsCmd::Rm { doc }),

@@ -140,6 +140,78 @@ fn fmt_secs(s: f64) -> String {
 }
 
 /// `quire docs`: one line per document.
+/// `quire queue`: the indexing queue, a line per file of the current batch.
+pub fn queue(engine: &quire::engine::Engine, json: bool) -> anyhow::Result<()> {
+    let q = engine.queue()?;
+    if json {
+        println!("{}", serde_json::to_string(&q)?);
+        return Ok(());
+    }
+    if q.items.is_empty() {
+        println!("the queue is empty");
+        return Ok(());
+    }
+    for r in &q.items {
+        let state = match r.state.as_str() {
+            "running" => format!(
+                "running {:>3.0}%{}",
+                r.progress * 100.0,
+                r.eta_secs
+                    .map(|s| format!(", {} left", fmt_secs(s)))
+                    .unwrap_or_default()
+            ),
+            "failed" => format!("failed ({})", r.error.as_deref().unwrap_or("?")),
+            s => s.to_string(),
+        };
+        println!("{:>4}  {state}  {}", r.id, r.path);
+    }
+    let mut tail = format!("{} waiting or running", q.pending);
+    if let Some(s) = q.eta_secs {
+        tail += &format!(", about {} left", fmt_secs(s));
+    }
+    if q.paused_for_question {
+        tail += "; paused, a question is being answered";
+    }
+    println!("{tail}");
+    Ok(())
+}
+
+/// `quire queue cancel ID|PATH|all`.
+pub fn cancel(engine: &quire::engine::Engine, what: &str) -> anyhow::Result<()> {
+    let id = if what == "all" {
+        None
+    } else if let Ok(id) = what.parse::<i64>() {
+        Some(id)
+    } else {
+        // A path: the newest waiting or running row of that file.
+        let q = engine.queue()?;
+        let full = std::fs::canonicalize(what)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| what.to_string());
+        let row = q
+            .items
+            .iter()
+            .rev()
+            .find(|r| {
+                (r.path == what || r.path == full)
+                    && matches!(r.state.as_str(), "queued" | "running")
+            })
+            .ok_or_else(|| {
+                anyhow::anyhow!("{what} is not waiting or running in the queue (see `quire queue`)")
+            })?;
+        Some(row.id)
+    };
+    let n = engine.cancel_queued(id)?;
+    match (id, n) {
+        (Some(id), 0) => {
+            anyhow::bail!("queue item {id} is not waiting or running (see `quire queue`)")
+        }
+        (None, 0) => println!("nothing to cancel"),
+        (_, n) => println!("cancelled {n} file{}", if n == 1 { "" } else { "s" }),
+    }
+    Ok(())
+}
+
 pub fn docs(engine: &quire::engine::Engine) -> anyhow::Result<()> {
     let docs = engine.documents()?;
     if docs.is_empty() {

@@ -15,6 +15,7 @@ use crate::{Error, Result};
 mod ask;
 mod exchanges;
 mod files;
+mod indexer_lock;
 mod indexing;
 mod models;
 mod modes;
@@ -66,8 +67,11 @@ impl Engine {
     pub fn open(config: EngineConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
         let store = Store::open(&config.data_dir.join("index.sqlite"))?;
-        // What a killed or crashed run was indexing waits again (see `resume_indexing`).
-        crate::store::queue::requeue_interrupted(store.conn())?;
+        // What a killed or crashed run was indexing waits again (see `resume_indexing`),
+        // unless another process is indexing here now: those rows are its own.
+        if indexer_lock::nobody_indexing(&config.data_dir)? {
+            crate::store::queue::requeue_interrupted(store.conn())?;
+        }
         let settings = Settings::load(&config.data_dir.join("settings.json"))?;
         Ok(Self {
             config,

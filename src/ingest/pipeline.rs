@@ -364,7 +364,16 @@ impl Pipeline<'_> {
             };
             let file_cancel = Cancel::new();
             lock(self.running).insert(row.id, file_cancel.clone());
-            let stop = || cancel.is_cancelled() || file_cancel.is_cancelled();
+            // Polled while the file is extracted (and OCR'd): a cancel here, or from
+            // another process (`quire queue cancel`, seen in the queue's row).
+            let stop = || {
+                if !file_cancel.is_cancelled()
+                    && !queue::wanted(lock(self.store).conn(), row.id).unwrap_or(true)
+                {
+                    file_cancel.cancel();
+                }
+                cancel.is_cancelled() || file_cancel.is_cancelled()
+            };
             let (hash, doc) = self.prepare(Path::new(&row.path), &stop);
             let p = Prepared {
                 row,
@@ -480,6 +489,9 @@ impl Pipeline<'_> {
             file_cancel.check()?;
             Ok(())
         };
+        if !queue::wanted(lock(self.store).conn(), row.id).unwrap_or(true) {
+            file_cancel.cancel();
+        }
         check()?;
         let path = row.path.as_str();
         let size = row.bytes;
@@ -511,7 +523,15 @@ impl Pipeline<'_> {
             let fraction = done as f64 / chunks.len() as f64;
             let secs = started.elapsed().saturating_sub(paused).as_secs_f64();
             let file_eta = (fraction > 0.0).then(|| secs * (1.0 - fraction) / fraction);
-            let _ = queue::progress(lock(self.store).conn(), row.id, fraction, file_eta);
+            {
+                let store = lock(self.store);
+                let _ = queue::progress(store.conn(), row.id, fraction, file_eta);
+                // Cancelled from another process (`quire queue cancel`): the same as a
+                // cancel of this file here.
+                if !queue::wanted(store.conn(), row.id).unwrap_or(true) {
+                    file_cancel.cancel();
+                }
+            }
             emit(IndexEvent::Page {
                 path: path.to_string(),
                 page: batch.last().map_or(pages, |c| c.page_end),

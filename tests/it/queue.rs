@@ -234,3 +234,108 @@ fn queued_files_cancel_one_by_one_or_all() {
     assert_eq!(view.pending, 0);
     assert_eq!(engine.documents().expect("docs").len(), done);
 }
+
+/// `quire queue cancel` from another process: while a batch indexes, cancelling one
+/// waiting file by its path and the running one by its queue id stops those two, and
+/// the rest of the batch is indexed; `quire queue` shows them cancelled. The indexing
+/// is held at the running file's first embedding step while the commands run, so the
+/// file is still running when they do.
+#[test]
+fn the_cli_cancels_one_file_of_a_running_batch_from_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, docs) = (dir.path().join("data"), dir.path().join("docs"));
+    std::fs::create_dir_all(&docs).unwrap();
+    let mut files = Vec::new();
+    for (i, topic) in ["geology", "botany", "optics", "acoustics", "zoology"]
+        .iter()
+        .enumerate()
+    {
+        let p = docs.join(format!("{i}-{topic}.pdf"));
+        pdf(&p, topic, 6);
+        files.push(p);
+    }
+    let quire = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "quire {args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let engine = Engine::open(EngineConfig::new(Some(data.clone())).unwrap()).unwrap();
+    let last = files[4].display().to_string();
+    let mut events = Vec::new();
+    let mut first: Option<String> = None;
+    engine
+        .index(&files, &Cancel::new(), &mut |ev| {
+            if let IndexEvent::Embedded { path, .. } = &ev {
+                if first.is_none() {
+                    assert!(quire(&["queue", "cancel", &last]).contains("cancelled 1 file"));
+                    let q: serde_json::Value =
+                        serde_json::from_str(&quire(&["queue", "--json"])).unwrap();
+                    let running = q["items"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|r| r["state"] == "running" && r["path"] == path.as_str())
+                        .cloned()
+                        .unwrap_or_else(|| panic!("{path} is not running: {q}"));
+                    let id = running["id"].as_i64().unwrap().to_string();
+                    assert!(quire(&["queue", "cancel", &id]).contains("cancelled 1 file"));
+                    first = Some(path.clone());
+                }
+            }
+            events.push(ev);
+            true
+        })
+        .unwrap();
+    let first = first.expect("no embedding progress seen");
+    let failed: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            IndexEvent::FileFailed { path, reason } if reason == "cancelled" => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    let done: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            IndexEvent::FileDone { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    // The running file stopped there, reported as cancelled; three others indexed; the
+    // last one never finished.
+    assert!(failed.contains(&first.as_str()), "{events:?}");
+    assert_eq!(done.len(), 3, "{events:?}");
+    assert!(!done.contains(&first.as_str()) && !done.contains(&last.as_str()));
+    let docs_list = quire(&["docs"]);
+    assert_eq!(
+        docs_list.lines().filter(|l| l.contains("chunks")).count(),
+        3,
+        "{docs_list}"
+    );
+    let q = quire(&["queue"]);
+    assert_eq!(
+        q.lines().filter(|l| l.contains("  cancelled  ")).count(),
+        2,
+        "{q}"
+    );
+    assert!(q.contains("0 waiting or running"), "{q}");
+    // Nothing left to cancel: said, not an error; an id that is not waiting is one.
+    assert!(quire(&["queue", "cancel", "all"]).contains("nothing to cancel"));
+    let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["queue", "cancel", "9999", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not waiting or running"));
+}

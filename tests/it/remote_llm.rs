@@ -54,7 +54,11 @@ fn a_model_server_answers_as_the_local_model_does() {
     let remote = RemoteLlm::connect(&config(&format!("{}/v1/", server.url))).unwrap();
     assert_eq!(remote.model(), "smollm2");
     assert_eq!(remote.context_window(), 3900);
-    assert!(remote.describe().contains("server's tokenizer"), "{}", remote.describe());
+    assert!(
+        remote.describe().contains("server's tokenizer"),
+        "{}",
+        remote.describe()
+    );
     let sized = RemoteLlm::connect(&RemoteConfig {
         context_window: 2048,
         ..config(&server.url)
@@ -251,7 +255,8 @@ fn every_mode_answers_through_a_model_server() {
                 AskEvent::Done { answer, .. } => Some(answer.clone()),
                 _ => None,
             });
-            let answer = answer.unwrap_or_else(|| panic!("{} gave no answer: {events:?}", mode.name()));
+            let answer =
+                answer.unwrap_or_else(|| panic!("{} gave no answer: {events:?}", mode.name()));
             if mode == ResponseMode::NoText {
                 assert!(calls.is_empty() && answer.is_empty(), "{events:?}");
                 continue;
@@ -274,7 +279,9 @@ fn every_mode_answers_through_a_model_server() {
                 _ => None,
             });
             assert!(
-                signed.as_deref().is_some_and(|m| m.starts_with("smollm2 on 127.0.0.1:")),
+                signed
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("smollm2 on 127.0.0.1:")),
                 "{signed:?}"
             );
         }
