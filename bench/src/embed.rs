@@ -147,7 +147,7 @@ fn median_of(mut v: Vec<f64>) -> f64 {
 /// sentence-transformers' chunks/s by `scripts/st_speed.py` in `python`, on the model
 /// in `dir`, under whatever load runs now.
 fn run_peer(python: &Path, dir: &Path) -> Result<f64> {
-    let v = crate::load::run_peer_script(python, "st_speed.py", dir, "sentence-transformers")?;
+    let v = crate::load::run_peer_script(python, "st_speed.py", &[dir], "sentence-transformers")?;
     v["chunks_per_s_median"]
         .as_f64()
         .ok_or_else(|| Error::Invalid("st_speed.py printed no speed".into()))

@@ -13,10 +13,49 @@ use quire::llm::Cancel;
 use quire::Result;
 use serde::Serialize;
 
-/// LlamaIndex's figure, as measured for issue 23 (PyMuPDF → SentenceSplitter → MiniLM
-/// through sentence-transformers, 2 threads, chunk size 512): about 600 s for 5,000
-/// pages. Quoted, not measured by this benchmark.
+/// LlamaIndex's figure, as measured for issue 23 on another machine (PyMuPDF →
+/// SentenceSplitter → MiniLM through sentence-transformers, 2 threads, chunk size
+/// 512): about 600 s for 5,000 pages. Shown when LlamaIndex is not run here
+/// (`--peer`).
 pub const LLAMAINDEX_PAGES_PER_SEC: f64 = 5000.0 / 600.0;
+
+/// LlamaIndex run here on the same folder (`scripts/llamaindex_ingest.py`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Peer {
+    pub engine: String,
+    pub pages: u64,
+    pub chunks: u64,
+    pub secs: f64,
+    pub pages_per_sec: f64,
+    pub chunks_per_sec: f64,
+    pub extract_secs: f64,
+    pub embed_secs: f64,
+    pub peak_rss_mb: f64,
+}
+
+/// Run LlamaIndex's ingestion of `dir` with `python` (which has llama-index-core,
+/// llama-index-embeddings-huggingface and pymupdf), with the default embedding model.
+pub fn peer(python: &Path, dir: &Path) -> Result<Peer> {
+    let model = quire::models::default_embedder()?;
+    let v = crate::load::run_peer_script(
+        python,
+        "llamaindex_ingest.py",
+        &[&model, dir],
+        "llama-index-core, llama-index-embeddings-huggingface and pymupdf",
+    )?;
+    let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    Ok(Peer {
+        engine: v["engine"].as_str().unwrap_or("LlamaIndex").to_string(),
+        pages: v["pages"].as_u64().unwrap_or(0),
+        chunks: v["chunks"].as_u64().unwrap_or(0),
+        secs: f("secs"),
+        pages_per_sec: f("pages_per_sec"),
+        chunks_per_sec: f("chunks_per_sec"),
+        extract_secs: f("extract_secs"),
+        embed_secs: f("embed_secs"),
+        peak_rss_mb: f("peak_rss_mb"),
+    })
+}
 
 /// What one run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -38,9 +77,11 @@ pub struct IngestReport {
     pub embed_write_secs: f64,
     /// Peak resident memory of this process (the pipeline's parent), MB.
     pub peak_rss_mb: f64,
-    /// LlamaIndex's pages/s on comparable work (quoted, see
-    /// [`LLAMAINDEX_PAGES_PER_SEC`]).
+    /// LlamaIndex's pages/s: run here on the same folder when `peer` is there, else
+    /// quoted ([`LLAMAINDEX_PAGES_PER_SEC`]).
     pub llamaindex_pages_per_sec: f64,
+    /// LlamaIndex run here on the same folder, in the same run.
+    pub peer: Option<Peer>,
 }
 
 impl IngestReport {
@@ -65,14 +106,39 @@ impl IngestReport {
             format!("{:.1} s", self.embed_write_secs),
         );
         row("peak RSS (parent)", format!("{:.0} MB", self.peak_rss_mb));
-        row(
-            "LlamaIndex (quoted) pages/s",
-            format!(
-                "{:.2} (Quire x{:.2})",
-                self.llamaindex_pages_per_sec,
-                self.pages_per_sec / self.llamaindex_pages_per_sec
+        match &self.peer {
+            Some(p) => {
+                row("LlamaIndex, run here", p.engine.clone());
+                row(
+                    "  pages, chunks (chunk size 512)",
+                    format!("{}, {}", p.pages, p.chunks),
+                );
+                row(
+                    "  wall time",
+                    format!(
+                        "{:.1} s (extraction {:.1} s, embedding {:.1} s)",
+                        p.secs, p.extract_secs, p.embed_secs
+                    ),
+                );
+                row("  peak RSS", format!("{:.0} MB", p.peak_rss_mb));
+                row(
+                    "  pages/s",
+                    format!(
+                        "{:.2} (Quire x{:.2})",
+                        p.pages_per_sec,
+                        self.pages_per_sec / p.pages_per_sec
+                    ),
+                );
+            }
+            None => row(
+                "LlamaIndex (quoted) pages/s",
+                format!(
+                    "{:.2} (Quire x{:.2})",
+                    self.llamaindex_pages_per_sec,
+                    self.pages_per_sec / self.llamaindex_pages_per_sec
+                ),
             ),
-        );
+        }
         s
     }
 }
@@ -90,8 +156,9 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// Index the PDFs of `dir` into a fresh index in a temporary folder.
-pub fn bench(dir: &Path) -> Result<IngestReport> {
+/// Index the PDFs of `dir` into a fresh index in a temporary folder; then, with
+/// `peer`, LlamaIndex's ingestion of the same folder.
+pub fn bench(dir: &Path, peer_python: Option<&Path>) -> Result<IngestReport> {
     let files = crate::pdfs(dir)?;
     // Extraction alone, as the pipeline's children run it.
     let extract_secs = match Extractor::from_env() {
@@ -134,6 +201,8 @@ pub fn bench(dir: &Path) -> Result<IngestReport> {
     let chunks: u64 = docs.iter().map(|d| d.chunks as u64).sum();
     drop(engine);
     let _ = std::fs::remove_dir_all(&data);
+    let peak_rss_mb = peak_rss_mb();
+    let peer = peer_python.map(|py| peer(py, dir)).transpose()?;
     Ok(IngestReport {
         files: files.len(),
         indexed: summary.indexed,
@@ -145,7 +214,10 @@ pub fn bench(dir: &Path) -> Result<IngestReport> {
         chunks_per_sec: chunks as f64 / secs.max(1e-9),
         extract_secs,
         embed_write_secs,
-        peak_rss_mb: peak_rss_mb(),
-        llamaindex_pages_per_sec: LLAMAINDEX_PAGES_PER_SEC,
+        peak_rss_mb,
+        llamaindex_pages_per_sec: peer
+            .as_ref()
+            .map_or(LLAMAINDEX_PAGES_PER_SEC, |p| p.pages_per_sec),
+        peer,
     })
 }

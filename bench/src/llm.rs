@@ -271,7 +271,8 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
 /// llama.cpp's (prompt, generation) tokens/s on `model` by `scripts/llamacpp_speed.py`
 /// in `python` (which has llama-cpp-python), under whatever load runs now.
 fn run_peer(python: &Path, model: &Path) -> Result<(f64, f64)> {
-    let v = crate::load::run_peer_script(python, "llamacpp_speed.py", model, "llama-cpp-python")?;
+    let v =
+        crate::load::run_peer_script(python, "llamacpp_speed.py", &[model], "llama-cpp-python")?;
     match (
         v["prompt_tokens_per_s_median"].as_f64(),
         v["gen_tokens_per_s_median"].as_f64(),

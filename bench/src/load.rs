@@ -7,13 +7,13 @@ use std::process::{Child, Command, Stdio};
 
 use quire::{Error, Result};
 
-/// Run the peer script `scripts/NAME` with `python` on `input` (a model file or
-/// folder), under whatever load runs now; the JSON it writes. `needs` names the
-/// package the script imports, for the error.
+/// Run the peer script `scripts/NAME` with `python` on `inputs` (a model file or
+/// folder, and any more paths it takes), under whatever load runs now; the JSON it
+/// writes. `needs` names the packages the script imports, for the error.
 pub fn run_peer_script(
     python: &Path,
     name: &str,
-    input: &Path,
+    inputs: &[&Path],
     needs: &str,
 ) -> Result<serde_json::Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -22,7 +22,7 @@ pub fn run_peer_script(
     let out = tempfile::NamedTempFile::new().map_err(|e| Error::io(Path::new("tmp"), e))?;
     let status = Command::new(python)
         .arg(&script)
-        .arg(input)
+        .args(inputs)
         .arg(out.path())
         .stdout(Stdio::null())
         .status()

@@ -86,6 +86,11 @@ enum BenchCmd {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// A Python with llama-index-core, llama-index-embeddings-huggingface and
+        /// pymupdf: run LlamaIndex's ingestion of the same folder after Quire's
+        /// (`scripts/llamaindex_ingest.py`; default: $QUIRE_LLAMAINDEX_PYTHON).
+        #[arg(long, env = "QUIRE_LLAMAINDEX_PYTHON")]
+        peer: Option<PathBuf>,
     },
     /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
     /// fused, by language.
@@ -214,9 +219,9 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             json,
         ),
         BenchCmd::Extract { dir, json } => extract(dir, json),
-        BenchCmd::Ingest { dir, json } => {
+        BenchCmd::Ingest { dir, json, peer } => {
             let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
-            let report = quire_bench::ingest::bench(&dir)?;
+            let report = quire_bench::ingest::bench(&dir, peer.as_deref())?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
