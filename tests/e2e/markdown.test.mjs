@@ -87,8 +87,11 @@ test("an answer's Markdown becomes headings, a table, lists and code with a copy
   assert.match(r.html, /<th class="align-center">effect<\/th>/);
   // The copy button copies the code.
   await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin });
-  await page.locator("#md-test .md-code button.copy").last().click();
-  assert.equal(await page.locator("#md-test .md-code button.copy").last().innerText(), "Copied");
+  const copy = page.locator("#md-test .md-code button.copy").last();
+  await copy.click();
+  // The button says how it went once the clipboard's write has resolved.
+  await page.waitForFunction(() => [...document.querySelectorAll("#md-test .md-code button.copy")].pop().textContent !== "Copy");
+  assert.equal(await copy.innerText(), "Copied");
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "\\usepackage[nointegrals]{wasysym}");
   await page.locator("#md-test").screenshot({ path: join(shots, "14-markdown-answer.png") });
   await page.evaluate(() => { document.documentElement.dataset.theme = "dark"; });
