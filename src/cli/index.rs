@@ -183,23 +183,10 @@ pub fn cancel(engine: &quire::engine::Engine, what: &str) -> anyhow::Result<()> 
     } else if let Ok(id) = what.parse::<i64>() {
         Some(id)
     } else {
-        // A path: the newest waiting or running row of that file.
-        let q = engine.queue()?;
-        let full = std::fs::canonicalize(what)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| what.to_string());
-        let row = q
-            .items
-            .iter()
-            .rev()
-            .find(|r| {
-                (r.path == what || r.path == full)
-                    && matches!(r.state.as_str(), "queued" | "running")
-            })
-            .ok_or_else(|| {
-                anyhow::anyhow!("{what} is not waiting or running in the queue (see `quire queue`)")
-            })?;
-        Some(row.id)
+        let id = engine.queued_id_of(what)?.ok_or_else(|| {
+            anyhow::anyhow!("{what} is not waiting or running in the queue (see `quire queue`)")
+        })?;
+        Some(id)
     };
     let n = engine.cancel_queued(id)?;
     match (id, n) {

@@ -120,9 +120,13 @@ unsafe fn block(
 ) {
     let (n, k) = (w.n, w.k);
     let full = rows / MR * MR;
-    let mut pad = vec![0f32; MR * k];
-    for r in 0..rows - full {
-        pad[r * k..(r + 1) * k].copy_from_slice(&x[(full + r) * lda..(full + r) * lda + k]);
+    // The short last tile's rows, padded with zero rows (none when the tiles are whole).
+    let mut pad = Vec::new();
+    if full < rows {
+        pad = vec![0f32; MR * k];
+        for r in 0..rows - full {
+            pad[r * k..(r + 1) * k].copy_from_slice(&x[(full + r) * lda..(full + r) * lda + k]);
+        }
     }
     let zeros = [0f32; NR];
     let mut spare = [0f32; MR * NR];

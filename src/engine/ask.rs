@@ -28,12 +28,18 @@ use crate::{Error, Result};
 /// retrieval index, brought up to date when the store's generation moves on.
 #[derive(Default)]
 pub(super) struct AskState {
-    /// The model and what it was loaded from (a file and device, or a server's
-    /// settings): a change of either loads again.
-    llm: Mutex<Option<(String, Arc<dyn Llm>)>>,
+    /// The model and what it was loaded from: a change of either loads again.
+    llm: Mutex<Option<(LlmSource, Arc<dyn Llm>)>>,
     index: Mutex<Option<IndexSlot>>,
     /// Times the index was built from the whole store.
     full_builds: std::sync::atomic::AtomicUsize,
+}
+
+/// Where the LLM comes from: a GGUF file on a device, or a model server.
+#[derive(PartialEq)]
+enum LlmSource {
+    Gguf(std::path::PathBuf, crate::llm::DeviceChoice),
+    Server(crate::llm::RemoteConfig),
 }
 
 /// The retrieval index, the store generation it reflects, and the embedding models
@@ -67,30 +73,27 @@ impl Engine {
     /// settings change it: the local GGUF `model` on the settings' device, or the
     /// OpenAI-compatible server `llm_server`.
     pub fn llm(&self) -> Result<Arc<dyn Llm>> {
-        let settings = self.settings();
-        let (key, source) = match self.remote_llm() {
-            Some(cfg) => (format!("server {cfg:?}"), Err(cfg)),
-            None => {
-                let path = crate::models::find(&settings.model)?;
-                let opts = self.llm_load_options()?;
-                (
-                    format!("gguf {} on {:?}", path.display(), opts.device),
-                    Ok((path, opts)),
-                )
-            }
+        let source = match self.remote_llm() {
+            Some(cfg) => LlmSource::Server(cfg),
+            None => LlmSource::Gguf(
+                crate::models::find(&self.settings().model)?,
+                self.llm_load_options()?.device,
+            ),
         };
         let mut slot = lock(&self.ask_state.llm);
-        if let Some((k, llm)) = slot.as_ref() {
-            if *k == key {
+        if let Some((s, llm)) = slot.as_ref() {
+            if *s == source {
                 return Ok(llm.clone());
             }
         }
         *slot = None; // free the old model before loading the new one
-        let llm: Arc<dyn Llm> = match source {
-            Ok((path, opts)) => Arc::new(GgufLlm::load_with(&path, &opts)?),
-            Err(cfg) => Arc::new(RemoteLlm::connect(&cfg)?),
+        let llm: Arc<dyn Llm> = match &source {
+            LlmSource::Gguf(path, _) => {
+                Arc::new(GgufLlm::load_with(path, &self.llm_load_options()?)?)
+            }
+            LlmSource::Server(cfg) => Arc::new(RemoteLlm::connect(cfg)?),
         };
-        *slot = Some((key, llm.clone()));
+        *slot = Some((source, llm.clone()));
         Ok(llm)
     }
 

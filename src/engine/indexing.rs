@@ -130,6 +130,22 @@ impl Engine {
         }
     }
 
+    /// The queue id of `path`'s newest waiting or running file (the path as given,
+    /// or made absolute as the queue keeps it).
+    pub fn queued_id_of(&self, path: &str) -> Result<Option<i64>> {
+        let full = std::fs::canonicalize(path)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.to_string());
+        Ok(queue::list(self.store().conn())?
+            .into_iter()
+            .rev()
+            .find(|r| {
+                (r.path == path || r.path == full)
+                    && matches!(r.state.as_str(), "queued" | "running")
+            })
+            .map(|r| r.id))
+    }
+
     /// Cancel one queued or running file (`Some(id)`), or the whole queue (`None`):
     /// a waiting file is not indexed, a running one stops and leaves the index as it
     /// was. Returns how many files were cancelled.
