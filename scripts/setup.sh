@@ -79,6 +79,16 @@ if [ "$want_test" = 1 ] && ! .venv-llama/bin/python -c "import llama_cpp.server"
     .venv-llama/bin/pip install --quiet --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
 fi
 
+# PostgreSQL 16 with pgvector for the tests of the PostgreSQL store, which
+# scripts/pg-test-server.sh starts on loopback: the pgserver wheel ships both
+# (initdb, postgres, pg_ctl, psql and the vector extension), as Debian has no pgvector
+# package for its PostgreSQL.
+if [ "$want_test" = 1 ] && ! .venv-pg/bin/python -c "import pgserver" 2>/dev/null; then
+  echo "setup: installing PostgreSQL + pgvector (the pgserver wheel) into .venv-pg (pip)"
+  python3 -m venv .venv-pg
+  .venv-pg/bin/pip install --quiet --disable-pip-version-check "pgserver==0.1.4"
+fi
+
 # tauri-driver (a Rust crate) drives the desktop window in the E2E test.
 if [ "$want_test" = 1 ] && ! command -v tauri-driver >/dev/null && [ ! -x "$HOME/.cargo/bin/tauri-driver" ]; then
   echo "setup: installing tauri-driver (cargo install)"

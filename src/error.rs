@@ -54,6 +54,11 @@ pub enum Error {
     #[error("index database: {0}")]
     Store(#[from] rusqlite::Error),
 
+    /// The PostgreSQL index failed, or could not be reached (its message, with the
+    /// server's detail when it sent one).
+    #[error("index database (PostgreSQL): {0}")]
+    Postgres(String),
+
     /// A device asked for is not compiled in or does not initialize (what is missing:
     /// the cargo feature, the driver, a library).
     #[error("device: {0}")]
@@ -93,6 +98,18 @@ impl Error {
         Error::ModelFormat {
             path: path.into(),
             reason: reason.into(),
+        }
+    }
+}
+
+impl From<postgres::Error> for Error {
+    fn from(e: postgres::Error) -> Self {
+        match e.as_db_error() {
+            Some(db) => Error::Postgres(match db.detail() {
+                Some(d) => format!("{} ({d})", db.message()),
+                None => db.message().to_string(),
+            }),
+            None => Error::Postgres(e.to_string()),
         }
     }
 }

@@ -189,6 +189,11 @@ struct DataDir {
     /// Data directory (default: $XDG_DATA_HOME/quire or ~/.local/share/quire).
     #[arg(long, env = "QUIRE_DATA_DIR", global = true)]
     data_dir: Option<PathBuf>,
+    /// Keep the index in this PostgreSQL database (with pgvector), shared by every
+    /// Quire pointed at it, instead of the SQLite file in the data directory:
+    /// postgres://user[:password]@host:port/database.
+    #[arg(long, env = "QUIRE_STORE", global = true, value_name = "URL")]
+    store: Option<String>,
     /// Where the models run for this command, instead of the settings' device: auto,
     /// cpu, cuda, cuda:N or metal (a GPU needs a build with `--features cuda` or
     /// `metal`).
@@ -222,6 +227,9 @@ struct DataDir {
 
 impl DataDir {
     fn engine(&self) -> anyhow::Result<quire::engine::Engine> {
+        if self.store.is_some() {
+            quire::engine::override_store(self.store.clone());
+        }
         if let Some(d) = &self.device {
             quire::engine::override_device(Some(d.parse()?));
         }

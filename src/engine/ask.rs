@@ -191,11 +191,31 @@ impl Engine {
         opts: &RetrieveOptions,
         cancel: &Cancel,
     ) -> Result<Retrieval> {
+        let nothing = || {
+            Error::Invalid(
+                "nothing is indexed yet: add PDFs first (drop them on the window)".into(),
+            )
+        };
+        // A database that retrieves by itself (PostgreSQL): nothing is loaded here.
+        let in_database = self.store().in_database();
+        if let Some(db) = in_database {
+            if db.chunks_indexed()? == 0 {
+                return Err(nothing());
+            }
+            self.check_index_embedder()?;
+            let embedder: Arc<dyn Embedder> = self.embedder()?;
+            return crate::retrieve::search_in_database(
+                db.as_ref(),
+                question,
+                embedder.as_ref(),
+                llm,
+                opts,
+                cancel,
+            );
+        }
         let index = self.retrieval_index()?;
         if index.is_empty() {
-            return Err(Error::Invalid(
-                "nothing is indexed yet: add PDFs first (drop them on the window)".into(),
-            ));
+            return Err(nothing());
         }
         self.check_index_embedder()?;
         let embedder: Arc<dyn Embedder> = self.embedder()?;
@@ -254,7 +274,7 @@ impl Engine {
         let reg = self.register(cancel);
 
         let chat_mode: ChatMode = settings.chat_mode.parse()?;
-        let placed = exchanges::place(self.store().conn(), &req, &question)?;
+        let placed = exchanges::place(&**self.store(), &req, &question)?;
         let (conversation_id, question_id) = (placed.conversation_id, placed.question_id);
         let history = if req.conversation_id.is_none() && !req.history.is_empty() {
             req.history
@@ -326,8 +346,7 @@ impl Engine {
         if let Some(s) = status {
             extra.insert("status".into(), Value::String(s));
         }
-        let saved = conversations::add_message(
-            self.store().conn(),
+        let saved = self.store().add_message(
             conversation_id,
             "assistant",
             &content,

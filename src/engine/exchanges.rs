@@ -5,10 +5,8 @@
 
 use std::fmt::Write as _;
 
-use rusqlite::Connection;
-
 use super::{AskRequest, Engine, Source};
-use crate::store::conversations::{self, Conversation, Message};
+use crate::store::{Backend, Conversation, Message};
 use crate::{Error, Result};
 
 /// Where a question goes in its conversation: the conversation, the messages before
@@ -24,17 +22,18 @@ pub(super) struct Placed {
 /// Place `req` in its conversation, creating one, keeping the question, or (asked
 /// again) finding it; an edited question first removes the one it replaces and every
 /// message after it.
-pub(super) fn place(conn: &Connection, req: &AskRequest, question: &str) -> Result<Placed> {
+pub(super) fn place(conn: &dyn Backend, req: &AskRequest, question: &str) -> Result<Placed> {
     let Some(id) = req.conversation_id else {
         if req.regenerate.is_some() || req.replace_from.is_some() {
             return Err(Error::Invalid(
                 "a question can be asked again or edited only in its conversation".into(),
             ));
         }
-        let id = conversations::create(conn, question)?;
+        let id = conn.create_conversation(question)?;
         return keep(conn, id, Vec::new(), question);
     };
-    let conv = conversations::get(conn, id)?
+    let conv = conn
+        .conversation(id)?
         .ok_or_else(|| Error::NotFound(format!("conversation {id}")))?;
     if let Some(qid) = req.regenerate {
         let at = question_at(&conv, qid)?;
@@ -54,23 +53,16 @@ pub(super) fn place(conn: &Connection, req: &AskRequest, question: &str) -> Resu
     if let Some(qid) = req.replace_from {
         let at = question_at(&conv, qid)?;
         let gone: Vec<i64> = conv.messages[at..].iter().map(|m| m.id).collect();
-        conversations::remove_messages(conn, id, &gone)?;
+        conn.remove_messages(id, &gone)?;
         return keep(conn, id, conv.messages[..at].to_vec(), question);
     }
     keep(conn, id, conv.messages, question)
 }
 
 /// Keep `question` at the end of conversation `id`.
-fn keep(conn: &Connection, id: i64, before: Vec<Message>, question: &str) -> Result<Placed> {
-    let question_id = conversations::add_message(
-        conn,
-        id,
-        "user",
-        question,
-        None,
-        None,
-        &serde_json::Map::new(),
-    )?;
+fn keep(conn: &dyn Backend, id: i64, before: Vec<Message>, question: &str) -> Result<Placed> {
+    let question_id =
+        conn.add_message(id, "user", question, None, None, &serde_json::Map::new())?;
     Ok(Placed {
         conversation_id: id,
         before,
@@ -92,8 +84,8 @@ impl Engine {
     /// or a question with its answers.
     pub fn delete_message(&self, conversation_id: i64, message_id: i64) -> Result<()> {
         let store = self.store();
-        let conn = store.conn();
-        let conv = conversations::get(conn, conversation_id)?
+        let conv = store
+            .conversation(conversation_id)?
             .ok_or_else(|| Error::NotFound(format!("conversation {conversation_id}")))?;
         let at = conv
             .messages
@@ -109,7 +101,7 @@ impl Engine {
                     .map(|m| m.id),
             );
         }
-        conversations::remove_messages(conn, conversation_id, &ids)?;
+        store.remove_messages(conversation_id, &ids)?;
         Ok(())
     }
 

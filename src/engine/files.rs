@@ -219,6 +219,7 @@ mod tests {
     fn recorded(dir: &Path, path: &Path) -> (Engine, i64) {
         let engine = Engine::open(EngineConfig {
             data_dir: dir.join("data"),
+            store: None,
         })
         .unwrap();
         let bytes = std::fs::read(path).unwrap();

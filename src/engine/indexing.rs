@@ -68,12 +68,12 @@ impl Engine {
 
     /// Files waiting in the queue (a batch a kill or a restart interrupted).
     pub fn queued(&self) -> Result<usize> {
-        queue::waiting(self.store().conn())
+        self.store().waiting()
     }
 
     /// The indexing queue with each file's progress and the ETA of the whole.
     pub fn queue(&self) -> Result<QueueView> {
-        let items = queue::list(self.store().conn())?;
+        let items = self.store().queue()?;
         let pending = items
             .iter()
             .filter(|r| r.state == "queued" || r.state == "running")
@@ -136,7 +136,9 @@ impl Engine {
         let full = std::fs::canonicalize(path)
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| path.to_string());
-        Ok(queue::list(self.store().conn())?
+        Ok(self
+            .store()
+            .queue()?
             .into_iter()
             .rev()
             .find(|r| {
@@ -150,7 +152,7 @@ impl Engine {
     /// a waiting file is not indexed, a running one stops and leaves the index as it
     /// was. Returns how many files were cancelled.
     pub fn cancel_queued(&self, id: Option<i64>) -> Result<usize> {
-        let ids = queue::cancel(self.store().conn(), id)?;
+        let ids = self.store().cancel(id)?;
         let running = lock(&self.indexing);
         for id in &ids {
             if let Some(c) = running.get(id) {

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 
 use crate::ingest::pipeline::{self, Extractor};
-use crate::store::conversations;
 use crate::store::Store;
 use crate::{Error, Result};
 
@@ -26,7 +25,8 @@ mod uploads;
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
 pub use indexing::{spawn_resume, QueueItem, QueueView};
-pub use models::{override_device, override_llm_server};
+use models::store_override;
+pub use models::{override_device, override_llm_server, override_store};
 pub use modes::{ModeInfo, ModeKind};
 pub use scope::ResolvedScope;
 pub use types::*;
@@ -66,11 +66,12 @@ impl Engine {
     /// Open (creating if needed) the data directory.
     pub fn open(config: EngineConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
-        let store = Store::open(&config.data_dir.join("index.sqlite"))?;
+        let store = Store::open_for(config.store.as_deref(), &config.data_dir)?;
         // What a killed or crashed run was indexing waits again (see `resume_indexing`),
-        // unless another process is indexing here now: those rows are its own.
-        if indexer_lock::nobody_indexing(&config.data_dir)? {
-            crate::store::queue::requeue_interrupted(store.conn())?;
+        // unless another process is indexing here now: those rows are its own. (A
+        // shared database knows which of its rows' processes are gone by itself.)
+        if store.shared() || indexer_lock::nobody_indexing(&config.data_dir)? {
+            store.requeue_interrupted()?;
         }
         let settings = Settings::load(&config.data_dir.join("settings.json"))?;
         Ok(Self {
@@ -113,18 +114,19 @@ impl Engine {
 
     /// Conversations, most recent first.
     pub fn conversations(&self) -> Result<Vec<ConversationInfo>> {
-        conversations::list(lock(&self.db).conn())
+        lock(&self.db).conversations()
     }
 
     /// One conversation with its messages.
     pub fn conversation(&self, id: i64) -> Result<Conversation> {
-        conversations::get(lock(&self.db).conn(), id)?
+        lock(&self.db)
+            .conversation(id)?
             .ok_or_else(|| Error::NotFound(format!("conversation {id}")))
     }
 
     /// Delete a conversation.
     pub fn remove_conversation(&self, id: i64) -> Result<()> {
-        if conversations::remove(lock(&self.db).conn(), id)? {
+        if lock(&self.db).remove_conversation(id)? {
             Ok(())
         } else {
             Err(Error::NotFound(format!("conversation {id}")))

@@ -33,6 +33,22 @@ pub fn override_llm_server(server: Option<crate::llm::RemoteConfig>) {
     *lock(&SERVER_OVERRIDE) = server;
 }
 
+static STORE_OVERRIDE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Make engines opened from now on keep their index in `store` (a `postgres://…`
+/// URL) rather than the SQLite file of their data directory (the `--store` option).
+pub fn override_store(store: Option<String>) {
+    *lock(&STORE_OVERRIDE) = store;
+}
+
+/// The index database engines open: `--store`, else `QUIRE_STORE`.
+pub(super) fn store_override() -> Option<String> {
+    lock(&STORE_OVERRIDE)
+        .clone()
+        .or_else(|| std::env::var("QUIRE_STORE").ok())
+        .filter(|s| !s.trim().is_empty())
+}
+
 /// Chunks embedded and written per step of a re-embedding (a stop takes effect
 /// between steps; each step is one transaction).
 const REEMBED_STEP: usize = 64;

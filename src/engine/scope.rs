@@ -17,19 +17,20 @@ pub struct ResolvedScope {
 impl Engine {
     /// All collections, by name.
     pub fn collections(&self) -> Result<Vec<Collection>> {
-        collections::list(self.store().conn())
+        self.store().collections()
     }
 
     /// Create a collection holding `documents`.
     pub fn create_collection(&self, name: &str, documents: &[i64]) -> Result<Collection> {
         let mut store = self.store();
-        let id = collections::create(store.conn(), name)?;
-        if let Err(e) = collections::set_documents(store.conn_mut(), id, documents) {
+        let id = store.create_collection(name)?;
+        if let Err(e) = store.set_collection_documents(id, documents) {
             // Nothing half made: a refused document removes the new collection.
-            collections::remove(store.conn(), id)?;
+            store.remove_collection(id)?;
             return Err(e);
         }
-        collections::get(store.conn(), id)?
+        store
+            .collection(id)?
             .ok_or_else(|| Error::NotFound(format!("collection {id}")))
     }
 
@@ -45,7 +46,7 @@ impl Engine {
         // Check the name before changing the documents, so a refusal changes nothing.
         if let Some(n) = name {
             let n = collections::clean_name(n)?;
-            if let Some(other) = collections::by_name(store.conn(), &n)? {
+            if let Some(other) = store.collection_by_name(&n)? {
                 if other.id != id {
                     return Err(Error::Invalid(format!(
                         "there is already a collection named \"{n}\""
@@ -54,21 +55,21 @@ impl Engine {
             }
         }
         if let Some(docs) = documents {
-            if !collections::set_documents(store.conn_mut(), id, docs)? {
+            if !store.set_collection_documents(id, docs)? {
                 return Err(missing());
             }
         }
         if let Some(n) = name {
-            if !collections::rename(store.conn(), id, n)? {
+            if !store.rename_collection(id, n)? {
                 return Err(missing());
             }
         }
-        collections::get(store.conn(), id)?.ok_or_else(missing)
+        store.collection(id)?.ok_or_else(missing)
     }
 
     /// Delete a collection; its documents stay indexed.
     pub fn remove_collection(&self, id: i64) -> Result<()> {
-        if collections::remove(self.store().conn(), id)? {
+        if self.store().remove_collection(id)? {
             Ok(())
         } else {
             Err(Error::NotFound(format!("collection {id}")))
@@ -86,7 +87,9 @@ impl Engine {
                 label: "All documents".into(),
             }),
             Scope::Collection { id } => {
-                let c = collections::get(self.store().conn(), *id)?
+                let c = self
+                    .store()
+                    .collection(*id)?
                     .ok_or_else(|| Error::NotFound(format!("collection {id}")))?;
                 let ids: Vec<i64> = c
                     .documents
@@ -142,7 +145,8 @@ impl Engine {
 
     /// The collection named `name` (any case).
     pub fn find_collection(&self, name: &str) -> Result<Collection> {
-        collections::by_name(self.store().conn(), name)?
+        self.store()
+            .collection_by_name(name)?
             .ok_or_else(|| Error::NotFound(format!("collection \"{}\"", name.trim())))
     }
 

@@ -23,6 +23,9 @@ use crate::{Error, Result};
 pub struct EngineConfig {
     /// Holds the index database and settings.
     pub data_dir: PathBuf,
+    /// The index database when it is not the SQLite file in `data_dir`: a
+    /// `postgres://…` URL (`--store`, `QUIRE_STORE`).
+    pub store: Option<String>,
 }
 
 impl EngineConfig {
@@ -31,7 +34,10 @@ impl EngineConfig {
         let data_dir = dir.or_else(crate::models::data_dir).ok_or_else(|| {
             Error::Invalid("no data directory: set HOME or pass --data-dir".into())
         })?;
-        Ok(Self { data_dir })
+        Ok(Self {
+            data_dir,
+            store: super::store_override(),
+        })
     }
 }
 

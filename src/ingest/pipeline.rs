@@ -30,7 +30,7 @@ use super::IndexEvent;
 use crate::cpu::priority::Priority;
 use crate::embed::Embedder;
 use crate::llm::Cancel;
-use crate::store::queue::{self, QueueRow};
+use crate::store::queue::QueueRow;
 use crate::store::{NewDocument, Store};
 use crate::{Error, Result};
 
@@ -240,7 +240,7 @@ impl Pipeline<'_> {
                 (f.display().to_string(), size)
             })
             .collect();
-        queue::enqueue(lock(self.store).conn_mut(), &files)?;
+        lock(self.store).enqueue(&files)?;
         let mut summary = self.drain(cancel, on)?;
         failed.append(&mut summary.failed);
         summary.failed = failed;
@@ -260,7 +260,8 @@ impl Pipeline<'_> {
                 cancel.cancel();
             }
         };
-        let waiting: Vec<QueueRow> = queue::list(lock(self.store).conn())?
+        let waiting: Vec<QueueRow> = lock(self.store)
+            .queue()?
             .into_iter()
             .filter(|r| r.state == "queued")
             .collect();
@@ -284,7 +285,7 @@ impl Pipeline<'_> {
                     continue;
                 }
                 index += 1;
-                let total = index + queue::waiting(lock(self.store).conn()).unwrap_or(0);
+                let total = index + lock(self.store).waiting().unwrap_or(0);
                 let path = p.row.path.clone();
                 emit(IndexEvent::File {
                     index,
@@ -296,7 +297,7 @@ impl Pipeline<'_> {
                 lock(self.running).remove(&row.id);
                 match r {
                     Ok((doc_id, chunks, skipped)) => {
-                        queue::finish(lock(self.store).conn(), row.id, Some(doc_id), None)?;
+                        lock(self.store).finish(row.id, Some(doc_id), None)?;
                         summary.indexed += 1;
                         summary.skipped += usize::from(skipped);
                         emit(IndexEvent::FileDone {
@@ -320,7 +321,7 @@ impl Pipeline<'_> {
                         cancel.cancel();
                     }
                     Err(Stop::File(reason)) => {
-                        queue::finish(lock(self.store).conn(), row.id, None, Some(&reason))?;
+                        lock(self.store).finish(row.id, None, Some(&reason))?;
                         emit(IndexEvent::FileFailed {
                             path: path.clone(),
                             reason: reason.clone(),
@@ -347,7 +348,7 @@ impl Pipeline<'_> {
     /// A row whose work was interrupted waits again, unless the person cancelled it.
     fn requeue(&self, row: &QueueRow) {
         lock(self.running).remove(&row.id);
-        let _ = queue::requeue(lock(self.store).conn(), row.id);
+        let _ = lock(self.store).requeue(row.id);
     }
 
     /// An extraction thread: claim queued files one at a time, read them (in a child
@@ -358,7 +359,7 @@ impl Pipeline<'_> {
             if let Some(p) = self.priority {
                 p.wait_background(|| cancel.is_cancelled());
             }
-            let row = match queue::claim(lock(self.store).conn()) {
+            let row = match lock(self.store).claim() {
                 Ok(Some(row)) => row,
                 _ => return,
             };
@@ -367,9 +368,7 @@ impl Pipeline<'_> {
             // Polled while the file is extracted (and OCR'd): a cancel here, or from
             // another process (`quire queue cancel`, seen in the queue's row).
             let stop = || {
-                if !file_cancel.is_cancelled()
-                    && !queue::wanted(lock(self.store).conn(), row.id).unwrap_or(true)
-                {
+                if !file_cancel.is_cancelled() && !lock(self.store).wanted(row.id).unwrap_or(true) {
                     file_cancel.cancel();
                 }
                 cancel.is_cancelled() || file_cancel.is_cancelled()
@@ -489,7 +488,7 @@ impl Pipeline<'_> {
             file_cancel.check()?;
             Ok(())
         };
-        if !queue::wanted(lock(self.store).conn(), row.id).unwrap_or(true) {
+        if !lock(self.store).wanted(row.id).unwrap_or(true) {
             file_cancel.cancel();
         }
         check()?;
@@ -525,10 +524,10 @@ impl Pipeline<'_> {
             let file_eta = (fraction > 0.0).then(|| secs * (1.0 - fraction) / fraction);
             {
                 let store = lock(self.store);
-                let _ = queue::progress(store.conn(), row.id, fraction, file_eta);
+                let _ = store.progress(row.id, fraction, file_eta);
                 // Cancelled from another process (`quire queue cancel`): the same as a
                 // cancel of this file here.
-                if !queue::wanted(store.conn(), row.id).unwrap_or(true) {
+                if !store.wanted(row.id).unwrap_or(true) {
                     file_cancel.cancel();
                 }
             }

@@ -54,6 +54,12 @@ impl DocFilter {
     pub fn allows(&self, doc_id: i64) -> bool {
         self.docs.contains(&doc_id)
     }
+    /// The documents that pass, in ascending order.
+    pub fn documents(&self) -> impl Iterator<Item = i64> + '_ {
+        let mut d: Vec<i64> = self.docs.iter().copied().collect();
+        d.sort_unstable();
+        d.into_iter()
+    }
 }
 
 /// Finds the chunks that best match a query.
@@ -481,6 +487,27 @@ impl RetrievalIndex {
         }
         Ok(r)
     }
+}
+
+/// [`retrieve`] over retrievers that run in a database, with the source nodes' text,
+/// file and pages read from it.
+pub fn search_in_database(
+    db: &dyn crate::store::DatabaseRetrieval,
+    query: &str,
+    embedder: &dyn Embedder,
+    llm: Option<&dyn Llm>,
+    opts: &RetrieveOptions,
+    cancel: &Cancel,
+) -> Result<Retrieval> {
+    let boxed = db.retrievers(&opts.retrievers, embedder);
+    let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
+    let mut r = retrieve(query, &refs, llm, opts, cancel)?;
+    let ids: Vec<i64> = r.nodes.iter().map(|n| n.chunk_id).collect();
+    let mut infos = db.chunk_infos(&ids)?;
+    for n in &mut r.nodes {
+        n.chunk = infos.remove(&n.chunk_id);
+    }
+    Ok(r)
 }
 
 impl std::fmt::Display for Retrieval {

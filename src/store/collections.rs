@@ -192,7 +192,8 @@ fn now() -> i64 {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::sqlite::Sqlite as Store;
+    use crate::store::Backend;
 
     fn doc(store: &Store, path: &str) -> i64 {
         store

@@ -70,10 +70,7 @@ fn now() -> i64 {
 
 /// Start a conversation titled after its first question.
 pub fn create(conn: &Connection, first_question: &str) -> Result<i64> {
-    let mut title: String = first_question.trim().chars().take(60).collect();
-    if first_question.trim().chars().count() > 60 {
-        title.push('…');
-    }
+    let title = super::conversation_title(first_question);
     let t = now();
     conn.execute(
         "INSERT INTO conversations (title, created_at, updated_at) VALUES (?1, ?2, ?2)",
@@ -157,14 +154,7 @@ pub fn get(conn: &Connection, id: i64) -> Result<Option<Conversation>> {
          WHERE conversation_id = ?1 ORDER BY id",
     )?;
     let rows = st.query_map([id], |r| {
-        let extra: Option<String> = r.get(5)?;
-        let extra = extra
-            .and_then(|e| serde_json::from_str::<serde_json::Value>(&e).ok())
-            .and_then(|v| match v {
-                serde_json::Value::Object(m) => Some(m),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let extra = extra_of(r.get(5)?);
         Ok(Message {
             id: r.get(0)?,
             role: r.get(1)?,
@@ -177,6 +167,17 @@ pub fn get(conn: &Connection, id: i64) -> Result<Option<Conversation>> {
     })?;
     let messages = rows.collect::<rusqlite::Result<_>>()?;
     Ok(Some(Conversation { info, messages }))
+}
+
+/// A message's `extra` column as kept (JSON text; anything else reads as empty).
+pub(super) fn extra_of(extra: Option<String>) -> serde_json::Map<String, serde_json::Value> {
+    extra
+        .and_then(|e| serde_json::from_str::<serde_json::Value>(&e).ok())
+        .and_then(|v| match v {
+            serde_json::Value::Object(m) => Some(m),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// Delete messages `ids` of conversation `conversation`. Returns how many there were.

@@ -1,86 +1,38 @@
-//! The local index: SQLite schema, migrations and queries.
+//! The index: documents, their pages, chunks and embeddings, the indexing queue,
+//! collections and conversations, behind one trait ([`Backend`]) with two
+//! implementations:
 //!
-//! One database file (`index.sqlite` in the data directory) holds the documents, their
-//! pages, chunks, embeddings and a full-text index (FTS5), and the conversations
-//! ([`conversations`]). The schema version is SQLite's `user_version`; migrations run
-//! at open. The journal is WAL, so readers (a question) and the writer (indexing) do
-//! not block each other, and a document is written in one transaction, so a crash or a
-//! kill leaves either all of it or none of it.
+//! - [`sqlite::Sqlite`], the default: one file (`index.sqlite` in the data
+//!   directory), no set-up. Retrieval runs over in-memory indexes built from
+//!   [`Backend::load_chunks`] and updated document by document.
+//! - [`postgres::Postgres`] (`--store postgres://…`): a PostgreSQL database with the
+//!   pgvector extension, which several `quire serve` processes can share. Retrieval runs
+//!   in the database ([`Backend::in_database`]): an HNSW index over the vectors and
+//!   BM25 over a postings table Quire's own analyzer fills.
+//!
+//! Both write a document in one transaction, so a crash or a kill leaves either all of
+//! it or none of it, and both number documents and chunks without reusing ids.
 
 pub mod collections;
 pub mod conversations;
+mod pg_search;
+pub mod postgres;
 pub mod queue;
+pub mod sqlite;
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
-
+use crate::embed::Embedder;
 use crate::ingest::split::Chunk;
 use crate::ingest::ExtractedPage;
+use crate::retrieve::{ChunkInfo, Retriever, RetrieverKind};
 use crate::Result;
 
-/// The schema, one entry per version: entry `i` moves the database from version `i`
-/// to `i + 1`.
-const MIGRATIONS: &[&str] = &[
-    // 1: documents, pages, chunks, embeddings, full-text index, generation counter.
-    // Ids are never reused (AUTOINCREMENT): a removed document's id or chunk ids held
-    // by a UI or an in-memory index must not come to mean another one.
-    "CREATE TABLE documents (
-         id         INTEGER PRIMARY KEY AUTOINCREMENT,
-         path       TEXT NOT NULL UNIQUE,
-         file_name  TEXT NOT NULL,
-         hash       TEXT NOT NULL,
-         title      TEXT,
-         pages      INTEGER NOT NULL DEFAULT 0,
-         status     TEXT NOT NULL CHECK (status IN ('done', 'failed')),
-         error      TEXT,
-         bytes      INTEGER NOT NULL DEFAULT 0,
-         indexed_at INTEGER NOT NULL
-     );
-     CREATE INDEX documents_by_hash ON documents(hash);
-     CREATE TABLE pages (
-         doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-         number INTEGER NOT NULL,
-         text   TEXT NOT NULL,
-         PRIMARY KEY (doc_id, number)
-     ) WITHOUT ROWID;
-     CREATE TABLE chunks (
-         id         INTEGER PRIMARY KEY AUTOINCREMENT,
-         doc_id     INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-         seq        INTEGER NOT NULL,
-         page_start INTEGER NOT NULL,
-         page_end   INTEGER NOT NULL,
-         char_start INTEGER NOT NULL,
-         char_end   INTEGER NOT NULL,
-         tokens     INTEGER NOT NULL,
-         text       TEXT NOT NULL
-     );
-     CREATE INDEX chunks_by_doc ON chunks(doc_id, seq);
-     CREATE TABLE embeddings (
-         chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
-         model    TEXT NOT NULL,
-         vector   BLOB NOT NULL
-     );
-     CREATE VIRTUAL TABLE chunks_fts USING fts5(
-         text, content = 'chunks', content_rowid = 'id',
-         tokenize = 'unicode61 remove_diacritics 2'
-     );
-     CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
-         INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text);
-     END;
-     CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
-         INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
-     END;
-     CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-     INSERT INTO meta (key, value) VALUES ('generation', 0);",
-    // 2: the indexing queue (see `queue`), and which pages' text came from OCR.
-    queue::SCHEMA,
-];
-
-/// The local index database.
-pub struct Store {
-    conn: Connection,
-}
+pub use collections::Collection;
+pub use conversations::{Conversation, ConversationInfo, Message};
+pub use queue::QueueRow;
 
 /// A document as listed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -126,551 +78,234 @@ pub struct NewDocument<'a> {
     pub model: &'a str,
 }
 
-fn now_ms() -> i64 {
+/// What the engine keeps in an index, whichever database holds it.
+pub trait Backend: Send {
+    /// `sqlite` or `postgres`.
+    fn kind(&self) -> &'static str;
+    /// Where it is, for messages: the file, or the server and database (no password).
+    fn location(&self) -> String;
+    /// Whether other processes may be using the same index at once (a shared
+    /// server): the queue rows they run are theirs.
+    fn shared(&self) -> bool {
+        false
+    }
+    /// The schema version.
+    fn version(&self) -> Result<i64>;
+    /// A counter bumped by every change to the documents: when it moves, in-memory
+    /// indexes built from [`Backend::load_chunks`] are stale.
+    fn generation(&self) -> Result<i64>;
+
+    // Documents.
+
+    /// All documents, by id.
+    fn documents(&self) -> Result<Vec<DocumentRow>>;
+    /// The document at `path`, if any.
+    fn document_by_path(&self, path: &str) -> Result<Option<DocumentRow>> {
+        Ok(self.documents()?.into_iter().find(|d| d.path == path))
+    }
+    /// A document indexed (status done) with this content hash, if any: (id, path,
+    /// chunks).
+    fn done_with_hash(&self, hash: &str) -> Result<Option<(i64, String, usize)>>;
+    /// Write a document with its pages, chunks and embeddings in one transaction,
+    /// replacing whatever was indexed at the same path (it stays in its
+    /// collections). Returns its id.
+    fn insert_document(&mut self, doc: &NewDocument<'_>) -> Result<i64>;
+    /// Record that the file at `path` could not be indexed (replacing what was there).
+    fn insert_failed(&mut self, path: &str, hash: &str, bytes: u64, error: &str) -> Result<i64>;
+    /// Remove a document with its pages, chunks and embeddings. Returns whether it
+    /// existed.
+    fn remove_document(&mut self, id: i64) -> Result<bool>;
+    /// The numbers of the pages of a document whose text came from OCR.
+    fn ocr_pages(&self, doc_id: i64) -> Result<Vec<u32>>;
+    /// The text of one page of a document.
+    fn page_text(&self, doc_id: i64, number: u32) -> Result<Option<String>>;
+    /// Every chunk of the documents indexed (status done), with its embedding, in
+    /// chunk id order.
+    fn load_chunks(&self) -> Result<Vec<StoredChunk>>;
+    /// [`Backend::load_chunks`] for the chunks of the documents `docs` only.
+    fn load_chunks_of(&self, docs: &[i64]) -> Result<Vec<StoredChunk>>;
+    /// The documents [`Backend::load_chunks`] returns chunks of.
+    fn searchable_documents(&self) -> Result<HashSet<i64>>;
+    /// Which embedding models made the vectors of the index, with how many chunks
+    /// each, most chunks first.
+    fn embedding_models(&self) -> Result<Vec<(String, usize)>>;
+    /// Up to `limit` chunks whose vectors were not made by `model`, as (chunk id,
+    /// text), in chunk id order.
+    fn chunks_not_embedded_by(&self, model: &str, limit: usize) -> Result<Vec<(i64, String)>>;
+    /// Replace the vectors of these chunks with ones `model` made, in one
+    /// transaction. Chunks removed meanwhile are skipped.
+    fn replace_embeddings(&mut self, model: &str, rows: &[(i64, Vec<f32>)]) -> Result<()>;
+    /// Problems that would make the index inconsistent; empty when all is well.
+    fn check(&self) -> Result<Vec<String>>;
+
+    // The indexing queue (see [`queue`]).
+
+    /// Add `files` (path, size); a path already waiting or running is not added
+    /// twice. Returns the rows' ids, in order.
+    fn enqueue(&mut self, files: &[(String, u64)]) -> Result<Vec<i64>>;
+    /// Take the oldest waiting row: it becomes `running`.
+    fn claim(&self) -> Result<Option<QueueRow>>;
+    /// Rows waiting (`queued`), not counting running ones.
+    fn waiting(&self) -> Result<usize>;
+    /// One row.
+    fn queue_row(&self, id: i64) -> Result<Option<QueueRow>>;
+    /// The whole queue, oldest first.
+    fn queue(&self) -> Result<Vec<QueueRow>>;
+    /// Progress of a running row.
+    fn progress(&self, id: i64, fraction: f64, eta_secs: Option<f64>) -> Result<()>;
+    /// A row is finished: `done` (with its document) or `failed` (with the reason);
+    /// a row cancelled meanwhile stays cancelled.
+    fn finish(&self, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()>;
+    /// A running row whose work was interrupted (not by the user) waits again.
+    fn requeue(&self, id: i64) -> Result<()>;
+    /// Rows left `running` by a process that is gone wait again. Returns how many.
+    fn requeue_interrupted(&self) -> Result<usize>;
+    /// Cancel one row or every waiting and running one; returns the ids cancelled.
+    fn cancel(&self, id: Option<i64>) -> Result<Vec<i64>>;
+    /// Whether the row is still wanted (not cancelled, not gone).
+    fn wanted(&self, id: i64) -> Result<bool>;
+
+    // Collections (see [`collections`]).
+
+    /// All collections, by name.
+    fn collections(&self) -> Result<Vec<Collection>>;
+    /// One collection.
+    fn collection(&self, id: i64) -> Result<Option<Collection>> {
+        Ok(self.collections()?.into_iter().find(|c| c.id == id))
+    }
+    /// The collection named `name` (case-insensitive).
+    fn collection_by_name(&self, name: &str) -> Result<Option<Collection>>;
+    /// Create a collection; refused when the name is taken.
+    fn create_collection(&self, name: &str) -> Result<i64>;
+    /// Rename a collection. Returns whether it existed.
+    fn rename_collection(&self, id: i64, name: &str) -> Result<bool>;
+    /// Make `docs` the documents of collection `id`, in one transaction. Returns
+    /// whether the collection existed; an unknown document is refused.
+    fn set_collection_documents(&mut self, id: i64, docs: &[i64]) -> Result<bool>;
+    /// Delete a collection (its documents stay). Returns whether it existed.
+    fn remove_collection(&self, id: i64) -> Result<bool>;
+
+    // Conversations (see [`conversations`]).
+
+    /// Start a conversation titled after its first question.
+    fn create_conversation(&self, first_question: &str) -> Result<i64>;
+    /// Append a message.
+    fn add_message(
+        &self,
+        conversation: i64,
+        role: &str,
+        content: &str,
+        mode: Option<&str>,
+        query: Option<&str>,
+        extra: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<i64>;
+    /// All conversations, most recently updated first.
+    fn conversations(&self) -> Result<Vec<ConversationInfo>>;
+    /// One conversation with its messages.
+    fn conversation(&self, id: i64) -> Result<Option<Conversation>>;
+    /// Delete messages `ids` of a conversation. Returns how many there were.
+    fn remove_messages(&self, conversation: i64, ids: &[i64]) -> Result<usize>;
+    /// Delete a conversation and its messages. Returns whether it existed.
+    fn remove_conversation(&self, id: i64) -> Result<bool>;
+
+    /// Retrieval that runs in the database, when this backend has it; `None` means
+    /// the engine builds in-memory indexes from [`Backend::load_chunks`].
+    fn in_database(&self) -> Option<Arc<dyn DatabaseRetrieval>> {
+        None
+    }
+}
+
+/// Retrieval run by the database itself, over everything indexed.
+pub trait DatabaseRetrieval: Send + Sync {
+    /// Chunks searchable (of documents done, with a vector).
+    fn chunks_indexed(&self) -> Result<usize>;
+    /// The retrievers of `kinds`; the vector one embeds queries with `embedder`.
+    fn retrievers<'a>(
+        &'a self,
+        kinds: &[RetrieverKind],
+        embedder: &'a dyn Embedder,
+    ) -> Vec<Box<dyn Retriever + 'a>>;
+    /// Text, file and pages of these chunks.
+    fn chunk_infos(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkInfo>>;
+}
+
+/// Where the index is: `postgres://…` / `postgresql://…` names a PostgreSQL
+/// database, anything else the SQLite file in the data directory.
+pub fn is_postgres_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// An open index.
+pub struct Store(Box<dyn Backend>);
+
+impl Store {
+    /// Open (creating if needed) the SQLite index at `path`.
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(Self(Box::new(sqlite::Sqlite::open(path)?)))
+    }
+
+    /// An SQLite index in memory (tests).
+    pub fn open_in_memory() -> Result<Self> {
+        Ok(Self(Box::new(sqlite::Sqlite::open_in_memory()?)))
+    }
+
+    /// Connect to the PostgreSQL index at `url` (migrating it), as the process
+    /// whose queue rows are `origin`'s (its host and data directory).
+    pub fn connect(url: &str, origin: &str) -> Result<Self> {
+        Ok(Self(Box::new(postgres::Postgres::connect(url, origin)?)))
+    }
+
+    /// The index `store` names (a `postgres://` URL), else the SQLite file in
+    /// `data_dir`.
+    pub fn open_for(store: Option<&str>, data_dir: &Path) -> Result<Self> {
+        match store.filter(|s| !s.trim().is_empty()) {
+            Some(url) if is_postgres_url(url) => {
+                let host = std::fs::read_to_string("/etc/hostname")
+                    .map(|h| h.trim().to_string())
+                    .unwrap_or_default();
+                Self::connect(url, &format!("{host}:{}", data_dir.display()))
+            }
+            Some(other) => Err(crate::Error::Invalid(format!(
+                "--store {other:?}: give a postgres://user@host:port/database URL (or leave \
+                 it out for the SQLite index in the data directory)"
+            ))),
+            None => Self::open(&data_dir.join("index.sqlite")),
+        }
+    }
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn Backend;
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref()
+    }
+}
+
+impl std::ops::DerefMut for Store {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0.as_mut()
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
 
-fn file_name(path: &str) -> String {
+pub(crate) fn file_name(path: &str) -> String {
     Path::new(path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.to_string())
 }
 
-fn vector_blob(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn blob_vector(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-impl Store {
-    /// Open (creating if needed) the database at `path` and bring its schema up to date.
-    pub fn open(path: &Path) -> Result<Self> {
-        Self::init(Connection::open(path)?)
+/// A conversation's title: its first question, cut at 60 characters.
+pub(crate) fn conversation_title(first_question: &str) -> String {
+    let mut title: String = first_question.trim().chars().take(60).collect();
+    if first_question.trim().chars().count() > 60 {
+        title.push('…');
     }
-
-    /// A database in memory (tests).
-    pub fn open_in_memory() -> Result<Self> {
-        Self::init(Connection::open_in_memory()?)
-    }
-
-    fn init(mut conn: Connection) -> Result<Self> {
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        // NORMAL is durable across application crashes in WAL mode; only a power
-        // loss may lose the last commits, never consistency.
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        // Another process (a second `quire index`) may hold the write lock briefly.
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
-        migrate(&mut conn)?;
-        conversations::migrate(&conn)?;
-        collections::migrate(&conn)?;
-        Ok(Self { conn })
-    }
-
-    /// The connection, for the other tables of the database (conversations).
-    pub fn conn(&self) -> &Connection {
-        &self.conn
-    }
-
-    /// The connection, for a transaction over the other tables (collections).
-    pub fn conn_mut(&mut self) -> &mut Connection {
-        &mut self.conn
-    }
-
-    /// The schema version.
-    pub fn version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))?)
-    }
-
-    /// A counter bumped by every change to the documents: when it moves, in-memory
-    /// indexes built from [`Store::load_chunks`] are stale.
-    pub fn generation(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
-                r.get(0)
-            })?)
-    }
-
-    /// All documents, by id.
-    pub fn documents(&self) -> Result<Vec<DocumentRow>> {
-        let mut st = self.conn.prepare(
-            "SELECT d.id, d.path, d.file_name, d.hash, d.title, d.pages, d.status, d.error,
-                    (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
-             FROM documents d ORDER BY d.id",
-        )?;
-        let rows = st.query_map([], |r| {
-            Ok(DocumentRow {
-                id: r.get(0)?,
-                path: r.get(1)?,
-                file_name: r.get(2)?,
-                hash: r.get(3)?,
-                title: r.get(4)?,
-                pages: r.get(5)?,
-                status: r.get(6)?,
-                error: r.get(7)?,
-                chunks: r.get::<_, i64>(8)? as usize,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// The document at `path`, if any.
-    pub fn document_by_path(&self, path: &str) -> Result<Option<DocumentRow>> {
-        Ok(self.documents()?.into_iter().find(|d| d.path == path))
-    }
-
-    /// A document indexed (status done) with this content hash, if any.
-    pub fn done_with_hash(&self, hash: &str) -> Result<Option<(i64, String, usize)>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT d.id, d.path, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
-                 FROM documents d WHERE d.hash = ?1 AND d.status = 'done'
-                 ORDER BY d.id LIMIT 1",
-                [hash],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as usize)),
-            )
-            .optional()?)
-    }
-
-    fn bump(tx: &Transaction<'_>) -> Result<()> {
-        tx.execute(
-            "UPDATE meta SET value = value + 1 WHERE key = 'generation'",
-            [],
-        )?;
-        Ok(())
-    }
-
-    /// Write a document with its pages, chunks and embeddings in one transaction,
-    /// replacing whatever was indexed at the same path. Returns its id.
-    pub fn insert_document(&mut self, doc: &NewDocument<'_>) -> Result<i64> {
-        if doc.embeddings.len() != doc.chunks.len() {
-            return Err(crate::Error::Invalid(format!(
-                "{} embeddings for {} chunks",
-                doc.embeddings.len(),
-                doc.chunks.len()
-            )));
-        }
-        let tx = self.conn.transaction()?;
-        // A document indexed again stays in its collections.
-        let old: Option<i64> = tx
-            .query_row(
-                "SELECT id FROM documents WHERE path = ?1",
-                [doc.path],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let in_collections = match old {
-            Some(old) => collections::of_document(&tx, old)?,
-            None => Vec::new(),
-        };
-        tx.execute("DELETE FROM documents WHERE path = ?1", [doc.path])?;
-        tx.execute(
-            "INSERT INTO documents (path, file_name, hash, title, pages, status, bytes, indexed_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'done', ?6, ?7)",
-            params![
-                doc.path,
-                file_name(doc.path),
-                doc.hash,
-                doc.title,
-                doc.pages.len() as i64,
-                doc.bytes as i64,
-                now_ms()
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        collections::restore(&tx, id, &in_collections)?;
-        {
-            let mut page = tx
-                .prepare("INSERT INTO pages (doc_id, number, text, ocr) VALUES (?1, ?2, ?3, ?4)")?;
-            for p in doc.pages {
-                page.execute(params![id, p.number, p.text, p.ocr])?;
-            }
-            let mut chunk = tx.prepare(
-                "INSERT INTO chunks (doc_id, seq, page_start, page_end, char_start, char_end, tokens, text)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            let mut emb =
-                tx.prepare("INSERT INTO embeddings (chunk_id, model, vector) VALUES (?1, ?2, ?3)")?;
-            for (seq, (c, v)) in doc.chunks.iter().zip(doc.embeddings).enumerate() {
-                chunk.execute(params![
-                    id,
-                    seq as i64,
-                    c.page_start,
-                    c.page_end,
-                    c.char_start as i64,
-                    c.char_end as i64,
-                    c.tokens as i64,
-                    c.text
-                ])?;
-                emb.execute(params![tx.last_insert_rowid(), doc.model, vector_blob(v)])?;
-            }
-        }
-        Self::bump(&tx)?;
-        tx.commit()?;
-        Ok(id)
-    }
-
-    /// The numbers of the pages of a document whose text came from OCR.
-    pub fn ocr_pages(&self, doc_id: i64) -> Result<Vec<u32>> {
-        let mut st = self.conn.prepare_cached(
-            "SELECT number FROM pages WHERE doc_id = ?1 AND ocr != 0 ORDER BY number",
-        )?;
-        let rows = st.query_map([doc_id], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Record that the file at `path` could not be indexed (replacing what was there).
-    pub fn insert_failed(
-        &mut self,
-        path: &str,
-        hash: &str,
-        bytes: u64,
-        error: &str,
-    ) -> Result<i64> {
-        let tx = self.conn.transaction()?;
-        let old: Option<i64> = tx
-            .query_row("SELECT id FROM documents WHERE path = ?1", [path], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        let in_collections = match old {
-            Some(old) => collections::of_document(&tx, old)?,
-            None => Vec::new(),
-        };
-        tx.execute("DELETE FROM documents WHERE path = ?1", [path])?;
-        tx.execute(
-            "INSERT INTO documents (path, file_name, hash, status, error, bytes, indexed_at)
-             VALUES (?1, ?2, ?3, 'failed', ?4, ?5, ?6)",
-            params![path, file_name(path), hash, error, bytes as i64, now_ms()],
-        )?;
-        let id = tx.last_insert_rowid();
-        collections::restore(&tx, id, &in_collections)?;
-        Self::bump(&tx)?;
-        tx.commit()?;
-        Ok(id)
-    }
-
-    /// Remove a document with its pages, chunks and embeddings. Returns whether it
-    /// existed.
-    pub fn remove_document(&mut self, id: i64) -> Result<bool> {
-        let tx = self.conn.transaction()?;
-        let n = tx.execute("DELETE FROM documents WHERE id = ?1", [id])?;
-        if n > 0 {
-            Self::bump(&tx)?;
-        }
-        tx.commit()?;
-        Ok(n > 0)
-    }
-
-    /// The text of one page of a document.
-    pub fn page_text(&self, doc_id: i64, number: u32) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT text FROM pages WHERE doc_id = ?1 AND number = ?2",
-                params![doc_id, number],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    /// Every chunk of the documents indexed (status done), with its embedding, in
-    /// chunk id order.
-    pub fn load_chunks(&self) -> Result<Vec<StoredChunk>> {
-        self.load_chunks_where("1", [])
-    }
-
-    /// [`Store::load_chunks`] for the chunks of the documents `docs` only (in chunk
-    /// id order).
-    pub fn load_chunks_of(&self, docs: &[i64]) -> Result<Vec<StoredChunk>> {
-        let mut out = Vec::new();
-        for &d in docs {
-            out.extend(self.load_chunks_where("c.doc_id = ?1", [d])?);
-        }
-        out.sort_by_key(|c| c.id);
-        Ok(out)
-    }
-
-    /// The documents [`Store::load_chunks`] returns chunks of.
-    pub fn searchable_documents(&self) -> Result<std::collections::HashSet<i64>> {
-        let mut st = self.conn.prepare(
-            "SELECT DISTINCT c.doc_id FROM chunks c
-             JOIN documents d ON d.id = c.doc_id AND d.status = 'done'
-             JOIN embeddings e ON e.chunk_id = c.id",
-        )?;
-        let rows = st.query_map([], |r| r.get::<_, i64>(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    fn load_chunks_where<P: rusqlite::Params>(
-        &self,
-        filter: &str,
-        params: P,
-    ) -> Result<Vec<StoredChunk>> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT c.id, c.doc_id, d.file_name, c.page_start, c.page_end, c.text, e.vector
-             FROM chunks c
-             JOIN documents d ON d.id = c.doc_id AND d.status = 'done'
-             JOIN embeddings e ON e.chunk_id = c.id
-             WHERE {filter}
-             ORDER BY c.id"
-        ))?;
-        let rows = st.query_map(params, |r| {
-            let blob: Vec<u8> = r.get(6)?;
-            Ok(StoredChunk {
-                id: r.get(0)?,
-                doc_id: r.get(1)?,
-                file: r.get(2)?,
-                page_start: r.get(3)?,
-                page_end: r.get(4)?,
-                text: r.get(5)?,
-                embedding: blob_vector(&blob),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Which embedding models made the vectors of the index, with how many chunks
-    /// each, most chunks first. One entry (or none, when nothing is indexed) is the
-    /// normal case; more means a re-embedding was stopped half way.
-    pub fn embedding_models(&self) -> Result<Vec<(String, usize)>> {
-        let mut st = self.conn.prepare(
-            "SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY count(*) DESC, model",
-        )?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Up to `limit` chunks whose vectors were not made by `model`, as (chunk id,
-    /// text), in chunk id order.
-    pub fn chunks_not_embedded_by(&self, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
-        let mut st = self.conn.prepare(
-            "SELECT c.id, c.text FROM chunks c JOIN embeddings e ON e.chunk_id = c.id
-             WHERE e.model != ?1 ORDER BY c.id LIMIT ?2",
-        )?;
-        let rows = st.query_map(params![model, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Replace the vectors of these chunks with ones `model` made, in one
-    /// transaction. Chunks removed meanwhile are skipped.
-    pub fn replace_embeddings(&mut self, model: &str, rows: &[(i64, Vec<f32>)]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        {
-            let mut up =
-                tx.prepare("UPDATE embeddings SET model = ?1, vector = ?2 WHERE chunk_id = ?3")?;
-            for (id, v) in rows {
-                up.execute(params![model, vector_blob(v), id])?;
-            }
-        }
-        Self::bump(&tx)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Chunk ids matching a full-text query (FTS5 syntax), best first (bm25).
-    pub fn search_text(&self, query: &str, limit: usize) -> Result<Vec<(i64, f64)>> {
-        let mut st = self.conn.prepare(
-            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?1
-             ORDER BY bm25(chunks_fts) LIMIT ?2",
-        )?;
-        let rows = st.query_map(params![query, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Problems that would make the index inconsistent: chunks without an embedding,
-    /// rows without their document, full-text rows out of step. Empty when all is
-    /// well.
-    pub fn check(&self) -> Result<Vec<String>> {
-        let mut problems = Vec::new();
-        let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
-        let checks = [
-            (
-                "chunks without an embedding",
-                "SELECT count(*) FROM chunks c LEFT JOIN embeddings e ON e.chunk_id = c.id
-                 WHERE e.chunk_id IS NULL",
-            ),
-            (
-                "embeddings without a chunk",
-                "SELECT count(*) FROM embeddings e LEFT JOIN chunks c ON c.id = e.chunk_id
-                 WHERE c.id IS NULL",
-            ),
-            (
-                "chunks without a document",
-                "SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.id = c.doc_id
-                 WHERE d.id IS NULL",
-            ),
-            (
-                "pages without a document",
-                "SELECT count(*) FROM pages p LEFT JOIN documents d ON d.id = p.doc_id
-                 WHERE d.id IS NULL",
-            ),
-            (
-                "done documents without pages",
-                "SELECT count(*) FROM documents d WHERE d.status = 'done'
-                 AND d.pages != (SELECT count(*) FROM pages p WHERE p.doc_id = d.id)",
-            ),
-            (
-                "failed documents with chunks",
-                "SELECT count(*) FROM documents d WHERE d.status = 'failed'
-                 AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.id)",
-            ),
-        ];
-        for (what, sql) in checks {
-            let n = count(sql)?;
-            if n > 0 {
-                problems.push(format!("{n} {what}"));
-            }
-        }
-        let chunks = count("SELECT count(*) FROM chunks")?;
-        let fts = count("SELECT count(*) FROM chunks_fts")?;
-        if chunks != fts {
-            problems.push(format!("{chunks} chunks but {fts} full-text rows"));
-        }
-        let ok: String = self
-            .conn
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-        if ok != "ok" {
-            problems.push(format!("integrity_check: {ok}"));
-        }
-        Ok(problems)
-    }
-}
-
-/// Bring the schema up to the latest version, one transaction per step.
-fn migrate(conn: &mut Connection) -> Result<()> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    for (v, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", v as i64 + 1)?;
-        tx.commit()?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn chunk(page: u32, text: &str) -> Chunk {
-        Chunk {
-            text: text.into(),
-            page_start: page,
-            page_end: page,
-            char_start: 0,
-            char_end: text.chars().count(),
-            tokens: 3,
-        }
-    }
-
-    fn doc<'a>(
-        path: &'a str,
-        hash: &'a str,
-        pages: &'a [ExtractedPage],
-        chunks: &'a [Chunk],
-        embs: &'a [Vec<f32>],
-    ) -> NewDocument<'a> {
-        NewDocument {
-            path,
-            hash,
-            bytes: 10,
-            title: Some("T"),
-            pages,
-            chunks,
-            embeddings: embs,
-            model: "m",
-        }
-    }
-
-    #[test]
-    fn insert_load_replace_remove() {
-        let mut s = Store::open_in_memory().unwrap();
-        assert_eq!(s.version().unwrap(), MIGRATIONS.len() as i64);
-        let g0 = s.generation().unwrap();
-        let pages = [ExtractedPage {
-            number: 1,
-            text: "alpha beta. gamma".into(),
-            ocr: false,
-            has_images: false,
-        }];
-        let chunks = [chunk(1, "alpha beta."), chunk(1, "gamma")];
-        let embs = [vec![1.0, 0.0], vec![0.0, -1.5]];
-        let id = s
-            .insert_document(&doc("/x/a.pdf", "h1", &pages, &chunks, &embs))
-            .unwrap();
-        assert!(s.generation().unwrap() > g0);
-        let loaded = s.load_chunks().unwrap();
-        assert_eq!(loaded.len(), 2);
-        assert_eq!(loaded[1].embedding, vec![0.0, -1.5]);
-        assert_eq!(loaded[0].file, "a.pdf");
-        assert_eq!(loaded[0].doc_id, id);
-        assert_eq!(s.search_text("gamma", 5).unwrap()[0].0, loaded[1].id);
-        assert_eq!(s.done_with_hash("h1").unwrap().unwrap().0, id);
-
-        // Same path again: replaced, not added.
-        let chunks2 = [chunk(1, "delta")];
-        let id2 = s
-            .insert_document(&doc("/x/a.pdf", "h2", &pages, &chunks2, &embs[..1]))
-            .unwrap();
-        assert_ne!(id, id2);
-        assert_eq!(s.documents().unwrap().len(), 1);
-        assert_eq!(s.load_chunks().unwrap().len(), 1);
-        assert!(s.search_text("gamma", 5).unwrap().is_empty());
-        assert!(s.check().unwrap().is_empty());
-
-        // A failure replaces it too, and failed documents give no chunks.
-        s.insert_failed("/x/a.pdf", "h3", 3, "broken").unwrap();
-        assert!(s.load_chunks().unwrap().is_empty());
-        let d = &s.documents().unwrap()[0];
-        assert_eq!(
-            (d.status.as_str(), d.error.as_deref()),
-            ("failed", Some("broken"))
-        );
-
-        let g = s.generation().unwrap();
-        assert!(s.remove_document(d.id).unwrap());
-        assert!(!s.remove_document(d.id).unwrap());
-        assert!(s.generation().unwrap() > g);
-        assert!(s.documents().unwrap().is_empty());
-        assert!(s.check().unwrap().is_empty());
-    }
-
-    #[test]
-    fn mismatched_embeddings_are_refused() {
-        let mut s = Store::open_in_memory().unwrap();
-        let chunks = [chunk(1, "a")];
-        assert!(s
-            .insert_document(&doc("/a.pdf", "h", &[], &chunks, &[]))
-            .is_err());
-        assert!(s.documents().unwrap().is_empty());
-    }
-
-    #[test]
-    fn reopening_keeps_data_and_version() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("index.sqlite");
-        {
-            let mut s = Store::open(&path).unwrap();
-            s.insert_failed("/b.pdf", "h", 1, "bad").unwrap();
-            conversations::create(s.conn(), "hello?").unwrap();
-        }
-        let s = Store::open(&path).unwrap();
-        assert_eq!(s.version().unwrap(), MIGRATIONS.len() as i64);
-        assert_eq!(s.documents().unwrap().len(), 1);
-        assert_eq!(conversations::list(s.conn()).unwrap().len(), 1);
-    }
+    title
 }

@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn claim_finish_cancel_and_requeue() {
-        let mut s = super::super::Store::open_in_memory().unwrap();
+        let mut s = super::super::sqlite::Sqlite::open_in_memory().unwrap();
         let c = s.conn_mut();
         let ids = enqueue(c, &[("/a.pdf".into(), 1), ("/b.pdf".into(), 2)]).unwrap();
         // The same path waiting is not queued twice.

@@ -18,6 +18,7 @@ mod ocr;
 mod openai;
 mod pdf;
 mod plumbing;
+mod postgres;
 mod questions_first;
 mod queue;
 mod remote_llm;

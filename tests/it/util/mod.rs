@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod llama_server;
+pub mod postgres;
 
 use std::path::PathBuf;
 

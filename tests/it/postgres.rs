@@ -1,0 +1,511 @@
+//! The PostgreSQL index (`--store postgres://…`) against a real PostgreSQL 16 with
+//! pgvector, started on loopback by the test (`util::postgres`) and stopped after:
+//! the store keeps what SQLite keeps, retrieval in the database ranks the corpus as the
+//! in-memory indexes over SQLite do, and two processes share one database.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use quire::engine::{Cancel, Engine, EngineConfig, IndexEvent};
+use quire::ingest::split::Chunk;
+use quire::ingest::ExtractedPage;
+use quire::retrieve::{RetrieveOptions, RetrieverKind};
+use quire::store::{NewDocument, Store};
+
+use crate::util;
+use crate::util::postgres::Postgres;
+
+fn pg_engine(dir: &Path, url: &str) -> Engine {
+    Engine::open(EngineConfig {
+        data_dir: dir.to_path_buf(),
+        store: Some(url.to_string()),
+    })
+    .expect("engine on postgres")
+}
+
+fn sqlite_engine(dir: &Path) -> Engine {
+    Engine::open(EngineConfig {
+        data_dir: dir.to_path_buf(),
+        store: None,
+    })
+    .expect("engine on sqlite")
+}
+
+fn index(engine: &Engine, paths: &[PathBuf]) -> Vec<IndexEvent> {
+    let mut events = Vec::new();
+    engine
+        .index(paths, &Cancel::new(), &mut |ev| {
+            events.push(ev);
+            true
+        })
+        .expect("index");
+    events
+}
+
+fn chunk(page: u32, text: &str) -> Chunk {
+    Chunk {
+        text: text.into(),
+        page_start: page,
+        page_end: page,
+        char_start: 0,
+        char_end: text.chars().count(),
+        tokens: 3,
+    }
+}
+
+fn page(number: u32, text: &str, ocr: bool) -> ExtractedPage {
+    ExtractedPage {
+        number,
+        text: text.into(),
+        ocr,
+        has_images: false,
+    }
+}
+
+/// The same operations on a store, and everything it then says, as text: two stores
+/// that keep the same things give the same transcript.
+fn exercise(s: &mut Store) -> Vec<String> {
+    let mut t = Vec::new();
+    let pages = [page(1, "alpha beta. gamma", false), page(2, "delta", true)];
+    let chunks = [chunk(1, "alpha beta."), chunk(2, "gamma delta")];
+    let embs = [vec![1.0, 0.0, 0.5], vec![0.0, -1.5, 0.25]];
+    let doc =
+        |path: &'static str, chunks: &'static [Chunk], embs: &'static [Vec<f32>]| NewDocument {
+            path,
+            hash: "h1",
+            bytes: 10,
+            title: Some("T"),
+            pages: Box::leak(Box::new(pages.clone())),
+            chunks,
+            embeddings: embs,
+            model: "m",
+        };
+    let chunks: &'static [Chunk] = Box::leak(Box::new(chunks));
+    let embs: &'static [Vec<f32>] = Box::leak(Box::new(embs));
+    let g0 = s.generation().unwrap();
+    let a = s.insert_document(&doc("/x/a.pdf", chunks, embs)).unwrap();
+    let b = s
+        .insert_document(&doc("/x/b.pdf", &chunks[..1], &embs[..1]))
+        .unwrap();
+    t.push(format!(
+        "generation moved: {}",
+        s.generation().unwrap() > g0
+    ));
+    t.push(format!("{:?}", s.documents().unwrap()));
+    t.push(format!("{:?}", s.load_chunks().unwrap()));
+    t.push(format!("{:?}", s.load_chunks_of(&[b]).unwrap()));
+    t.push(format!("{:?}", s.done_with_hash("h1").unwrap()));
+    t.push(format!("{:?}", s.ocr_pages(a).unwrap()));
+    t.push(format!("{:?}", s.page_text(a, 1).unwrap()));
+    t.push(format!("{:?}", s.embedding_models().unwrap()));
+    // Collections survive their document being indexed again.
+    let c = s.create_collection(" Manuals ").unwrap();
+    t.push(format!(
+        "{:?}",
+        s.create_collection("MANUALS").map_err(|e| e.to_string())
+    ));
+    assert!(s.set_collection_documents(c, &[a, b]).unwrap());
+    t.push(format!(
+        "{:?}",
+        s.set_collection_documents(c, &[a, 999])
+            .map_err(|e| e.to_string())
+    ));
+    let a2 = s
+        .insert_document(&doc("/x/a.pdf", &chunks[1..], &embs[1..]))
+        .unwrap();
+    t.push(format!("reindexed gets a new id: {}", a2 > b));
+    let col = s.collection_by_name("manuals").unwrap().unwrap();
+    t.push(format!("{:?} {:?}", col.name, col.documents == vec![b, a2]));
+    assert!(s.rename_collection(c, "Guides").unwrap());
+    t.push(format!(
+        "{:?}",
+        s.collections()
+            .unwrap()
+            .iter()
+            .map(|c| &c.name)
+            .collect::<Vec<_>>()
+    ));
+    // Re-embedding.
+    t.push(format!(
+        "{:?}",
+        s.chunks_not_embedded_by("m2", 10).unwrap().len()
+    ));
+    let ids: Vec<i64> = s.load_chunks().unwrap().iter().map(|c| c.id).collect();
+    s.replace_embeddings("m2", &[(ids[0], vec![0.5, 0.5, 0.5, 0.5])])
+        .unwrap();
+    t.push(format!("{:?}", s.embedding_models().unwrap()));
+    // Failures replace, removal removes.
+    s.insert_failed("/x/b.pdf", "h3", 3, "broken").unwrap();
+    t.push(format!(
+        "{:?}",
+        s.documents()
+            .unwrap()
+            .iter()
+            .map(|d| (&d.status, &d.error, d.chunks))
+            .collect::<Vec<_>>()
+    ));
+    t.push(format!("{:?}", s.searchable_documents().unwrap().len()));
+    assert!(s.remove_document(a2).unwrap());
+    assert!(!s.remove_document(a2).unwrap());
+    t.push(format!("{:?}", s.check().unwrap()));
+    assert!(s.remove_collection(c).unwrap());
+    // Conversations.
+    let conv = s
+        .create_conversation("What is BM25? ".repeat(10).as_str())
+        .unwrap();
+    let mut extra = serde_json::Map::new();
+    extra.insert("sources".into(), serde_json::json!([{"file": "a.pdf"}]));
+    let q = s
+        .add_message(
+            conv,
+            "user",
+            "What is BM25?",
+            None,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+    let r = s
+        .add_message(
+            conv,
+            "assistant",
+            "A ranking.",
+            Some("compact"),
+            Some("bm25"),
+            &extra,
+        )
+        .unwrap();
+    let got = s.conversation(conv).unwrap().unwrap();
+    t.push(format!(
+        "{:?} {:?}",
+        got.info.title,
+        got.messages
+            .iter()
+            .map(|m| (&m.role, &m.content, &m.mode, &m.query, &m.extra))
+            .collect::<Vec<_>>()
+    ));
+    t.push(format!("{}", s.remove_messages(conv, &[r, 12345]).unwrap()));
+    t.push(format!(
+        "{}",
+        s.conversation(conv).unwrap().unwrap().messages.len()
+    ));
+    t.push(format!("{}", s.conversations().unwrap().len()));
+    assert!(s.remove_conversation(conv).unwrap());
+    assert!(s.conversation(conv).unwrap().is_none());
+    let _ = q;
+    // The queue.
+    let ids = s
+        .enqueue(&[("/a.pdf".into(), 1), ("/b.pdf".into(), 2)])
+        .unwrap();
+    t.push(format!(
+        "{:?}",
+        s.enqueue(&[("/a.pdf".into(), 1)]).unwrap() == vec![ids[0]]
+    ));
+    let row = s.claim().unwrap().unwrap();
+    t.push(format!(
+        "{} {} {}",
+        row.id == ids[0],
+        row.state,
+        s.waiting().unwrap()
+    ));
+    s.progress(ids[0], 0.5, Some(3.0)).unwrap();
+    let r0 = s.queue_row(ids[0]).unwrap().unwrap();
+    t.push(format!("{} {:?}", r0.progress, r0.eta_secs));
+    s.finish(ids[0], Some(7), None).unwrap();
+    t.push(format!(
+        "{:?}",
+        s.cancel(Some(ids[1])).unwrap() == vec![ids[1]]
+    ));
+    t.push(format!("{}", s.wanted(ids[1]).unwrap()));
+    t.push(format!("{:?}", s.claim().unwrap().map(|r| r.id)));
+    s.finish(ids[1], None, Some("late")).unwrap();
+    t.push(format!(
+        "{:?}",
+        s.queue()
+            .unwrap()
+            .iter()
+            .map(|r| (&r.path, &r.state, &r.doc_id))
+            .collect::<Vec<_>>()
+    ));
+    let new = s.enqueue(&[("/c.pdf".into(), 3)]).unwrap();
+    t.push(format!("{} {}", s.queue().unwrap().len(), new[0] > ids[1]));
+    t
+}
+
+#[test]
+fn postgres_keeps_what_sqlite_keeps() {
+    let pg = Postgres::start();
+    let mut p = Store::connect(&pg.url, "test:/a").unwrap();
+    let mut q = Store::open_in_memory().unwrap();
+    assert_eq!(p.kind(), "postgres");
+    let (tp, tq) = (exercise(&mut p), exercise(&mut q));
+    for (a, b) in tp.iter().zip(&tq) {
+        assert_eq!(a, b, "postgres (left) and sqlite (right) differ");
+    }
+    assert_eq!(tp.len(), tq.len());
+    // Opened again (a second process, a restart): the schema is not migrated twice.
+    let again = Store::connect(&pg.url, "test:/a").unwrap();
+    assert_eq!(again.version().unwrap(), p.version().unwrap());
+    assert!(again.check().unwrap().is_empty());
+    // A server that is not there says so, with the address (and no password).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = Store::connect(&format!("postgres://quire:secret@127.0.0.1:{port}/x"), "o")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("cannot connect to postgres://quire:***@127.0.0.1"),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "{err}");
+}
+
+/// The files of the corpus the parity test indexes: an English manual, a Chinese FAQ,
+/// a font manual and a short one (117 pages, 9 of the corpus questions).
+const PARITY_FILES: &[&str] = &[
+    "chemformula-manual.pdf",
+    "ctex-faq.pdf",
+    "txfontsdoc.pdf",
+    "wasysym.pdf",
+];
+
+/// Copy every document of `from` into `to`, in id order (so chunks get the same ids).
+fn copy(from: &Store, to: &mut Store) {
+    let model = from.embedding_models().unwrap()[0].0.clone();
+    for d in from.documents().unwrap() {
+        let pages: Vec<ExtractedPage> = (1..=d.pages)
+            .map(|n| {
+                page(
+                    n,
+                    &from.page_text(d.id, n).unwrap().unwrap_or_default(),
+                    false,
+                )
+            })
+            .collect();
+        let stored = from.load_chunks_of(&[d.id]).unwrap();
+        let chunks: Vec<Chunk> = stored
+            .iter()
+            .map(|c| Chunk {
+                text: c.text.clone(),
+                page_start: c.page_start,
+                page_end: c.page_end,
+                char_start: 0,
+                char_end: 0,
+                tokens: 0,
+            })
+            .collect();
+        let embs: Vec<Vec<f32>> = stored.iter().map(|c| c.embedding.clone()).collect();
+        to.insert_document(&NewDocument {
+            path: &d.path,
+            hash: &d.hash,
+            bytes: 1,
+            title: d.title.as_deref(),
+            pages: &pages,
+            chunks: &chunks,
+            embeddings: &embs,
+            model: &model,
+        })
+        .unwrap();
+    }
+}
+
+#[test]
+fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = util::shared().join("corpus/pdfs");
+    let paths: Vec<PathBuf> = PARITY_FILES.iter().map(|f| corpus.join(f)).collect();
+    let lite = sqlite_engine(&dir.path().join("lite"));
+    index(&lite, &paths);
+    let pgdir = dir.path().join("pg");
+    {
+        let from = Store::open(&dir.path().join("lite/index.sqlite")).unwrap();
+        let mut to = Store::connect(&pg.url, "test").unwrap();
+        copy(&from, &mut to);
+        assert_eq!(from.load_chunks().unwrap(), to.load_chunks().unwrap());
+        assert!(to.check().unwrap().is_empty(), "{:?}", to.check());
+    }
+    let post = pg_engine(&pgdir, &pg.url);
+    let questions: Vec<serde_json::Value> =
+        std::fs::read_to_string(util::shared().join("corpus/questions.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let ids = |e: &Engine, q: &str, opts: &RetrieveOptions| -> Vec<i64> {
+        e.search(q, opts, &Cancel::new())
+            .unwrap()
+            .nodes
+            .iter()
+            .map(|n| n.chunk_id)
+            .collect()
+    };
+    let fused = RetrieveOptions {
+        top_k: 4,
+        ..Default::default()
+    };
+    let single = |k: RetrieverKind| RetrieveOptions {
+        top_k: 10,
+        retrievers: vec![k],
+        ..Default::default()
+    };
+    let mut differ = BTreeMap::new();
+    for q in &questions {
+        let text = q["question"].as_str().unwrap();
+        let id = q["id"].as_str().unwrap();
+        let (a, b) = (ids(&lite, text, &fused), ids(&post, text, &fused));
+        assert_eq!(a.len(), 4, "{id}");
+        if a != b {
+            differ.insert(id.to_string(), (a, b));
+        }
+        // Each retriever alone, ten deep: BM25 exactly, the vectors through HNSW.
+        let bm = single(RetrieverKind::Bm25);
+        assert_eq!(ids(&lite, text, &bm), ids(&post, text, &bm), "{id}: bm25");
+        let vec = single(RetrieverKind::Vector);
+        assert_eq!(
+            ids(&lite, text, &vec),
+            ids(&post, text, &vec),
+            "{id}: vector"
+        );
+        // The source nodes carry the same text and pages.
+        let sa = lite.search(text, &fused, &Cancel::new()).unwrap();
+        let sb = post.search(text, &fused, &Cancel::new()).unwrap();
+        assert_eq!(
+            sa.nodes.iter().map(|n| n.chunk.clone()).collect::<Vec<_>>(),
+            sb.nodes.iter().map(|n| n.chunk.clone()).collect::<Vec<_>>(),
+            "{id}"
+        );
+    }
+    assert!(differ.is_empty(), "top 4 differ: {differ:?}");
+    // A scope (some documents only) is ranked exactly in the database too.
+    let wasysym = post
+        .documents()
+        .unwrap()
+        .into_iter()
+        .find(|d| d.file_name == "wasysym.pdf")
+        .unwrap()
+        .id;
+    let scoped = RetrieveOptions {
+        top_k: 3,
+        filter: Some(quire::retrieve::DocFilter::new([wasysym])),
+        ..Default::default()
+    };
+    let q = "Which symbol does wasysym offer for a smiley?";
+    let (a, b) = (ids(&lite, q, &scoped), ids(&post, q, &scoped));
+    assert_eq!(a, b);
+    assert!(!b.is_empty());
+}
+
+#[test]
+fn two_processes_index_into_one_database() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = util::shared().join("corpus/pdfs");
+    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+    std::thread::scope(|s| {
+        let one = s.spawn(|| {
+            let e = pg_engine(&da, &pg.url);
+            index(&e, &[corpus.join("wasysym.pdf")])
+        });
+        let two = s.spawn(|| {
+            let e = pg_engine(&db, &pg.url);
+            index(&e, &[corpus.join("txfontsdoc.pdf")])
+        });
+        for ev in [one.join().unwrap(), two.join().unwrap()] {
+            assert!(
+                ev.iter().any(|e| matches!(e, IndexEvent::FileDone { .. })),
+                "{ev:?}"
+            );
+        }
+    });
+    // Each sees both documents, answers from both, and the index is consistent.
+    let a = pg_engine(&da, &pg.url);
+    let b = pg_engine(&db, &pg.url);
+    let names = |e: &Engine| {
+        let mut n: Vec<String> = e
+            .documents()
+            .unwrap()
+            .into_iter()
+            .map(|d| d.file_name)
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&a), ["txfontsdoc.pdf", "wasysym.pdf"]);
+    assert_eq!(names(&a), names(&b));
+    assert!(a.store().check().unwrap().is_empty());
+    let hits = b
+        .search(
+            "wasysym smiley symbol",
+            &RetrieveOptions::default(),
+            &Cancel::new(),
+        )
+        .unwrap();
+    assert!(hits
+        .nodes
+        .iter()
+        .any(|n| n.chunk.as_ref().is_some_and(|c| c.file == "wasysym.pdf")));
+    // Each keeps its own queue.
+    let qa: Vec<String> = a
+        .store()
+        .queue()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert!(qa.len() == 1 && qa[0].ends_with("wasysym.pdf"), "{qa:?}");
+
+    // A row a live process runs is its own: opening the database again elsewhere
+    // does not requeue it; once that process is gone, it waits again.
+    let origin = "host:/shared";
+    let mut live = Store::connect(&pg.url, origin).unwrap();
+    let id = live.enqueue(&[("/x.pdf".into(), 1)]).unwrap()[0];
+    assert_eq!(live.claim().unwrap().unwrap().id, id);
+    let mut other = Store::connect(&pg.url, origin).unwrap();
+    assert_eq!(other.requeue_interrupted().unwrap(), 0);
+    assert_eq!(other.queue_row(id).unwrap().unwrap().state, "running");
+    drop(live);
+    // The server ends the closed session's backend a moment later: poll for it.
+    let mut requeued = 0;
+    for _ in 0..5000 {
+        requeued = other.requeue_interrupted().unwrap();
+        if requeued > 0 {
+            break;
+        }
+    }
+    assert_eq!(requeued, 1);
+    assert_eq!(other.queue_row(id).unwrap().unwrap().state, "queued");
+    // Two indexers never take the same row.
+    let more = other
+        .enqueue(
+            &(0..20)
+                .map(|i| (format!("/f{i}.pdf"), 1))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let url = pg.url.clone();
+    let taken: Vec<i64> = std::thread::scope(|s| {
+        let h: Vec<_> = (0..2)
+            .map(|_| {
+                let st = Store::connect(&url, origin).unwrap();
+                s.spawn(move || {
+                    let mut got = Vec::new();
+                    while let Some(r) = st.claim().unwrap() {
+                        got.push(r.id);
+                    }
+                    got
+                })
+            })
+            .collect();
+        h.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let mut sorted = taken.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), taken.len(), "a row was taken twice");
+    assert_eq!(sorted.len(), more.len() + 1);
+}
