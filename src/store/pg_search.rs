@@ -49,7 +49,11 @@ impl PgSearch {
     }
 
     /// Run `f` on a pooled connection; a connection that failed is dropped.
-    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+    fn with<T: Send>(&self, f: impl FnOnce(&mut Client) -> Result<T> + Send) -> Result<T> {
+        super::postgres::off_runtime(|| self.pooled(f))
+    }
+
+    fn pooled<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
         let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut client = match pooled {
             Some(c) if !c.is_closed() => c,

@@ -162,6 +162,20 @@ pub(super) fn shown(url: &str) -> String {
     }
 }
 
+/// Run `f`, on a thread of its own when called from inside an async runtime (an HTTP
+/// handler): the blocking postgres client drives a runtime of its own, which cannot
+/// start inside another.
+pub(super) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| {
+        s.spawn(f)
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
 /// A new connection to `url`, with a clear error when the server is not there.
 pub(super) fn connect(url: &str) -> Result<Client> {
     Client::connect(url, NoTls).map_err(|e| {
@@ -397,34 +411,24 @@ fn queue_row(r: &postgres::Row) -> QueueRow {
     }
 }
 
-impl Backend for Postgres {
-    fn kind(&self) -> &'static str {
-        "postgres"
-    }
-
-    fn location(&self) -> String {
-        shown(&self.url)
-    }
-
-    fn shared(&self) -> bool {
-        true
-    }
-
-    fn version(&self) -> Result<i64> {
+// The trait's methods run off any async runtime (the postgres client blocks on a
+// runtime of its own, which cannot start inside another): see [`off_runtime`].
+impl Postgres {
+    fn version_(&self) -> Result<i64> {
         Ok(self
             .client()
             .query_one("SELECT version FROM quire_schema", &[])?
             .get(0))
     }
 
-    fn generation(&self) -> Result<i64> {
+    fn generation_(&self) -> Result<i64> {
         Ok(self
             .client()
             .query_one("SELECT value FROM meta WHERE key = 'generation'", &[])?
             .get(0))
     }
 
-    fn documents(&self) -> Result<Vec<DocumentRow>> {
+    fn documents_(&self) -> Result<Vec<DocumentRow>> {
         let rows = self.client().query(
             "SELECT d.id, d.path, d.file_name, d.hash, d.title, d.pages, d.status, d.error,
                     (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
@@ -447,7 +451,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn done_with_hash(&self, hash: &str) -> Result<Option<(i64, String, usize)>> {
+    fn done_with_hash_(&self, hash: &str) -> Result<Option<(i64, String, usize)>> {
         Ok(self
             .client()
             .query_opt(
@@ -459,7 +463,7 @@ impl Backend for Postgres {
             .map(|r| (r.get(0), r.get(1), r.get::<_, i64>(2) as usize)))
     }
 
-    fn insert_document(&mut self, doc: &NewDocument<'_>) -> Result<i64> {
+    fn insert_document_(&mut self, doc: &NewDocument<'_>) -> Result<i64> {
         if doc.embeddings.len() != doc.chunks.len() {
             return Err(Error::Invalid(format!(
                 "{} embeddings for {} chunks",
@@ -550,7 +554,7 @@ impl Backend for Postgres {
         Ok(id)
     }
 
-    fn insert_failed(&mut self, path: &str, hash: &str, bytes: u64, error: &str) -> Result<i64> {
+    fn insert_failed_(&mut self, path: &str, hash: &str, bytes: u64, error: &str) -> Result<i64> {
         let mut c = self.client();
         let mut tx = c.transaction()?;
         let cols = Self::replace_path(&mut tx, path)?;
@@ -574,7 +578,7 @@ impl Backend for Postgres {
         Ok(id)
     }
 
-    fn remove_document(&mut self, id: i64) -> Result<bool> {
+    fn remove_document_(&mut self, id: i64) -> Result<bool> {
         let mut c = self.client();
         let mut tx = c.transaction()?;
         let path = tx.query_opt("SELECT path FROM documents WHERE id = $1", &[&id])?;
@@ -589,7 +593,7 @@ impl Backend for Postgres {
         Ok(gone)
     }
 
-    fn ocr_pages(&self, doc_id: i64) -> Result<Vec<u32>> {
+    fn ocr_pages_(&self, doc_id: i64) -> Result<Vec<u32>> {
         Ok(self
             .client()
             .query(
@@ -601,7 +605,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn page_text(&self, doc_id: i64, number: u32) -> Result<Option<String>> {
+    fn page_text_(&self, doc_id: i64, number: u32) -> Result<Option<String>> {
         Ok(self
             .client()
             .query_opt(
@@ -611,15 +615,15 @@ impl Backend for Postgres {
             .map(|r| r.get(0)))
     }
 
-    fn load_chunks(&self) -> Result<Vec<StoredChunk>> {
+    fn load_chunks_(&self) -> Result<Vec<StoredChunk>> {
         self.chunks_where("true", &[])
     }
 
-    fn load_chunks_of(&self, docs: &[i64]) -> Result<Vec<StoredChunk>> {
+    fn load_chunks_of_(&self, docs: &[i64]) -> Result<Vec<StoredChunk>> {
         self.chunks_where("c.doc_id = ANY($1)", docs)
     }
 
-    fn searchable_documents(&self) -> Result<HashSet<i64>> {
+    fn searchable_documents_(&self) -> Result<HashSet<i64>> {
         Ok(self
             .client()
             .query(
@@ -633,7 +637,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn embedding_models(&self) -> Result<Vec<(String, usize)>> {
+    fn embedding_models_(&self) -> Result<Vec<(String, usize)>> {
         Ok(self
             .client()
             .query(
@@ -646,7 +650,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn chunks_not_embedded_by(&self, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
+    fn chunks_not_embedded_by_(&self, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
         Ok(self
             .client()
             .query(
@@ -659,7 +663,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn replace_embeddings(&mut self, model: &str, rows: &[(i64, Vec<f32>)]) -> Result<()> {
+    fn replace_embeddings_(&mut self, model: &str, rows: &[(i64, Vec<f32>)]) -> Result<()> {
         let mut dims: Vec<i32> = rows.iter().map(|(_, v)| v.len() as i32).collect();
         dims.sort_unstable();
         dims.dedup();
@@ -680,7 +684,7 @@ impl Backend for Postgres {
         Ok(())
     }
 
-    fn check(&self) -> Result<Vec<String>> {
+    fn check_(&self) -> Result<Vec<String>> {
         let mut c = self.client();
         let mut problems = Vec::new();
         let checks = [
@@ -720,7 +724,7 @@ impl Backend for Postgres {
         Ok(problems)
     }
 
-    fn enqueue(&mut self, files: &[(String, u64)]) -> Result<Vec<i64>> {
+    fn enqueue_(&mut self, files: &[(String, u64)]) -> Result<Vec<i64>> {
         let origin = self.origin.clone();
         let mut c = self.client();
         let mut tx = c.transaction()?;
@@ -760,7 +764,7 @@ impl Backend for Postgres {
         Ok(ids)
     }
 
-    fn claim(&self) -> Result<Option<QueueRow>> {
+    fn claim_(&self) -> Result<Option<QueueRow>> {
         let row = self.client().query_opt(
             &format!(
                 "WITH next AS (
@@ -783,7 +787,7 @@ impl Backend for Postgres {
         Ok(row.as_ref().map(queue_row))
     }
 
-    fn waiting(&self) -> Result<usize> {
+    fn waiting_(&self) -> Result<usize> {
         let n: i64 = self
             .client()
             .query_one(
@@ -794,7 +798,7 @@ impl Backend for Postgres {
         Ok(n as usize)
     }
 
-    fn queue_row(&self, id: i64) -> Result<Option<QueueRow>> {
+    fn queue_row_(&self, id: i64) -> Result<Option<QueueRow>> {
         Ok(self
             .client()
             .query_opt(&format!("{QUEUE_SELECT} WHERE id = $1"), &[&id])?
@@ -802,7 +806,7 @@ impl Backend for Postgres {
             .map(queue_row))
     }
 
-    fn queue(&self) -> Result<Vec<QueueRow>> {
+    fn queue_(&self) -> Result<Vec<QueueRow>> {
         Ok(self
             .client()
             .query(
@@ -814,7 +818,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn progress(&self, id: i64, fraction: f64, eta_secs: Option<f64>) -> Result<()> {
+    fn progress_(&self, id: i64, fraction: f64, eta_secs: Option<f64>) -> Result<()> {
         self.client().execute(
             "UPDATE queue SET progress = $2, eta_secs = $3 WHERE id = $1 AND state = 'running'",
             &[&id, &fraction.clamp(0.0, 1.0), &eta_secs],
@@ -822,7 +826,7 @@ impl Backend for Postgres {
         Ok(())
     }
 
-    fn finish(&self, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()> {
+    fn finish_(&self, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()> {
         let state = if error.is_some() { "failed" } else { "done" };
         self.client().execute(
             "UPDATE queue SET state = $2, doc_id = $3, error = $4, progress = 1, eta_secs = NULL,
@@ -833,7 +837,7 @@ impl Backend for Postgres {
         Ok(())
     }
 
-    fn requeue(&self, id: i64) -> Result<()> {
+    fn requeue_(&self, id: i64) -> Result<()> {
         self.client().execute(
             "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL, started_at = NULL,
                               owner = NULL
@@ -843,7 +847,7 @@ impl Backend for Postgres {
         Ok(())
     }
 
-    fn requeue_interrupted(&self) -> Result<usize> {
+    fn requeue_interrupted_(&self) -> Result<usize> {
         // Only rows whose taking session is gone: another live process's are its own.
         Ok(self.client().execute(
             "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL, started_at = NULL,
@@ -855,7 +859,7 @@ impl Backend for Postgres {
         )? as usize)
     }
 
-    fn cancel(&self, id: Option<i64>) -> Result<Vec<i64>> {
+    fn cancel_(&self, id: Option<i64>) -> Result<Vec<i64>> {
         Ok(self
             .client()
             .query(
@@ -869,7 +873,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn wanted(&self, id: i64) -> Result<bool> {
+    fn wanted_(&self, id: i64) -> Result<bool> {
         let state: Option<String> = self
             .client()
             .query_opt("SELECT state FROM queue WHERE id = $1", &[&id])?
@@ -877,7 +881,7 @@ impl Backend for Postgres {
         Ok(state.is_some_and(|s| s != "cancelled"))
     }
 
-    fn collections(&self) -> Result<Vec<Collection>> {
+    fn collections_(&self) -> Result<Vec<Collection>> {
         let mut c = self.client();
         let heads = c.query(
             "SELECT id, name FROM collections ORDER BY lower(name), id",
@@ -904,7 +908,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn collection_by_name(&self, name: &str) -> Result<Option<Collection>> {
+    fn collection_by_name_(&self, name: &str) -> Result<Option<Collection>> {
         let id: Option<i64> = self
             .client()
             .query_opt(
@@ -918,7 +922,7 @@ impl Backend for Postgres {
         }
     }
 
-    fn create_collection(&self, name: &str) -> Result<i64> {
+    fn create_collection_(&self, name: &str) -> Result<i64> {
         let name = clean_name(name)?;
         let id = self.client().query_opt(
             "INSERT INTO collections (name, created_at) VALUES ($1, $2)
@@ -933,7 +937,7 @@ impl Backend for Postgres {
         }
     }
 
-    fn rename_collection(&self, id: i64, name: &str) -> Result<bool> {
+    fn rename_collection_(&self, id: i64, name: &str) -> Result<bool> {
         let name = clean_name(name)?;
         if let Some(other) = self.collection_by_name(&name)? {
             if other.id != id {
@@ -948,7 +952,7 @@ impl Backend for Postgres {
         )? > 0)
     }
 
-    fn set_collection_documents(&mut self, id: i64, docs: &[i64]) -> Result<bool> {
+    fn set_collection_documents_(&mut self, id: i64, docs: &[i64]) -> Result<bool> {
         let mut c = self.client();
         let mut tx = c.transaction()?;
         if tx
@@ -978,14 +982,14 @@ impl Backend for Postgres {
         Ok(true)
     }
 
-    fn remove_collection(&self, id: i64) -> Result<bool> {
+    fn remove_collection_(&self, id: i64) -> Result<bool> {
         Ok(self
             .client()
             .execute("DELETE FROM collections WHERE id = $1", &[&id])?
             > 0)
     }
 
-    fn create_conversation(&self, first_question: &str) -> Result<i64> {
+    fn create_conversation_(&self, first_question: &str) -> Result<i64> {
         let t = now_ms();
         Ok(self
             .client()
@@ -997,7 +1001,7 @@ impl Backend for Postgres {
             .get(0))
     }
 
-    fn add_message(
+    fn add_message_(
         &self,
         conversation: i64,
         role: &str,
@@ -1025,7 +1029,7 @@ impl Backend for Postgres {
         Ok(id)
     }
 
-    fn conversations(&self) -> Result<Vec<ConversationInfo>> {
+    fn conversations_(&self) -> Result<Vec<ConversationInfo>> {
         Ok(self
             .client()
             .query(
@@ -1043,7 +1047,7 @@ impl Backend for Postgres {
             .collect())
     }
 
-    fn conversation(&self, id: i64) -> Result<Option<Conversation>> {
+    fn conversation_(&self, id: i64) -> Result<Option<Conversation>> {
         let mut c = self.client();
         let Some(r) = c.query_opt(
             "SELECT id, title, created_at, updated_at FROM conversations WHERE id = $1",
@@ -1081,7 +1085,7 @@ impl Backend for Postgres {
         Ok(Some(Conversation { info, messages }))
     }
 
-    fn remove_messages(&self, conversation: i64, ids: &[i64]) -> Result<usize> {
+    fn remove_messages_(&self, conversation: i64, ids: &[i64]) -> Result<usize> {
         let mut c = self.client();
         let n = c.execute(
             "DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2)",
@@ -1096,15 +1100,199 @@ impl Backend for Postgres {
         Ok(n as usize)
     }
 
-    fn remove_conversation(&self, id: i64) -> Result<bool> {
+    fn remove_conversation_(&self, id: i64) -> Result<bool> {
         Ok(self
             .client()
             .execute("DELETE FROM conversations WHERE id = $1", &[&id])?
             > 0)
     }
+}
+
+impl Backend for Postgres {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn location(&self) -> String {
+        shown(&self.url)
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
 
     fn in_database(&self) -> Option<Arc<dyn DatabaseRetrieval>> {
         Some(self.search.clone())
+    }
+
+    fn version(&self) -> Result<i64> {
+        off_runtime(|| self.version_())
+    }
+
+    fn generation(&self) -> Result<i64> {
+        off_runtime(|| self.generation_())
+    }
+
+    fn documents(&self) -> Result<Vec<DocumentRow>> {
+        off_runtime(|| self.documents_())
+    }
+
+    fn done_with_hash(&self, hash: &str) -> Result<Option<(i64, String, usize)>> {
+        off_runtime(|| self.done_with_hash_(hash))
+    }
+
+    fn insert_document(&mut self, doc: &NewDocument<'_>) -> Result<i64> {
+        let this = &mut *self;
+        off_runtime(move || this.insert_document_(doc))
+    }
+
+    fn insert_failed(&mut self, path: &str, hash: &str, bytes: u64, error: &str) -> Result<i64> {
+        let this = &mut *self;
+        off_runtime(move || this.insert_failed_(path, hash, bytes, error))
+    }
+
+    fn remove_document(&mut self, id: i64) -> Result<bool> {
+        let this = &mut *self;
+        off_runtime(move || this.remove_document_(id))
+    }
+
+    fn ocr_pages(&self, doc_id: i64) -> Result<Vec<u32>> {
+        off_runtime(|| self.ocr_pages_(doc_id))
+    }
+
+    fn page_text(&self, doc_id: i64, number: u32) -> Result<Option<String>> {
+        off_runtime(|| self.page_text_(doc_id, number))
+    }
+
+    fn load_chunks(&self) -> Result<Vec<StoredChunk>> {
+        off_runtime(|| self.load_chunks_())
+    }
+
+    fn load_chunks_of(&self, docs: &[i64]) -> Result<Vec<StoredChunk>> {
+        off_runtime(|| self.load_chunks_of_(docs))
+    }
+
+    fn searchable_documents(&self) -> Result<HashSet<i64>> {
+        off_runtime(|| self.searchable_documents_())
+    }
+
+    fn embedding_models(&self) -> Result<Vec<(String, usize)>> {
+        off_runtime(|| self.embedding_models_())
+    }
+
+    fn chunks_not_embedded_by(&self, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
+        off_runtime(|| self.chunks_not_embedded_by_(model, limit))
+    }
+
+    fn replace_embeddings(&mut self, model: &str, rows: &[(i64, Vec<f32>)]) -> Result<()> {
+        let this = &mut *self;
+        off_runtime(move || this.replace_embeddings_(model, rows))
+    }
+
+    fn check(&self) -> Result<Vec<String>> {
+        off_runtime(|| self.check_())
+    }
+
+    fn enqueue(&mut self, files: &[(String, u64)]) -> Result<Vec<i64>> {
+        let this = &mut *self;
+        off_runtime(move || this.enqueue_(files))
+    }
+
+    fn claim(&self) -> Result<Option<QueueRow>> {
+        off_runtime(|| self.claim_())
+    }
+
+    fn waiting(&self) -> Result<usize> {
+        off_runtime(|| self.waiting_())
+    }
+
+    fn queue_row(&self, id: i64) -> Result<Option<QueueRow>> {
+        off_runtime(|| self.queue_row_(id))
+    }
+
+    fn queue(&self) -> Result<Vec<QueueRow>> {
+        off_runtime(|| self.queue_())
+    }
+
+    fn progress(&self, id: i64, fraction: f64, eta_secs: Option<f64>) -> Result<()> {
+        off_runtime(|| self.progress_(id, fraction, eta_secs))
+    }
+
+    fn finish(&self, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()> {
+        off_runtime(|| self.finish_(id, doc_id, error))
+    }
+
+    fn requeue(&self, id: i64) -> Result<()> {
+        off_runtime(|| self.requeue_(id))
+    }
+
+    fn requeue_interrupted(&self) -> Result<usize> {
+        off_runtime(|| self.requeue_interrupted_())
+    }
+
+    fn cancel(&self, id: Option<i64>) -> Result<Vec<i64>> {
+        off_runtime(|| self.cancel_(id))
+    }
+
+    fn wanted(&self, id: i64) -> Result<bool> {
+        off_runtime(|| self.wanted_(id))
+    }
+
+    fn collections(&self) -> Result<Vec<Collection>> {
+        off_runtime(|| self.collections_())
+    }
+
+    fn collection_by_name(&self, name: &str) -> Result<Option<Collection>> {
+        off_runtime(|| self.collection_by_name_(name))
+    }
+
+    fn create_collection(&self, name: &str) -> Result<i64> {
+        off_runtime(|| self.create_collection_(name))
+    }
+
+    fn rename_collection(&self, id: i64, name: &str) -> Result<bool> {
+        off_runtime(|| self.rename_collection_(id, name))
+    }
+
+    fn set_collection_documents(&mut self, id: i64, docs: &[i64]) -> Result<bool> {
+        let this = &mut *self;
+        off_runtime(move || this.set_collection_documents_(id, docs))
+    }
+
+    fn remove_collection(&self, id: i64) -> Result<bool> {
+        off_runtime(|| self.remove_collection_(id))
+    }
+
+    fn create_conversation(&self, first_question: &str) -> Result<i64> {
+        off_runtime(|| self.create_conversation_(first_question))
+    }
+
+    fn add_message(
+        &self,
+        conversation: i64,
+        role: &str,
+        content: &str,
+        mode: Option<&str>,
+        query: Option<&str>,
+        extra: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<i64> {
+        off_runtime(|| self.add_message_(conversation, role, content, mode, query, extra))
+    }
+
+    fn conversations(&self) -> Result<Vec<ConversationInfo>> {
+        off_runtime(|| self.conversations_())
+    }
+
+    fn conversation(&self, id: i64) -> Result<Option<Conversation>> {
+        off_runtime(|| self.conversation_(id))
+    }
+
+    fn remove_messages(&self, conversation: i64, ids: &[i64]) -> Result<usize> {
+        off_runtime(|| self.remove_messages_(conversation, ids))
+    }
+
+    fn remove_conversation(&self, id: i64) -> Result<bool> {
+        off_runtime(|| self.remove_conversation_(id))
     }
 }
 

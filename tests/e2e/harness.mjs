@@ -17,11 +17,30 @@ export function corpusQuestion(id) {
   return JSON.parse(line);
 }
 
+// QUIRE_E2E_STORE=postgres: every server keeps its index in PostgreSQL (with pgvector),
+// started once for the suite by tests/e2e/postgres.mjs, one database per data
+// directory (a server restarted on the same directory finds its index again).
+let postgres = null;
+const databases = new Map();
+async function storeFor(dataDir) {
+  if (process.env.QUIRE_E2E_STORE !== "postgres") return [];
+  if (!postgres) {
+    const { startPostgres } = await import("./postgres.mjs");
+    postgres = await startPostgres();
+    process.on("exit", () => postgres.stopNow());
+  }
+  if (!databases.has(dataDir)) {
+    databases.set(dataDir, await postgres.freshDatabase(`e2e_${databases.size + 1}`));
+  }
+  return ["--store", databases.get(dataDir)];
+}
+
 /** Start `quire serve` on `dataDir` (`opts`: another binary, working directory or
  *  environment); resolves to { url, proc } once it listens. */
-export function startServer(dataDir, opts = {}) {
+export async function startServer(dataDir, opts = {}) {
+  const store = await storeFor(dataDir);
   return new Promise((ok, fail) => {
-    const proc = spawn(opts.bin || bin, ["serve", "--port", "0", "--data-dir", dataDir], {
+    const proc = spawn(opts.bin || bin, ["serve", "--port", "0", "--data-dir", dataDir, ...store], {
       cwd: opts.cwd || repo,
       env: { ...process.env, ...(opts.env || {}) },
       stdio: ["ignore", "pipe", "inherit"],

@@ -2,8 +2,8 @@
 // binaries (`scripts/setup.sh --test` installs them into .venv-pg), started by
 // scripts/pg-test-server.sh on a free loopback port with its cluster in a temporary
 // directory; stop() stops it and removes the directory.
-import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync, rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,6 +41,16 @@ export async function startPostgres() {
   }
   let stopped = false;
   return {
+    /** Stop at once, synchronously (for a process's "exit" handler). */
+    stopNow() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        execFileSync(script, ["stop", dir], { cwd: repo, stdio: "ignore" });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
     url,
     dir,
     freshDatabase: (name) => run("createdb", dir, name),
