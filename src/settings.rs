@@ -95,6 +95,10 @@ pub struct Settings {
     /// Whether the server's model is a chat model (`/v1/chat/completions`, the
     /// server applies its chat template) or a completion one (`/v1/completions`).
     pub llm_server_chat: bool,
+    /// Keep the index in this PostgreSQL database (`postgres://…`, with pgvector),
+    /// shared by every Quire pointed at it; empty: the SQLite file in the data
+    /// directory. Read when Quire starts (`--store` overrides it).
+    pub store: String,
 }
 
 impl Default for Settings {
@@ -133,6 +137,7 @@ impl Default for Settings {
             llm_server_context: 0,
             llm_server_tokenizer: None,
             llm_server_chat: true,
+            store: String::new(),
         }
     }
 }
@@ -315,6 +320,13 @@ impl Settings {
             return bad(format!(
                 "llm_server_context must be 0 (ask the server) or a token count, not {}",
                 self.llm_server_context
+            ));
+        }
+        let store = self.store.trim();
+        if !(store.is_empty() || crate::store::is_postgres_url(store)) {
+            return bad(format!(
+                "store {store:?}: give a postgres://user@host:port/database URL (empty: the \
+                 SQLite index in the data directory)"
             ));
         }
         if self.embedder.trim().is_empty() {

@@ -23,6 +23,7 @@ pub mod not_found;
 pub mod pdftotext;
 pub mod retrieval;
 pub mod serving;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 

@@ -162,6 +162,26 @@ enum BenchCmd {
     /// a batch of PDFs indexes; every answer checked against what the server kept.
     /// Asks a minute, time to first token, queueing delay, and the server's memory.
     ServeLoad(ServeLoadArgs),
+    /// The PostgreSQL index (`--store postgres://…`) beside the SQLite one on the
+    /// corpus: time to write a document, fused-retrieval latency, same top 4.
+    Store {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// The PostgreSQL database (with pgvector) to fill; its documents are removed
+        /// first, so give the benchmark one of its own.
+        #[arg(long, env = "QUIRE_STORE")]
+        store: String,
+        /// The PDFs to index.
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        /// One JSON question a line.
+        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+        questions: PathBuf,
+        /// Times each question is asked of each store.
+        #[arg(long, default_value_t = 20)]
+        reps: usize,
+    },
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -276,6 +296,28 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             queries,
         } => retrieval_scale(json, &sizes, queries),
         BenchCmd::ServeLoad(a) => serve_load(a),
+        BenchCmd::Store {
+            json,
+            store,
+            pdfs,
+            questions,
+            reps,
+        } => {
+            let emb = quire::embed::bert::BertEmbedder::open(&quire::models::default_embedder()?)?;
+            eprintln!(
+                "indexing {} (pdftotext pages, embedded once)",
+                pdfs.display()
+            );
+            let chunks = quire_bench::retrieval::index_pdf_dir(&pdfs, &emb)?;
+            let qs: Vec<String> = quire_bench::retrieval::load_questions(&questions)?
+                .into_iter()
+                .map(|q| q.question)
+                .collect();
+            let r = quire_bench::store::compare(&chunks, &qs, &emb, &store, reps, |m| {
+                eprintln!("{m}")
+            })?;
+            emit(&r, json)
+        }
     }
 }
 

@@ -66,14 +66,17 @@ impl Engine {
     /// Open (creating if needed) the data directory.
     pub fn open(config: EngineConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
-        let store = Store::open_for(config.store.as_deref(), &config.data_dir)?;
+        let settings = Settings::load(&config.data_dir.join("settings.json"))?;
+        let store = Store::open_for(
+            config.store.as_deref().or(Some(settings.store.as_str())),
+            &config.data_dir,
+        )?;
         // What a killed or crashed run was indexing waits again (see `resume_indexing`),
         // unless another process is indexing here now: those rows are its own. (A
         // shared database knows which of its rows' processes are gone by itself.)
         if store.shared() || indexer_lock::nobody_indexing(&config.data_dir)? {
             store.requeue_interrupted()?;
         }
-        let settings = Settings::load(&config.data_dir.join("settings.json"))?;
         Ok(Self {
             config,
             db: Mutex::new(store),
@@ -107,6 +110,11 @@ impl Engine {
     pub fn set_settings(&self, s: Settings) -> Result<Settings> {
         s.validate_with(&self.library_modes())?;
         self.check_model_choices(&s)?;
+        // A new shared index must be reachable (it is opened when Quire starts).
+        let store = s.store.trim();
+        if !store.is_empty() && store != self.settings().store.trim() {
+            Store::connect(store, "settings-check")?;
+        }
         s.write(&self.config.data_dir.join("settings.json"))?;
         *lock(&self.settings) = s.clone();
         Ok(s)

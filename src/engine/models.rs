@@ -107,6 +107,10 @@ impl Engine {
             index_embedders: self.index_embedders().unwrap_or_default(),
             modes: self.modes(),
             default_templates: super::DefaultTemplates::get(),
+            store_in_use: {
+                let s = self.store();
+                format!("{}: {}", s.kind(), s.location())
+            },
         }
     }
 

@@ -338,6 +338,9 @@ pub struct SettingsView {
     /// LlamaIndex's default templates, for the dialog to show and reset to.
     #[serde(default)]
     pub default_templates: DefaultTemplates,
+    /// The index in use now: `sqlite` or `postgres`, and where (no password).
+    #[serde(default)]
+    pub store_in_use: String,
 }
 
 /// The default text of each customizable template.

@@ -509,3 +509,34 @@ fn two_processes_index_into_one_database() {
     assert_eq!(sorted.len(), taken.len(), "a row was taken twice");
     assert_eq!(sorted.len(), more.len() + 1);
 }
+
+#[test]
+fn the_settings_choose_the_shared_index_for_the_next_start() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let e = sqlite_engine(dir.path());
+    assert!(e.settings_view().store_in_use.starts_with("sqlite: "));
+    let mut s = e.settings();
+    // Not a PostgreSQL URL, or one nobody answers: refused, nothing saved.
+    s.store = "mysql://db/quire".into();
+    assert!(e.set_settings(s.clone()).is_err());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    s.store = format!("postgres://quire@127.0.0.1:{port}/quire");
+    let err = e.set_settings(s.clone()).unwrap_err().to_string();
+    assert!(err.contains("cannot connect"), "{err}");
+    assert_eq!(e.settings().store, "");
+    // A reachable one is saved, and the next start uses it.
+    s.store = pg.url.clone();
+    e.set_settings(s).unwrap();
+    drop(e);
+    let again = sqlite_engine(dir.path());
+    assert_eq!(again.store().kind(), "postgres");
+    assert!(again
+        .settings_view()
+        .store_in_use
+        .starts_with("postgres: postgres://"));
+}

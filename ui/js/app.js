@@ -735,6 +735,9 @@ async function openSettings() {
   form.elements.llm_server_context.value = s.llm_server_context ?? 0;
   form.elements.llm_server_chat.checked = s.llm_server_chat ?? true;
   $("server-section").open = !!(s.llm_server || "").trim();
+  form.elements.store.value = s.store ?? "";
+  $("store-section").open = !!(s.store || "").trim();
+  $("store-info").textContent = s.store_in_use ? `In use now: ${s.store_in_use}` : "";
   showModelInfo();
   form.elements.template_vars.value = Object.entries(s.template_vars || {}).map(([k, v]) => `${k}=${v}`).join("\n");
   $("settings-error").hidden = true;
@@ -828,6 +831,7 @@ $("settings-save").addEventListener("click", async (e) => {
     llm_server_context: Number(f.llm_server_context.value) || 0,
     llm_server_tokenizer: f.llm_server_tokenizer.value.trim() === "" ? null : f.llm_server_tokenizer.value.trim(),
     llm_server_chat: f.llm_server_chat.checked,
+    store: f.store.value.trim(),
     ...readTemplates(form, state.settings),
     custom_modes: readCustomModes($("custom-modes-box")),
     template_vars: vars,
