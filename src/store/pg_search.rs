@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use postgres::Client;
 
-use super::postgres::connect;
+use super::postgres::{connect, Conn};
 use super::DatabaseRetrieval;
 use crate::embed::Embedder;
 use crate::retrieve::bm25::{B, K1};
@@ -37,7 +37,7 @@ const POOL: usize = 4;
 /// The in-database retrievers of one PostgreSQL index.
 pub struct PgSearch {
     url: String,
-    pool: Mutex<Vec<Client>>,
+    pool: Mutex<Vec<Conn>>,
 }
 
 impl PgSearch {
@@ -57,7 +57,7 @@ impl PgSearch {
         let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut client = match pooled {
             Some(c) if !c.is_closed() => c,
-            _ => connect(&self.url)?,
+            _ => Conn::new(connect(&self.url)?),
         };
         let r = f(&mut client);
         if r.is_ok() {

@@ -139,7 +139,7 @@ const MIGRATION_LOCK: i64 = 0x71_7569_7265;
 
 /// The PostgreSQL index.
 pub struct Postgres {
-    client: Mutex<Client>,
+    client: Mutex<Conn>,
     url: String,
     /// This process's queue rows: its host and data directory.
     origin: String,
@@ -176,9 +176,45 @@ pub(super) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
+/// A connection that is closed off any async runtime when dropped (closing blocks
+/// on the client's own runtime too): an engine may be dropped by an HTTP server's
+/// worker.
+pub(super) struct Conn(Option<Client>);
+
+impl Conn {
+    pub(super) fn new(c: Client) -> Self {
+        Self(Some(c))
+    }
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("taken only when dropped"))
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.0
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("taken only when dropped"))
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            off_runtime(move || drop(c));
+        }
+    }
+}
+
 /// A new connection to `url`, with a clear error when the server is not there.
 pub(super) fn connect(url: &str) -> Result<Client> {
-    Client::connect(url, NoTls).map_err(|e| {
+    off_runtime(|| Client::connect(url, NoTls)).map_err(|e| {
         let why = match e.as_db_error() {
             Some(db) => db.message().to_string(),
             None => {
@@ -234,8 +270,9 @@ impl Postgres {
     /// Connect to `url`, bring the schema up to date, and requeue nothing yet (the
     /// engine does, [`Backend::requeue_interrupted`]).
     pub fn connect(url: &str, origin: &str) -> Result<Self> {
-        let mut client = connect(url)?;
-        migrate(&mut client).map_err(|e| Error::Postgres(format!("{}: {e}", shown(url))))?;
+        let mut client = Conn::new(connect(url)?);
+        off_runtime(|| migrate(&mut client))
+            .map_err(|e| Error::Postgres(format!("{}: {e}", shown(url))))?;
         Ok(Self {
             client: Mutex::new(client),
             url: url.to_string(),
@@ -245,7 +282,7 @@ impl Postgres {
         })
     }
 
-    fn client(&self) -> MutexGuard<'_, Client> {
+    fn client(&self) -> MutexGuard<'_, Conn> {
         self.client.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -6,18 +6,30 @@
 
 use std::process::Command;
 
-use crate::server::{index_one, start_with, QUESTION};
+use crate::server::{index_one, start_on, QUESTION};
 use crate::util;
+use crate::util::postgres::Postgres;
 
 #[test]
 fn the_official_openai_client_gets_answers_with_sources() {
+    client_passes(None);
+}
+
+/// The same with the index in PostgreSQL (retrieval in the database).
+#[test]
+fn the_official_openai_client_gets_answers_with_sources_from_postgres() {
+    let pg = Postgres::start();
+    client_passes(Some(&pg.url));
+}
+
+fn client_passes(store: Option<&str>) {
     let python = util::repo().join(".venv-test/bin/python");
     assert!(
         python.is_file(),
         "{} is missing: run `scripts/setup.sh --test` (it installs the openai client)",
         python.display()
     );
-    let s = index_one(start_with(quire::server::DEFAULT_MAX_UPLOAD, Ok));
+    let s = index_one(start_on(store, quire::server::DEFAULT_MAX_UPLOAD, Ok));
     let out = Command::new(&python)
         .arg(util::repo().join("tests/openai/client.py"))
         .arg(format!("http://{}/v1", s.addr))

@@ -30,11 +30,23 @@ pub(crate) fn start_with(
     max_upload: usize,
     build: impl FnOnce(Engine) -> quire::Result<Engine>,
 ) -> Server {
+    start_on(None, max_upload, build)
+}
+
+/// [`start_with`], the index in `store` (a `postgres://` URL) when given.
+pub(crate) fn start_on(
+    store: Option<&str>,
+    max_upload: usize,
+    build: impl FnOnce(Engine) -> quire::Result<Engine>,
+) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = Arc::new(
         build(
-            Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).expect("config"))
-                .expect("engine"),
+            Engine::open(EngineConfig {
+                data_dir: dir.path().to_path_buf(),
+                store: store.map(str::to_string),
+            })
+            .expect("engine"),
         )
         .expect("engine"),
     );

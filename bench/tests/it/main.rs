@@ -7,3 +7,4 @@ mod util;
 mod answer;
 mod retrieval;
 mod serving;
+mod store;
