@@ -156,8 +156,17 @@ pub fn compare(
             b = retrieve::retrieve(q, &inside, None, &opts, &cancel)?.nodes;
             pq.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        let ids = |n: &[retrieve::SourceNode]| n.iter().map(|n| n.chunk_id).collect::<Vec<_>>();
-        if ids(&a) == ids(&b) {
+        // The same chunks (ids differ when the database held documents before).
+        let key =
+            |c: &retrieve::ChunkInfo| (c.file.clone(), c.page_start, c.page_end, c.text.clone());
+        let mine: Vec<_> = a
+            .iter()
+            .map(|n| memory.chunk(n.chunk_id).map(key))
+            .collect();
+        let ids: Vec<i64> = b.iter().map(|n| n.chunk_id).collect();
+        let infos = db.chunk_infos(&ids)?;
+        let theirs: Vec<_> = ids.iter().map(|i| infos.get(i).map(key)).collect();
+        if mine == theirs {
             same += 1;
         }
     }
