@@ -54,8 +54,8 @@ fn postgres_ranks_as_the_in_memory_indexes_and_is_timed_beside_them() {
         )
         .unwrap();
     }
-    let emb = quire::embed::bert::BertEmbedder::open(&quire::models::default_embedder().unwrap())
-        .unwrap();
+    let emb =
+        quire::embed::bert::BertEmbedder::open(quire::models::default_embedder().unwrap()).unwrap();
     let chunks = quire_bench::retrieval::index_pdf_dir(corpus.path(), &emb).unwrap();
     let questions: Vec<String> =
         quire_bench::retrieval::load_questions(&util::shared().join("corpus/questions.jsonl"))
