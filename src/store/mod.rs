@@ -287,6 +287,41 @@ impl std::ops::DerefMut for Store {
     }
 }
 
+/// The consistency checks both backends run ([`Backend::check`]): what a row counts
+/// when something is wrong, and the SQL that counts them (the same in both dialects).
+pub(crate) const CHECKS: &[(&str, &str)] = &[
+    (
+        "chunks without an embedding",
+        "SELECT count(*) FROM chunks c LEFT JOIN embeddings e ON e.chunk_id = c.id
+             WHERE e.chunk_id IS NULL",
+    ),
+    (
+        "embeddings without a chunk",
+        "SELECT count(*) FROM embeddings e LEFT JOIN chunks c ON c.id = e.chunk_id
+             WHERE c.id IS NULL",
+    ),
+    (
+        "chunks without a document",
+        "SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.id = c.doc_id
+             WHERE d.id IS NULL",
+    ),
+    (
+        "pages without a document",
+        "SELECT count(*) FROM pages p LEFT JOIN documents d ON d.id = p.doc_id
+             WHERE d.id IS NULL",
+    ),
+    (
+        "done documents without pages",
+        "SELECT count(*) FROM documents d WHERE d.status = 'done'
+             AND d.pages != (SELECT count(*) FROM pages p WHERE p.doc_id = d.id)",
+    ),
+    (
+        "failed documents with chunks",
+        "SELECT count(*) FROM documents d WHERE d.status = 'failed'
+             AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.id)",
+    ),
+];
+
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -724,22 +724,7 @@ impl Postgres {
     fn check_(&self) -> Result<Vec<String>> {
         let mut c = self.client();
         let mut problems = Vec::new();
-        let checks = [
-            (
-                "chunks without an embedding",
-                "SELECT count(*) FROM chunks c LEFT JOIN embeddings e ON e.chunk_id = c.id
-                 WHERE e.chunk_id IS NULL",
-            ),
-            (
-                "done documents without pages",
-                "SELECT count(*) FROM documents d WHERE d.status = 'done'
-                 AND d.pages != (SELECT count(*) FROM pages p WHERE p.doc_id = d.id)",
-            ),
-            (
-                "failed documents with chunks",
-                "SELECT count(*) FROM documents d WHERE d.status = 'failed'
-                 AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.id)",
-            ),
+        let own = [
             (
                 "chunks whose BM25 statistics are off",
                 "SELECT abs((SELECT count(*) FROM chunks)
@@ -752,8 +737,8 @@ impl Postgres {
                 "SELECT count(*) FROM embeddings WHERE vector_dims(vector) != dims",
             ),
         ];
-        for (what, sql) in checks {
-            let n: i64 = c.query_one(sql, &[])?.get(0);
+        for (what, sql) in super::CHECKS.iter().chain(&own) {
+            let n: i64 = c.query_one(*sql, &[])?.get(0);
             if n > 0 {
                 problems.push(format!("{n} {what}"));
             }

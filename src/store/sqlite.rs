@@ -419,39 +419,7 @@ impl Backend for Sqlite {
     fn check(&self) -> Result<Vec<String>> {
         let mut problems = Vec::new();
         let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
-        let checks = [
-            (
-                "chunks without an embedding",
-                "SELECT count(*) FROM chunks c LEFT JOIN embeddings e ON e.chunk_id = c.id
-                 WHERE e.chunk_id IS NULL",
-            ),
-            (
-                "embeddings without a chunk",
-                "SELECT count(*) FROM embeddings e LEFT JOIN chunks c ON c.id = e.chunk_id
-                 WHERE c.id IS NULL",
-            ),
-            (
-                "chunks without a document",
-                "SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.id = c.doc_id
-                 WHERE d.id IS NULL",
-            ),
-            (
-                "pages without a document",
-                "SELECT count(*) FROM pages p LEFT JOIN documents d ON d.id = p.doc_id
-                 WHERE d.id IS NULL",
-            ),
-            (
-                "done documents without pages",
-                "SELECT count(*) FROM documents d WHERE d.status = 'done'
-                 AND d.pages != (SELECT count(*) FROM pages p WHERE p.doc_id = d.id)",
-            ),
-            (
-                "failed documents with chunks",
-                "SELECT count(*) FROM documents d WHERE d.status = 'failed'
-                 AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.id)",
-            ),
-        ];
-        for (what, sql) in checks {
+        for (what, sql) in super::CHECKS {
             let n = count(sql)?;
             if n > 0 {
                 problems.push(format!("{n} {what}"));
