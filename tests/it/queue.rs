@@ -126,6 +126,9 @@ fn a_batch_killed_mid_way_is_finished_at_the_next_start_each_file_once() {
     child.kill().expect("kill -9");
     let status = child.wait().expect("wait");
     assert!(!status.success(), "the batch finished before the kill");
+    // Counted again once it is dead: on a busy machine more files may finish between
+    // the count above and the kill.
+    let before = done_in_db(&db);
     assert!((1..20).contains(&before), "{before} done before the kill");
     // The documents done before the kill, by id: a file indexed again gets a new one.
     let done_before: Vec<i64> = Store::open(&db)
