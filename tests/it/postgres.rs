@@ -315,6 +315,7 @@ fn copy(from: &Store, to: &mut Store) {
 
 #[test]
 fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
+    let _alone = util::heavy();
     let pg = Postgres::start();
     let dir = tempfile::tempdir().unwrap();
     let corpus = util::shared().join("corpus/pdfs");
@@ -402,6 +403,7 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
 
 #[test]
 fn two_processes_index_into_one_database() {
+    let _alone = util::heavy();
     let pg = Postgres::start();
     let dir = tempfile::tempdir().unwrap();
     let corpus = util::shared().join("corpus/pdfs");
