@@ -28,20 +28,8 @@ const exec = (...a) => win.exec(...a);
 const execAsync = (...a) => win.execAsync(...a);
 const waitFor = (...a) => win.waitFor(...a);
 
-/** Run a channel command in the window and return every event it sent. Tauri delivers
- *  a channel's events apart from the command's reply, so the reply can come first: this
- *  waits as well for the channel's end mark (sent when the command drops the channel),
- *  after which Tauri runs the channel's cleanup. */
-const invokeStreamed = (cmd, args) => execAsync(`
-  const done = arguments[arguments.length - 1];
-  const seen = [];
-  const ch = new window.__TAURI__.core.Channel();
-  ch.onmessage = (e) => seen.push(e);
-  const cleanup = ch.cleanupCallback.bind(ch);
-  const drained = new Promise((resolve) => { ch.cleanupCallback = () => { cleanup(); resolve(); }; });
-  window.__TAURI__.core.invoke(arguments[0], { ...arguments[1], channel: ch })
-    .then(() => drained).then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
-`, [cmd, args]);
+/** A channel command's every event, its end mark included (./webdriver.mjs). */
+const invokeStreamed = (...a) => win.invokeStreamed(...a);
 
 before(async () => {
   mkdirSync(shots, { recursive: true });

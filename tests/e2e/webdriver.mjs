@@ -68,6 +68,20 @@ export async function openWindow({ app, port, env = process.env, cwd, logLines =
     }
     throw new Error(`gave up waiting for ${what}`);
   }
+  /** Run a channel command in the window and return every event it sent. Tauri delivers
+   *  a channel's events apart from the command's reply, so the reply can come first: this
+   *  waits as well for the channel's end mark (sent when the command drops the channel),
+   *  after which Tauri runs the channel's cleanup. */
+  const invokeStreamed = (cmd, args) => execAsync(`
+    const done = arguments[arguments.length - 1];
+    const seen = [];
+    const ch = new window.__TAURI__.core.Channel();
+    ch.onmessage = (e) => seen.push(e);
+    const cleanup = ch.cleanupCallback.bind(ch);
+    const drained = new Promise((resolve) => { ch.cleanupCallback = () => { cleanup(); resolve(); }; });
+    window.__TAURI__.core.invoke(arguments[0], { ...arguments[1], channel: ch })
+      .then(() => drained).then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
+  `, [cmd, args]);
   async function screenshot(path) {
     const png = await wd("GET", `/session/${session}/screenshot`);
     writeFileSync(path, Buffer.from(png, "base64"));
@@ -76,5 +90,5 @@ export async function openWindow({ app, port, env = process.env, cwd, logLines =
     await wd("DELETE", `/session/${session}`).catch(() => {});
     driver.kill();
   }
-  return { base, session, wd, exec, execAsync, waitFor, screenshot, close };
+  return { base, session, wd, exec, execAsync, invokeStreamed, waitFor, screenshot, close };
 }

@@ -68,14 +68,7 @@ test("index a PDF and ask one question: the answer streams, with the PDF as its 
       "Each spring the colony returns in early March and lays three to five pale blue eggs."],
     ["Feeding.", "Herons hunt fish and frogs in the shallow water at dawn and at dusk."],
   ]);
-  const events = await execAsync(`
-    const done = arguments[arguments.length - 1];
-    const seen = [];
-    const ch = new window.__TAURI__.core.Channel();
-    ch.onmessage = (e) => seen.push(e);
-    window.__TAURI__.core.invoke("index_paths", { paths: [arguments[0]], channel: ch })
-      .then(() => done(seen), (e) => done([{ type: "error", message: String(e) }]));
-  `, [pdf]);
+  const events = await win.invokeStreamed("index_paths", { paths: [pdf] });
   assert.ok(events.some((e) => e.type === "file_done"), JSON.stringify(events.slice(-3)));
   await exec("location.reload()");
   await waitFor("return !!window.__TAURI__ && [...document.querySelectorAll('#documents li')].some(li => li.textContent.includes('heron-notes')) && !!document.querySelector('#mode option')",
