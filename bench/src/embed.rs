@@ -40,6 +40,36 @@ pub struct EmbedBench {
     pub reference_source: Option<String>,
     /// The thread pool after the run.
     pub pool: quire::cpu::pool::PoolState,
+    /// What ran: "own CPU kernels, int8 VNNI", "candle on cuda:0 bf16", ….
+    pub runtime: String,
+    /// Where the dense layers are not f32: the cosine of each chunk's vector to the
+    /// f32 kernels' vector of the same chunk, the lowest and the mean.
+    pub cosine_vs_f32: Option<Agreement>,
+}
+
+/// How close two embedders' vectors of the same chunks are.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Agreement {
+    pub min: f64,
+    pub mean: f64,
+}
+
+/// The cosine of `a[i]` to `b[i]`, lowest and mean (in f64).
+pub fn agreement(a: &[Vec<f32>], b: &[Vec<f32>]) -> Agreement {
+    let cos: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let dot: f64 = x.iter().zip(y).map(|(p, q)| *p as f64 * *q as f64).sum();
+            let nx = x.iter().map(|p| (*p as f64).powi(2)).sum::<f64>().sqrt();
+            let ny = y.iter().map(|q| (*q as f64).powi(2)).sum::<f64>().sqrt();
+            dot / (nx * ny).max(1e-30)
+        })
+        .collect();
+    Agreement {
+        min: cos.iter().copied().fold(f64::INFINITY, f64::min),
+        mean: cos.iter().sum::<f64>() / cos.len().max(1) as f64,
+    }
 }
 
 /// The conditions of a run: busy processes beside it, and a peer to run here.
@@ -136,6 +166,8 @@ pub fn run(
         reference_quiet_chunks_per_s: quiet_peer,
         reference_source,
         pool: quire::cpu::pool::state(),
+        runtime: String::new(),
+        cosine_vs_f32: None,
     })
 }
 
@@ -183,6 +215,14 @@ impl std::fmt::Display for EmbedBench {
             self.batch_size,
             self.threads
         )?;
+        writeln!(f, "embedder: {}", self.runtime)?;
+        if let Some(a) = self.cosine_vs_f32 {
+            writeln!(
+                f,
+                "cosine to the f32 kernels' vectors: lowest {:.6}, mean {:.6}",
+                a.min, a.mean
+            )?;
+        }
         writeln!(f, "{:<28} {:>10}", "engine", "chunks/s")?;
         writeln!(
             f,

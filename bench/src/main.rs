@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use quire::embed::encoder::Kernels;
+use quire::embed::Embedder;
 
 #[derive(Parser)]
 #[command(
@@ -452,7 +454,7 @@ fn embed(
         .context("the benchmark text /usr/share/common-licenses/GPL-3")?;
     let chunks = quire_bench::embed::chunks_of_words(&text, n, 200);
     let reference = reference.is_file().then_some(reference);
-    let r = quire_bench::embed::run(
+    let mut r = quire_bench::embed::run(
         &emb,
         "all-MiniLM-L6-v2",
         &chunks,
@@ -461,6 +463,17 @@ fn embed(
         reference,
         &cond,
     )?;
+    r.runtime = emb.runtime();
+    if !r.runtime.ends_with(" f32") {
+        // The same chunks through the f32 kernels: how far the faster arithmetic moves
+        // the vectors.
+        let exact = quire::embed::bert::BertEmbedder::open_with(&dir, Kernels::F32)?;
+        let texts: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        r.cosine_vs_f32 = Some(quire_bench::embed::agreement(
+            &emb.embed(&texts)?,
+            &exact.embed(&texts)?,
+        ));
+    }
     emit(&r, json)
 }
 

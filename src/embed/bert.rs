@@ -10,9 +10,8 @@ use tokenizers::Tokenizer;
 
 use candle_core::{DType, Device};
 
-use crate::embed::amx::Amx;
 use crate::embed::candle_bert::CandleBert;
-use crate::embed::encoder::{Dims, Encoder, Pooling};
+use crate::embed::encoder::{Dims, Encoder, Kernels, Pooling};
 use crate::embed::Embedder;
 use crate::{Error, Result};
 
@@ -148,7 +147,7 @@ enum Net {
 
 /// Which encoder to load.
 enum Backend {
-    Own(Option<Amx>),
+    Own(Kernels),
     Candle(Device, DType),
 }
 
@@ -172,17 +171,16 @@ impl BertEmbedder {
         Self::from_files(BertFiles::open(dir)?)
     }
 
-    /// Load the model in `dir` with AMX (bf16 dense layers) only if `use_amx` and the
-    /// machine has it; `open` uses it whenever the machine has it.
-    pub fn open_with_amx(dir: impl AsRef<Path>, use_amx: bool) -> Result<Self> {
-        let amx = if use_amx { Amx::detect() } else { None };
-        Self::from_files_with(BertFiles::open(dir)?, amx)
+    /// Load the model in `dir` on the CPU with the dense layers on `kernels` (`open`
+    /// takes [`Kernels::best`]).
+    pub fn open_with(dir: impl AsRef<Path>, kernels: Kernels) -> Result<Self> {
+        Self::load(BertFiles::open(dir)?, Backend::Own(kernels))
     }
 
-    /// Load the model from files already read (Quire's own encoder, on the CPU, with
-    /// AMX when the machine has it).
+    /// Load the model from files already read (Quire's own encoder, on the CPU, on the
+    /// fastest kernels the machine has).
     pub fn from_files(files: BertFiles) -> Result<Self> {
-        Self::from_files_with(files, Amx::detect())
+        Self::load(files, Backend::Own(Kernels::best()))
     }
 
     /// Load the model in `dir` on `device`: on the CPU with no `dtype`, Quire's own
@@ -208,13 +206,9 @@ impl BertEmbedder {
     /// Which encoder runs: "own CPU kernels" or "candle on cuda:0 bf16" and the like.
     pub fn runtime(&self) -> String {
         match &self.model {
-            Net::Own(_) => "own CPU kernels".into(),
+            Net::Own(e) => format!("own CPU kernels, {}", e.kernels()),
             Net::Candle(c) => format!("candle on {}", c.describe()),
         }
-    }
-
-    fn from_files_with(files: BertFiles, amx: Option<Amx>) -> Result<Self> {
-        Self::load(files, Backend::Own(amx))
     }
 
     fn load(files: BertFiles, backend: Backend) -> Result<Self> {
@@ -245,7 +239,7 @@ impl BertEmbedder {
             ));
         }
         let model = match backend {
-            Backend::Own(amx) => Net::Own(
+            Backend::Own(kernels) => Net::Own(
                 Encoder::load(
                     &weights,
                     Dims {
@@ -255,7 +249,7 @@ impl BertEmbedder {
                         layers: config.num_hidden_layers,
                         eps: config.layer_norm_eps,
                     },
-                    amx,
+                    kernels,
                 )
                 .map_err(|e| Error::model_format(&weights, format!("not a BERT model: {e}")))?,
             ),

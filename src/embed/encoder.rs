@@ -19,6 +19,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::embed::amx::{self, Amx, PackedB};
+use crate::embed::igemm::{self, PackedI8};
 use crate::embed::ops;
 use crate::embed::sgemm::{self, PackedW};
 use crate::{Error, Result};
@@ -46,6 +47,8 @@ struct Dense {
 enum Weights {
     /// Packed for the AVX-512 kernels ([`sgemm`]).
     Wide(PackedW),
+    /// Quantized to int8 and packed for the VNNI kernels ([`igemm`]).
+    Int8(PackedI8),
     /// Row-major f32, multiplied by the `gemm` crate (a CPU without AVX-512).
     F32(Vec<f32>),
     /// Packed bf16 tiles for AMX.
@@ -53,10 +56,13 @@ enum Weights {
 }
 
 impl Dense {
-    fn new(w: Vec<f32>, b: Vec<f32>, k: usize, amx: Option<Amx>) -> Self {
+    fn new(w: Vec<f32>, b: Vec<f32>, k: usize, kernels: Kernels) -> Self {
         let n = b.len();
-        let w = match amx {
-            Some(_) if amx::fits(n, k) => Weights::Amx(PackedB::pack(&w, n, k)),
+        let w = match kernels {
+            Kernels::Amx(_) if amx::fits(n, k) => Weights::Amx(PackedB::pack(&w, n, k)),
+            Kernels::Int8 if igemm::available() && igemm::fits(n, k) => {
+                Weights::Int8(PackedI8::pack(&w, n, k))
+            }
             _ if sgemm::available() => Weights::Wide(PackedW::pack(&w, n, k)),
             _ => Weights::F32(w),
         };
@@ -67,6 +73,7 @@ impl Dense {
     fn apply(&self, x: &[f32], m: usize, y: &mut [f32]) {
         match &self.w {
             Weights::Wide(w) => sgemm::linear(x, m, w, &self.b, y),
+            Weights::Int8(w) => igemm::linear(x, m, w, &self.b, y),
             Weights::F32(w) => linear(x, m, self.k, w, &self.b, self.n, y),
             Weights::Amx(..) => unreachable!("a packed dense layer on the f32 path"),
         }
@@ -76,9 +83,42 @@ impl Dense {
     fn tiles(&self) -> &PackedB {
         match &self.w {
             Weights::Amx(p) => p,
-            Weights::F32(_) | Weights::Wide(_) => {
+            Weights::F32(_) | Weights::Wide(_) | Weights::Int8(_) => {
                 unreachable!("a dense layer left in f32 on the AMX path")
             }
+        }
+    }
+}
+
+/// The arithmetic of the dense layers (attention's products, the norms and GELU stay
+/// in f32 on every path).
+#[derive(Debug, Clone, Copy)]
+pub enum Kernels {
+    /// f32: AVX-512 kernels ([`sgemm`]), or the `gemm` crate without AVX-512.
+    F32,
+    /// int8 weights and activations on AVX-512 VNNI ([`igemm`]); f32 where the CPU
+    /// has no VNNI or `QUIRE_NO_VNNI` is set.
+    Int8,
+    /// bf16 on AMX tiles ([`amx`]).
+    Amx(Amx),
+}
+
+impl Kernels {
+    /// The fastest this machine has: AMX, else int8 on VNNI, else f32.
+    pub fn best() -> Self {
+        match Amx::detect() {
+            Some(a) => Kernels::Amx(a),
+            None if igemm::available() => Kernels::Int8,
+            None => Kernels::F32,
+        }
+    }
+
+    /// What runs, in words: "bf16 AMX", "int8 VNNI" or "f32".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kernels::Amx(_) => "bf16 AMX",
+            Kernels::Int8 if igemm::available() => "int8 VNNI",
+            Kernels::Int8 | Kernels::F32 => "f32",
         }
     }
 }
@@ -99,6 +139,7 @@ pub struct Encoder {
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
     amx: Option<Amx>,
+    kernels: Kernels,
 }
 
 /// How token vectors become one sentence vector (sentence-transformers'
@@ -142,8 +183,8 @@ pub struct Dims {
 impl Encoder {
     /// Load the weights (`model.safetensors`, or PyTorch's `pytorch_model.bin`; names
     /// with or without a `bert.` prefix); the dense
-    /// layers run on AMX tiles in bf16 when `amx` is given.
-    pub fn load(path: &Path, dims: Dims, amx: Option<Amx>) -> Result<Self> {
+    /// layers run on the `kernels` given.
+    pub fn load(path: &Path, dims: Dims, kernels: Kernels) -> Result<Self> {
         let bad = |m: String| Error::model_format(path, m);
         let tensors = load_tensors(path)?;
         let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
@@ -167,7 +208,16 @@ impl Encoder {
             )));
         }
         // AMX for all the dense layers or none.
-        let amx = amx.filter(|_| amx::fits(3 * h, h) && amx::fits(i, h) && amx::fits(h, i));
+        let kernels = match kernels {
+            Kernels::Amx(_) if !(amx::fits(3 * h, h) && amx::fits(i, h) && amx::fits(h, i)) => {
+                Kernels::F32
+            }
+            k => k,
+        };
+        let amx = match kernels {
+            Kernels::Amx(a) => Some(a),
+            _ => None,
+        };
         let word_t = tensors
             .get("embeddings.word_embeddings.weight")
             .or_else(|| tensors.get("bert.embeddings.word_embeddings.weight"))
@@ -190,12 +240,12 @@ impl Encoder {
             qkv_b.extend(get(&p("attention.self.key.bias"), &[h])?);
             qkv_b.extend(get(&p("attention.self.value.bias"), &[h])?);
             layers.push(Layer {
-                qkv: Dense::new(qkv_w, qkv_b, h, amx),
+                qkv: Dense::new(qkv_w, qkv_b, h, kernels),
                 o: Dense::new(
                     get(&p("attention.output.dense.weight"), &[h, h])?,
                     get(&p("attention.output.dense.bias"), &[h])?,
                     h,
-                    amx,
+                    kernels,
                 ),
                 ln1_w: get(&p("attention.output.LayerNorm.weight"), &[h])?,
                 ln1_b: get(&p("attention.output.LayerNorm.bias"), &[h])?,
@@ -203,13 +253,13 @@ impl Encoder {
                     get(&p("intermediate.dense.weight"), &[i, h])?,
                     get(&p("intermediate.dense.bias"), &[i])?,
                     h,
-                    amx,
+                    kernels,
                 ),
                 out: Dense::new(
                     get(&p("output.dense.weight"), &[h, i])?,
                     get(&p("output.dense.bias"), &[h])?,
                     i,
-                    amx,
+                    kernels,
                 ),
                 ln2_w: get(&p("output.LayerNorm.weight"), &[h])?,
                 ln2_b: get(&p("output.LayerNorm.bias"), &[h])?,
@@ -229,7 +279,13 @@ impl Encoder {
             emb_ln_b: get("embeddings.LayerNorm.bias", &[h])?,
             layers,
             amx,
+            kernels,
         })
+    }
+
+    /// The dense layers' arithmetic, in words (see [`Kernels::describe`]).
+    pub fn kernels(&self) -> &'static str {
+        self.kernels.describe()
     }
 
     /// Pooled, L2-normalized embeddings of `seqs` (token ids with their special
@@ -658,7 +714,7 @@ mod dense_tests {
             (25, 1536, 17),
         ] {
             let (x, w, b) = (values(m * k, 1), values(n * k, 2), values(n, 3));
-            let dense = Dense::new(w.clone(), b.clone(), k, None);
+            let dense = Dense::new(w.clone(), b.clone(), k, Kernels::F32);
             assert_eq!(matches!(dense.w, Weights::Wide(_)), wide);
             let want = reference(&x, m, k, &w, &b, n);
             let mut first: Option<Vec<f32>> = None;

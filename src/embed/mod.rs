@@ -6,6 +6,7 @@ pub mod bert;
 pub mod candle_bert;
 pub mod catalog;
 pub mod encoder;
+pub mod igemm;
 pub mod ops;
 pub mod sgemm;
 

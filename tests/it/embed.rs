@@ -1,6 +1,7 @@
 //! The BERT embedder against sentence-transformers' vectors.
 
 use quire::embed::bert::BertEmbedder;
+use quire::embed::encoder::Kernels;
 use quire::embed::Embedder;
 
 use crate::util;
@@ -37,10 +38,10 @@ fn parity_with_sentence_transformers() {
                 .collect()
         })
         .collect();
-    // Both paths: f32 GEMMs, and bf16 AMX tiles where the machine has them (where it
-    // has not, the second pass is the f32 path again).
-    for use_amx in [false, true] {
-        let emb = BertEmbedder::open_with_amx(util::default_embedder(), use_amx).expect("embedder");
+    // Every path: f32 GEMMs, int8 on VNNI, and the machine's best (bf16 AMX tiles
+    // where it has them); where the machine lacks one, that pass runs f32 again.
+    for kernels in [Kernels::F32, Kernels::Int8, Kernels::best()] {
+        let emb = BertEmbedder::open_with(util::default_embedder(), kernels).expect("embedder");
         assert_eq!(emb.dims(), 384);
         assert_eq!(emb.max_tokens(), 256);
         // All at once (one packed batch) and one by one must both match.
@@ -53,15 +54,15 @@ fn parity_with_sentence_transformers() {
             let c = cosine(g, w);
             assert!(
                 c >= 0.999,
-                "amx {use_amx} row {i} ({:?}): cosine {c}",
+                "{kernels:?} row {i} ({:?}): cosine {c}",
                 &texts[i]
             );
             let alone = emb.embed(&[texts[i]]).expect("embed one");
             let c1 = cosine(&alone[0], w);
-            assert!(c1 >= 0.999, "amx {use_amx} row {i} alone: cosine {c1}");
+            assert!(c1 >= 0.999, "{kernels:?} row {i} alone: cosine {c1}");
             worst = worst.min(c).min(c1);
         }
-        eprintln!("amx {use_amx}: worst cosine {worst:.6}");
+        eprintln!("{} ({kernels:?}): worst cosine {worst:.6}", emb.runtime());
     }
 }
 
