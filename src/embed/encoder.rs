@@ -689,15 +689,7 @@ mod dense_tests {
         y
     }
 
-    fn values(len: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed;
-        (0..len)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-            })
-            .collect()
-    }
+    use crate::embed::test_values as values;
 
     /// A dense layer, on whichever kernels this CPU takes (AVX-512 where it has it,
     /// else the `gemm` crate), is the plain product up to f32 rounding, at ragged

@@ -256,18 +256,7 @@ unsafe fn block(q: &[u8], sz: &[(f32, i32)], rows: usize, w: &PackedI8, b: &[f32
     for (p, panel) in w.data.chunks_exact(k * NR).enumerate() {
         let j0 = p * NR;
         let cols = NR.min(n - j0);
-        let m0: __mmask16 = if cols >= 16 {
-            0xffff
-        } else {
-            ((1u32 << cols) - 1) as u16
-        };
-        let m1: __mmask16 = if cols >= NR {
-            0xffff
-        } else if cols > 16 {
-            ((1u32 << (cols - 16)) - 1) as u16
-        } else {
-            0
-        };
+        let (m0, m1) = super::sgemm::col_masks(cols);
         // SAFETY: the caller's; the column vectors read `cols` values at `j0`.
         unsafe {
             let scales = w.scale.as_ptr().add(p * groups * NR);
@@ -449,14 +438,17 @@ unsafe fn tile(a: *const u8, k: usize, panel: *const i8, scales: *const f32, acc
 mod tests {
     use super::*;
 
-    fn values(len: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed;
-        (0..len)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                ((s >> 8) as f32 / (1u32 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
+    use crate::embed::test_values as values;
+
+    /// Whether the int8 kernels run here; a CPU with VNNI must run them.
+    fn vnni() -> bool {
+        assert!(
+            available()
+                || !crate::cpu::vnni_in_cpu()
+                || std::env::var_os("QUIRE_NO_VNNI").is_some(),
+            "VNNI in the CPU but not used"
+        );
+        available()
     }
 
     /// Against the f64 product of the same quantized values (exact up to f32
@@ -464,13 +456,7 @@ mod tests {
     /// every pool width, the same bits at each.
     #[test]
     fn int8_layers_are_the_product_of_their_codes_at_every_width() {
-        assert!(
-            available()
-                || !crate::cpu::vnni_in_cpu()
-                || std::env::var_os("QUIRE_NO_VNNI").is_some(),
-            "VNNI in the CPU but not used"
-        );
-        if !available() {
+        if !vnni() {
             return; // this CPU runs the f32 kernels (tested in encoder.rs)
         }
         for &(m, n, k) in &[
@@ -545,13 +531,7 @@ mod tests {
     /// the row keeps its resolution, and the product stays as close as without it.
     #[test]
     fn outliers_are_multiplied_in_f32() {
-        assert!(
-            available()
-                || !crate::cpu::vnni_in_cpu()
-                || std::env::var_os("QUIRE_NO_VNNI").is_some(),
-            "VNNI in the CPU but not used"
-        );
-        if !available() {
+        if !vnni() {
             return;
         }
         let (m, n, k) = (5, 40, 128);

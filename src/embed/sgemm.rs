@@ -170,6 +170,19 @@ unsafe fn block(
     }
 }
 
+/// The load/store masks of a 32-column panel's two registers when only its first
+/// `cols` columns exist.
+pub(crate) fn col_masks(cols: usize) -> (u16, u16) {
+    let bits = |c: usize| {
+        if c >= 16 {
+            0xffff
+        } else {
+            ((1u32 << c) - 1) as u16
+        }
+    };
+    (bits(cols), bits(cols.saturating_sub(16)))
+}
+
 /// 12 rows × 32 columns: `out[r][j] = bias[j] + Σₖ a[r][k] · panel[k][j]` for the
 /// first `cols` columns, the 24 accumulators named (so that they stay in registers).
 #[cfg(target_arch = "x86_64")]
@@ -189,18 +202,7 @@ unsafe fn tile(
     // SAFETY: the caller's: 12 rows of `k` inputs `lda` apart at `a`, 12 rows of
     // `cols` outputs `ldo` apart at `out`, `k × 32` panel values, `cols` bias values.
     unsafe {
-        let m0: __mmask16 = if cols >= 16 {
-            0xffff
-        } else {
-            ((1u32 << cols) - 1) as u16
-        };
-        let m1: __mmask16 = if cols >= NR {
-            0xffff
-        } else if cols > 16 {
-            ((1u32 << (cols - 16)) - 1) as u16
-        } else {
-            0
-        };
+        let (m0, m1) = col_masks(cols);
         if k == 0 {
             // No products: the bias alone (the loop below runs at least once).
             let (b0, b1) = (
