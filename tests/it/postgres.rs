@@ -542,3 +542,95 @@ fn the_settings_choose_the_shared_index_for_the_next_start() {
         .store_in_use
         .starts_with("postgres: postgres://"));
 }
+
+/// A `quire serve` process of its own (the real binary), killed when dropped.
+struct ServeProcess {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+}
+
+impl ServeProcess {
+    /// `quire serve --port 0` over `data_dir`, its index in `store`; the address
+    /// from the line it prints once listening.
+    fn start(data_dir: &Path, store: &str) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_quire"))
+            .args(["serve", "--port", "0", "--store", store, "--data-dir"])
+            .arg(data_dir)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("quire serve");
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("the serving line");
+        let addr = line
+            .trim()
+            .strip_prefix("Quire is serving on http://")
+            .and_then(|a| a.trim_end_matches('/').parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        // Keep reading (and dropping) its output, so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        Self { child, addr }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two `quire serve` OS processes (each its own data directory and connections) on
+/// one database: a PDF uploaded to each at the same time is listed and searched by
+/// both, and the index stays consistent after both are killed.
+#[test]
+fn two_serve_processes_share_one_database() {
+    use crate::server::{ask, kind, until_done, upload};
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = util::shared().join("corpus/pdfs");
+    let a = ServeProcess::start(&dir.path().join("a"), &pg.url);
+    let b = ServeProcess::start(&dir.path().join("b"), &pg.url);
+    std::thread::scope(|s| {
+        let up = |addr, name: &str| {
+            let bytes = std::fs::read(corpus.join(name)).unwrap();
+            let name = name.to_string();
+            s.spawn(move || upload(addr, &name, &bytes))
+        };
+        let (one, two) = (up(a.addr, "wasysym.pdf"), up(b.addr, "txfontsdoc.pdf"));
+        for events in [one.join().unwrap(), two.join().unwrap()] {
+            assert!(events.iter().any(|e| kind(e) == "file_done"), "{events:?}");
+        }
+    });
+    for (server, other_file, question) in [
+        (&a, "txfontsdoc.pdf", "Some HP laser printers fail to print my documents that use the TX fonts. What does the TX fonts manual recommend?"),
+        (&b, "wasysym.pdf", "Which wasysym package option keeps LaTeX's own integral signs untouched?"),
+    ] {
+        let (status, _, listed) = crate::server::get(server.addr, "/api/documents", "");
+        assert_eq!(status, 200);
+        let listed: serde_json::Value = serde_json::from_slice(&listed).unwrap();
+        let mut names: Vec<&str> = listed
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(|d| d["file_name"].as_str())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["txfontsdoc.pdf", "wasysym.pdf"], "{listed}");
+        // Each finds the document the other process indexed.
+        let events = until_done(&mut ask(server.addr, question, "no_text"));
+        let sources = events
+            .iter()
+            .find(|e| kind(e) == "sources")
+            .unwrap_or_else(|| panic!("no sources: {events:?}"));
+        assert_eq!(
+            sources["sources"][0]["file"], other_file,
+            "{}",
+            sources["sources"]
+        );
+    }
+    drop((a, b));
+    let store = Store::connect(&pg.url, "check").expect("store");
+    assert_eq!(store.check().expect("check"), Vec::<String>::new());
+}

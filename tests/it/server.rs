@@ -234,6 +234,27 @@ pub(crate) fn ask(addr: SocketAddr, question: &str, mode: &str) -> Sse {
     Sse { r, buf: Vec::new() }
 }
 
+/// Upload `name` with `content` to `/api/upload`: the indexing events, to the end of
+/// the batch.
+pub(crate) fn upload(addr: SocketAddr, name: &str, content: &[u8]) -> Vec<Value> {
+    let (ctype, bytes) = multipart(name, content);
+    let mut r = BufReader::new(send(addr, "POST", "/api/upload", &ctype, &bytes));
+    let (status, headers) = head(&mut r);
+    if status != 200 {
+        panic!("upload: {status} {}", body(&mut r, &headers));
+    }
+    let mut sse = Sse { r, buf: Vec::new() };
+    let mut out = Vec::new();
+    while let Some(ev) = sse.next() {
+        let end = kind(&ev) == "finished";
+        out.push(ev);
+        if end {
+            break;
+        }
+    }
+    out
+}
+
 pub(crate) fn kind(ev: &Value) -> &str {
     ev["type"].as_str().unwrap_or("")
 }
@@ -334,7 +355,7 @@ fn two_concurrent_asks_are_both_answered() {
     }
 }
 
-fn multipart(name: &str, content: &[u8]) -> (String, Vec<u8>) {
+pub(crate) fn multipart(name: &str, content: &[u8]) -> (String, Vec<u8>) {
     let boundary = "quire-test-boundary";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
