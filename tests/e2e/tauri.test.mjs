@@ -317,8 +317,10 @@ test("in the window, a Chinese question streams whole characters and reads as Ch
   assert.equal(r.tokens.join("").trim(), r.answer.trim());
   assert.ok((r.answer.match(/\p{Script=Han}/gu) || []).length >= 4, `not in Chinese: ${r.answer}`);
   // On screen: the conversation that ask made, its question and answer in real glyphs.
+  // The reload is not over when exec returns: wait for the new page's list, which is
+  // the first to hold the conversation the ask made (the old page never listed it).
   await exec("location.reload()");
-  await waitFor("return document.querySelectorAll('#conversations li .name').length > 0 && document.querySelector('#mode option')", [], "the conversations");
+  await waitFor("return [...document.querySelectorAll('#conversations li .name')].some((n) => /\\p{Script=Han}/u.test(n.textContent)) && document.querySelector('#mode option')", [], "the Chinese conversation in the list");
   await exec("[...document.querySelectorAll('#conversations li .name')].find((n) => /\\p{Script=Han}/u.test(n.textContent)).click()");
   await waitFor("return !!document.querySelector('.msg.assistant .body p')", [], "the Chinese answer");
   for (const sel of ["#conversations li .name[lang]", ".msg.user .body", ".msg.assistant .body"]) {
