@@ -13,8 +13,16 @@ export const driverBin = process.env.TAURI_DRIVER || join(process.env.HOME, ".ca
  *  script timeout (scripts that index or re-embed take as long as the work). */
 export async function openWindow({ app, port, env = process.env, cwd, logLines = 1000, scriptTimeout = 1_800_000 }) {
   const base = `http://127.0.0.1:${port}`;
+  // In a process group of its own, with WebKitWebDriver and the app it starts: closing
+  // ends them all (killing the driver alone can leave the app running, holding the
+  // driver's stderr open, and this test process would never exit).
   const driver = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1)],
-    { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const stop = () => {
+    try { process.kill(-driver.pid, "SIGTERM"); } catch { driver.kill(); }
+    driver.stdout.destroy();
+    driver.stderr.destroy();
+  };
   let lines = 0;
   for (const stream of [driver.stdout, driver.stderr]) {
     stream.setEncoding("utf8");
@@ -41,8 +49,8 @@ export async function openWindow({ app, port, env = process.env, cwd, logLines =
 
   for (let i = 0; ; i++) {
     try { await fetch(`${base}/status`, { signal: AbortSignal.timeout(2000) }); break; } catch (e) {
-      if (exited !== null) throw new Error(`tauri-driver exited (${exited})`);
-      if (i > 200) throw new Error(`tauri-driver did not start: ${e}`);
+      if (exited !== null) { stop(); throw new Error(`tauri-driver exited (${exited})`); }
+      if (i > 200) { stop(); throw new Error(`tauri-driver did not start: ${e}`); }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -53,7 +61,7 @@ export async function openWindow({ app, port, env = process.env, cwd, logLines =
     })).sessionId;
     await wd("POST", `/session/${session}/timeouts`, { script: scriptTimeout });
   } catch (e) {
-    driver.kill();
+    stop();
     throw e;
   }
 
@@ -88,7 +96,7 @@ export async function openWindow({ app, port, env = process.env, cwd, logLines =
   }
   async function close() {
     await wd("DELETE", `/session/${session}`).catch(() => {});
-    driver.kill();
+    stop();
   }
   return { base, session, wd, exec, execAsync, invokeStreamed, waitFor, screenshot, close };
 }
