@@ -53,7 +53,7 @@ test("index a corpus PDF through the drop command path", async () => {
   const events = await invokeStreamed("index_paths", { paths: [pdf] });
   assert.ok(events.some((e) => e.type === "file_done"), JSON.stringify(events.slice(-3)));
   // the UI's document list (refreshed on focus of the list) shows it
-  await exec("location.reload()");
+  await win.reload();
   await waitFor("return [...document.querySelectorAll('#documents li')].some(li => li.textContent.includes(arguments[0]))",
     [question.file.replace(/\.pdf$/, "")], "the document in the list");
 });
@@ -260,7 +260,7 @@ test("in the window, a collection scopes a question, and an off-topic question i
     })().then(done, (e) => done({ error: String(e) }));
   `, [question.file]);
   assert.ok(!made.error, made.error);
-  await exec("location.reload()");
+  await win.reload();
   await waitFor("return [...document.querySelectorAll('#scope option')].some((o) => o.value === arguments[0])", [`c:${made.id}`], "the collection in the picker");
   await exec("const s = document.getElementById('scope'); s.value = arguments[0]; s.dispatchEvent(new Event('change'));", [`c:${made.id}`]);
   // The hostile PDF answers this best; scoped to the collection, only wasysym is searched.
@@ -317,9 +317,8 @@ test("in the window, a Chinese question streams whole characters and reads as Ch
   assert.equal(r.tokens.join("").trim(), r.answer.trim());
   assert.ok((r.answer.match(/\p{Script=Han}/gu) || []).length >= 4, `not in Chinese: ${r.answer}`);
   // On screen: the conversation that ask made, its question and answer in real glyphs.
-  // The reload is not over when exec returns: wait for the new page's list, which is
-  // the first to hold the conversation the ask made (the old page never listed it).
-  await exec("location.reload()");
+  // The new page's list is the first to hold the conversation the ask made.
+  await win.reload();
   await waitFor("return [...document.querySelectorAll('#conversations li .name')].some((n) => /\\p{Script=Han}/u.test(n.textContent)) && document.querySelector('#mode option')", [], "the Chinese conversation in the list");
   await exec("[...document.querySelectorAll('#conversations li .name')].find((n) => /\\p{Script=Han}/u.test(n.textContent)).click()");
   await waitFor("return !!document.querySelector('.msg.assistant .body p')", [], "the Chinese answer");

@@ -67,14 +67,27 @@ export async function openWindow({ app, port, env = process.env, cwd, logLines =
 
   const exec = (script, args = []) => wd("POST", `/session/${session}/execute/sync`, { script, args });
   const execAsync = (script, args = []) => wd("POST", `/session/${session}/execute/async`, { script, args });
-  /** Poll the window's state; bounded by a number of tries, not a timer assertion. */
+  /** Poll the window's state; bounded by a number of tries, not a timer assertion. A
+   *  script that meets a page being unloaded (a reload under way) is tried again. */
   async function waitFor(script, args, what, tries = 1200) {
+    let last = "";
     for (let i = 0; i < tries; i++) {
-      const v = await exec(script, args);
-      if (v) return v;
+      try {
+        const v = await exec(script, args);
+        if (v) return v;
+      } catch (e) {
+        if (!/unload|no such frame/i.test(String(e.message))) throw e;
+        last = ` (last: ${e.message})`;
+      }
       await new Promise((r) => setTimeout(r, 250));
     }
-    throw new Error(`gave up waiting for ${what}`);
+    throw new Error(`gave up waiting for ${what}${last}`);
+  }
+  /** Reload the page and wait until the new one has loaded (a script run right after
+   *  `location.reload()` may still see the old page, or meet it unloading). */
+  async function reload() {
+    await exec("window.__quireOldPage = true; setTimeout(() => location.reload(), 0);");
+    await waitFor("return !window.__quireOldPage && document.readyState === 'complete'", [], "the reloaded page");
   }
   /** Run a channel command in the window and return every event it sent. Tauri delivers
    *  a channel's events apart from the command's reply, so the reply can come first: this
@@ -98,5 +111,5 @@ export async function openWindow({ app, port, env = process.env, cwd, logLines =
     await wd("DELETE", `/session/${session}`).catch(() => {});
     stop();
   }
-  return { base, session, wd, exec, execAsync, invokeStreamed, waitFor, screenshot, close };
+  return { base, session, wd, exec, execAsync, invokeStreamed, waitFor, reload, screenshot, close };
 }

@@ -70,7 +70,7 @@ test("index a PDF and ask one question: the answer streams, with the PDF as its 
   ]);
   const events = await win.invokeStreamed("index_paths", { paths: [pdf] });
   assert.ok(events.some((e) => e.type === "file_done"), JSON.stringify(events.slice(-3)));
-  await exec("location.reload()");
+  await win.reload();
   await waitFor("return !!window.__TAURI__ && [...document.querySelectorAll('#documents li')].some(li => li.textContent.includes('heron-notes')) && !!document.querySelector('#mode option')",
     [], "the document in the list");
   await exec(`
