@@ -587,6 +587,7 @@ impl Drop for ServeProcess {
 #[test]
 fn two_serve_processes_share_one_database() {
     use crate::server::{ask, kind, until_done, upload};
+    let _alone = util::heavy();
     let pg = Postgres::start();
     let dir = tempfile::tempdir().unwrap();
     let corpus = util::shared().join("corpus/pdfs");
