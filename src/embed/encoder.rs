@@ -138,7 +138,6 @@ pub struct Encoder {
     emb_ln_w: Vec<f32>,
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
-    amx: Option<Amx>,
     kernels: Kernels,
 }
 
@@ -214,10 +213,6 @@ impl Encoder {
             }
             k => k,
         };
-        let amx = match kernels {
-            Kernels::Amx(a) => Some(a),
-            _ => None,
-        };
         let word_t = tensors
             .get("embeddings.word_embeddings.weight")
             .or_else(|| tensors.get("bert.embeddings.word_embeddings.weight"))
@@ -278,9 +273,16 @@ impl Encoder {
             emb_ln_w: get("embeddings.LayerNorm.weight", &[h])?,
             emb_ln_b: get("embeddings.LayerNorm.bias", &[h])?,
             layers,
-            amx,
             kernels,
         })
+    }
+
+    /// The AMX proof when the dense layers run on AMX tiles.
+    fn amx(&self) -> Option<Amx> {
+        match self.kernels {
+            Kernels::Amx(a) => Some(a),
+            _ => None,
+        }
     }
 
     /// The dense layers' arithmetic, in words (see [`Kernels::describe`]).
@@ -297,7 +299,7 @@ impl Encoder {
             return Ok(seqs.iter().map(|_| vec![0.0; h]).collect());
         }
         // AMX multiplies blocks of 32 rows: pad with rows that are never read back.
-        let padded = if self.amx.is_some() {
+        let padded = if self.amx().is_some() {
             rows.div_ceil(amx::BLOCK) * amx::BLOCK
         } else {
             rows
@@ -334,7 +336,7 @@ impl Encoder {
             .zip(seqs)
             .map(|(&s, q)| (s, q.len()))
             .collect();
-        match self.amx {
+        match self.amx() {
             Some(amx) => self.layers_amx(amx, &mut x, &spans),
             None => self.layers_f32(&mut x, &spans),
         }
@@ -438,7 +440,7 @@ impl Encoder {
             .iter()
             .flat_map(|&(s, n)| (0..self.heads).map(move |hd| (s, n, hd)))
             .collect();
-        let amx = self.amx.filter(|_| d.is_multiple_of(amx::BLOCK));
+        let amx = self.amx().filter(|_| d.is_multiple_of(amx::BLOCK));
         let outs: Vec<Vec<f32>> = jobs
             .par_iter()
             .map(|&(s, n, hd)| {

@@ -108,10 +108,6 @@ impl PackedI8 {
             wt,
         }
     }
-
-    pub fn n(&self) -> usize {
-        self.n
-    }
 }
 
 /// Whether a `n × k` weight can go through [`linear`] (`k` a multiple of [`G`]).
