@@ -19,13 +19,16 @@ run: setup
 
 # The desktop app is built in a cargo invocation of its own: cargo unifies the features
 # of the packages built together, and the window must get the core without its HTTP
-# server (no axum in quire-desktop).
+# server (no axum in quire-desktop). Its tests run the same way: one `cargo test
+# --workspace` would unify all three packages' features into a third set and rebuild
+# tokio, candle, tauri and the rest for it (10 minutes on 2 cores; split, 2).
 test: setup-test
 	$(CARGO) fmt --all -- --check
 	$(CARGO) build -p quire -p quire-bench
 	$(CARGO) build -p quire-desktop
 	scripts/build-cuda.sh --check-fast
-	$(CARGO) test --workspace
+	$(CARGO) test -p quire -p quire-bench
+	$(CARGO) test -p quire-desktop
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
 	cd tests/e2e && xvfb-run -a npm run test:tauri
 	tests/package/run.sh
