@@ -465,6 +465,12 @@ impl Encoder {
     }
 }
 
+thread_local! {
+    /// Each worker's attention scores (`n × n`), kept from head to head: the product
+    /// writes them whole, so they are neither zeroed nor allocated again.
+    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One head of one sequence: its n rows of `[Q | K | V]` (each `h` wide, head `hd` at
 /// columns `hd·d..`).
 struct Head<'a> {
@@ -529,24 +535,27 @@ impl Head<'_> {
         let scale = 1.0 / (d as f32).sqrt();
         if sgemm::available() {
             // scores[n × n] = Q · Kᵀ: key j is output column j.
-            let kp = PackedW::pack_with(n, d, |j, t| self.k(j, t));
-            let mut scores = vec![0f32; n * n];
-            sgemm::product(
-                &self.qkv[self.hd * d..],
-                3 * h,
-                n,
-                &kp,
-                None,
-                &mut scores,
-                n,
-            );
-            for row in scores.chunks_exact_mut(n) {
-                ops::softmax_scaled(row, scale, None);
-            }
+            let kp = PackedW::pack_rows(&self.qkv[h + self.hd * d..], 3 * h, n, d);
             // out[n × d] = P · V: value dimension t is output column t.
-            let vp = PackedW::pack_with(d, n, |t, j| self.v(j, t));
+            let vp = PackedW::pack_cols(&self.qkv[2 * h + self.hd * d..], 3 * h, d, n);
             let mut out = vec![0f32; n * d];
-            sgemm::product(&scores, n, n, &vp, None, &mut out, d);
+            SCORES.with_borrow_mut(|scores| {
+                if scores.len() < n * n {
+                    scores.resize(n * n, 0.0);
+                }
+                let scores = &mut scores[..n * n];
+                sgemm::product(&self.qkv[self.hd * d..], 3 * h, n, &kp, None, scores, n);
+                // Unnormalized probabilities; each output row divided by its sum after.
+                let sums: Vec<f32> = scores
+                    .chunks_exact_mut(n)
+                    .map(|row| ops::exp_scaled(row, scale))
+                    .collect();
+                sgemm::product(scores, n, n, &vp, None, &mut out, d);
+                for (row, sum) in out.chunks_exact_mut(d).zip(&sums) {
+                    let inv = 1.0 / sum;
+                    row.iter_mut().for_each(|v| *v *= inv);
+                }
+            });
             return out;
         }
         let q = &self.qkv[self.hd * d..];

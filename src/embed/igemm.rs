@@ -128,30 +128,48 @@ pub fn available() -> bool {
     }
 }
 
-/// One row's codes (`k` bytes, `k` a multiple of 16), its scale and zero point,
+/// One row's codes (`k` bytes, `k` a multiple of 16, at least 64), its scale and zero point,
 /// `x ≈ s · (q − z)`, with its outliers (channel, value) appended to `out` and coded
-/// as zero.
+/// as zero. Three passes over the row: its mean magnitude; the outliers and the
+/// range of the rest; the codes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn quantize_row(
-    x: &[f32],
-    q: &mut [u8],
-    rest: &mut [f32],
-    out: &mut Vec<(u32, f32)>,
-) -> (f32, i32) {
+fn quantize_row(x: &[f32], q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32) {
     use std::arch::x86_64::*;
     let k = x.len();
-    assert!(k.is_multiple_of(16) && q.len() >= k && rest.len() >= k);
-    // SAFETY: every load and store is within `x`, `rest` or `q` (`k` values, asserted).
+    assert!(k >= 64 && k.is_multiple_of(16) && q.len() >= k);
+    // SAFETY: every load and store is within `x` or `q` (`k` values, asserted).
     unsafe {
-        let mut acc = _mm512_setzero_ps();
-        for c in (0..k).step_by(16) {
-            acc = _mm512_add_ps(acc, _mm512_abs_ps(_mm512_loadu_ps(x.as_ptr().add(c))));
+        // Four sums, so that the additions do not wait on each other.
+        let abs = |c: usize| _mm512_abs_ps(_mm512_loadu_ps(x.as_ptr().add(c)));
+        let (mut a0, mut a1, mut a2, mut a3) = (abs(0), abs(16), abs(32), abs(48));
+        let mut c = 64;
+        while c + 64 <= k {
+            a0 = _mm512_add_ps(a0, abs(c));
+            a1 = _mm512_add_ps(a1, abs(c + 16));
+            a2 = _mm512_add_ps(a2, abs(c + 32));
+            a3 = _mm512_add_ps(a3, abs(c + 48));
+            c += 64;
         }
+        for c in (c..k).step_by(16) {
+            a0 = _mm512_add_ps(a0, abs(c));
+        }
+        let acc = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
         let cut = OUTLIER * _mm512_reduce_add_ps(acc) / k as f32;
         let first = out.len();
-        if cut > 0.0 {
-            let cutv = _mm512_set1_ps(cut);
+        // The range of the row without its outliers (zero included: an outlier is
+        // coded as zero); the outliers' masks kept, so the loop holds no call.
+        let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        let cutv = _mm512_set1_ps(if cut > 0.0 { cut } else { f32::INFINITY });
+        let mut any = 0;
+        for c in (0..k).step_by(16) {
+            let v = _mm512_loadu_ps(x.as_ptr().add(c));
+            let m = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(v), cutv);
+            lo = _mm512_mask_min_ps(lo, !m, lo, v);
+            hi = _mm512_mask_max_ps(hi, !m, hi, v);
+            any |= m;
+        }
+        if any != 0 {
             for c in (0..k).step_by(16) {
                 let v = _mm512_abs_ps(_mm512_loadu_ps(x.as_ptr().add(c)));
                 let mut m = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, cutv);
@@ -162,39 +180,60 @@ fn quantize_row(
                 }
             }
         }
+        let (mut lo, mut hi) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
         if out.len() - first > MAX_OUTLIERS {
-            // The largest (ties: the lower channel), in channel order.
+            // The largest (ties: the lower channel), in channel order; the others are
+            // back in the row's range.
             out[first..].select_nth_unstable_by(MAX_OUTLIERS - 1, |a, b| {
                 b.1.abs().total_cmp(&a.1.abs()).then(a.0.cmp(&b.0))
             });
+            for &(_, v) in &out[first + MAX_OUTLIERS..] {
+                (lo, hi) = (lo.min(v), hi.max(v));
+            }
             out.truncate(first + MAX_OUTLIERS);
             out[first..].sort_unstable_by_key(|o| o.0);
         }
-        // The row without its outliers.
-        rest[..k].copy_from_slice(x);
-        for &(c, _) in &out[first..] {
-            rest[c as usize] = 0.0;
-        }
-        let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-        for c in (0..k).step_by(16) {
-            let v = _mm512_loadu_ps(rest.as_ptr().add(c));
-            lo = _mm512_min_ps(lo, v);
-            hi = _mm512_max_ps(hi, v);
-        }
-        let (lo, hi) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
         let s = if hi > lo { (hi - lo) / 255.0 } else { 1.0 };
         let z = (-lo / s).round().clamp(0.0, 255.0);
         let (inv, zv) = (_mm512_set1_ps(1.0 / s), _mm512_set1_ps(z));
         for c in (0..k).step_by(16) {
             // Rounded to nearest (even), then clamped to 0..=255.
-            let t = _mm512_fmadd_ps(_mm512_loadu_ps(rest.as_ptr().add(c)), inv, zv);
+            let t = _mm512_fmadd_ps(_mm512_loadu_ps(x.as_ptr().add(c)), inv, zv);
             let i = _mm512_max_epi32(_mm512_cvtps_epi32(t), _mm512_setzero_si512());
             _mm_storeu_si128(
                 q.as_mut_ptr().add(c) as *mut __m128i,
                 _mm512_cvtusepi32_epi8(i),
             );
         }
+        for &(c, _) in &out[first..] {
+            q[c as usize] = z as u8;
+        }
         (s, z as i32)
+    }
+}
+
+/// `y += Σ v · wt[c]` over a row's outliers `(c, v)`, `wt` the transposed weight
+/// (rows of `y.len()` values); the outliers added in order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn add_outliers(y: &mut [f32], outliers: &[(u32, f32)], wt: &[f32]) {
+    use std::arch::x86_64::*;
+    let n = y.len();
+    assert!(outliers
+        .iter()
+        .all(|&(c, _)| (c as usize + 1) * n <= wt.len()));
+    for j in (0..n).step_by(16) {
+        let m: __mmask16 = if n - j >= 16 { !0 } else { (1 << (n - j)) - 1 };
+        // SAFETY: the lanes of `m` are within `y` and within each outlier's row of
+        // `wt` (asserted).
+        unsafe {
+            let mut acc = _mm512_maskz_loadu_ps(m, y.as_ptr().add(j));
+            for &(c, v) in outliers {
+                let w = _mm512_maskz_loadu_ps(m, wt.as_ptr().add(c as usize * n + j));
+                acc = _mm512_fmadd_ps(_mm512_set1_ps(v), w, acc);
+            }
+            _mm512_mask_storeu_ps(y.as_mut_ptr().add(j), m, acc);
+        }
     }
 }
 
@@ -216,26 +255,21 @@ pub fn linear(x: &[f32], m: usize, w: &PackedI8, b: &[f32], y: &mut [f32]) {
             let mut sz = vec![(1f32, 0i32); tiles];
             let mut outliers = Vec::new();
             let mut ends = Vec::with_capacity(rows);
-            let mut rest = vec![0f32; k];
             // SAFETY: VNNI is there (asserted); `q` holds `tiles` rows of `k` codes,
             // `yb` `rows` rows of `n` outputs.
             #[cfg(target_arch = "x86_64")]
             unsafe {
                 for r in 0..rows {
                     let row = &xs[r * k..(r + 1) * k];
-                    sz[r] = quantize_row(row, &mut q[r * k..(r + 1) * k], &mut rest, &mut outliers);
+                    sz[r] = quantize_row(row, &mut q[r * k..(r + 1) * k], &mut outliers);
                     ends.push(outliers.len());
                 }
-                block(&q, &sz, rows, w, b, yb)
-            }
-            let mut start = 0;
-            for (r, &end) in ends.iter().enumerate() {
-                let y = &mut yb[r * n..(r + 1) * n];
-                for &(c, v) in &outliers[start..end] {
-                    let col = &w.wt[c as usize * n..(c as usize + 1) * n];
-                    y.iter_mut().zip(col).for_each(|(y, w)| *y += v * w);
+                block(&q, &sz, rows, w, b, yb);
+                let mut start = 0;
+                for (y, &end) in yb.chunks_exact_mut(n).zip(&ends) {
+                    add_outliers(y, &outliers[start..end], &w.wt);
+                    start = end;
                 }
-                start = end;
             }
         });
 }
@@ -478,9 +512,7 @@ mod tests {
                     let mut q = vec![0u8; k];
                     let mut out = Vec::new();
                     // SAFETY: VNNI (and so AVX-512 BW) is there.
-                    let (s, z) = unsafe {
-                        quantize_row(&x[r * k..(r + 1) * k], &mut q, &mut vec![0.0; k], &mut out)
-                    };
+                    let (s, z) = unsafe { quantize_row(&x[r * k..(r + 1) * k], &mut q, &mut out) };
                     assert!(out.is_empty(), "uniform values have no outliers");
                     for j in 0..n {
                         let groups = k / G;
@@ -544,7 +576,7 @@ mod tests {
         let mut q = vec![0u8; k];
         let mut out = Vec::new();
         // SAFETY: VNNI (and so AVX-512 BW) is there.
-        unsafe { quantize_row(&x[..k], &mut q, &mut vec![0.0; k], &mut out) };
+        unsafe { quantize_row(&x[..k], &mut q, &mut out) };
         assert_eq!(out, vec![(7, 40.0), (30, -25.0)]);
         for r in 0..m {
             for j in 0..n {

@@ -151,34 +151,107 @@ pub fn to_bf16(src: &[f32], dst: &mut [u16]) {
 wide_fn! {
     /// `row = softmax(scale · row)` in place; `row16` gets the bf16 copy when given.
     pub fn softmax_scaled(row: &mut [f32], scale: f32, row16: Option<&mut [u16]>) {
+        let inv = 1.0 / exp_scaled(row, scale);
+        row.iter_mut().for_each(|v| *v *= inv);
+        if let Some(row16) = row16 {
+            row16.iter_mut().zip(row.iter()).for_each(|(d, s)| *d = bf16(*s));
+        }
+    }
+}
+
+/// `row = e^(scale·row − max)` in place, returning the row's sum: a softmax whose
+/// division is left to the caller (done on the attention output, `d` values per row
+/// instead of `n`).
+pub fn exp_scaled(row: &mut [f32], scale: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::has_avx512_bw_vl() {
+        // SAFETY: the CPU has AVX-512 F (checked).
+        return unsafe { exp_scaled_avx512(row, scale) };
+    }
+    let mut sum = 0.0;
+    exp_scaled_into(row, scale, &mut sum);
+    sum
+}
+
+/// [`exp_scaled`] in AVX-512 intrinsics: a row's last values in a masked register
+/// rather than one by one (a row of 200 scores has 8 of them), the polynomial in fused
+/// multiply-adds, and `2^n` put in by `vscalefps` (which also takes an underflow to 0,
+/// so no clamp). Within 2 ulp of `exp`, like [`exp`] (see the test), not its bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn exp_scaled_avx512(row: &mut [f32], scale: f32) -> f32 {
+    use std::arch::x86_64::*;
+    let n = row.len();
+    let mask = |c: usize| -> __mmask16 {
+        if n - c >= L {
+            !0
+        } else {
+            (1 << (n - c)) - 1
+        }
+    };
+    let p = row.as_mut_ptr();
+    // SAFETY: each load and store is masked to the lanes within `row`.
+    unsafe {
+        let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
+        for c in (0..n).step_by(L) {
+            let v = _mm512_maskz_loadu_ps(mask(c), p.add(c));
+            mx = _mm512_mask_max_ps(mx, mask(c), mx, v);
+        }
+        let sv = _mm512_set1_ps(scale);
+        // max(scale·x) = scale·max(x): `scale` is positive.
+        let m = _mm512_mul_ps(_mm512_set1_ps(_mm512_reduce_max_ps(mx)), sv);
+        let c = |v: f32| _mm512_set1_ps(v);
+        let mut sum = _mm512_setzero_ps();
+        for i in (0..n).step_by(L) {
+            let k = mask(i);
+            let x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, p.add(i)), sv, m);
+            // x = n·ln 2 + r, |r| ≤ ln 2 / 2; e^r by Cephes' polynomial.
+            let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+                _mm512_mul_ps(x, c(std::f32::consts::LOG2_E)),
+            );
+            let r = _mm512_fnmadd_ps(t, c(0.693_359_4), x);
+            let r = _mm512_fnmadd_ps(t, c(-2.121_944_4e-4), r);
+            let mut y = _mm512_fmadd_ps(c(1.987_569_1e-4), r, c(1.398_199_9e-3));
+            y = _mm512_fmadd_ps(y, r, c(8.333_452e-3));
+            y = _mm512_fmadd_ps(y, r, c(4.166_579_6e-2));
+            y = _mm512_fmadd_ps(y, r, c(1.666_666_5e-1));
+            y = _mm512_fmadd_ps(y, r, c(0.5));
+            y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, c(1.0)));
+            let e = _mm512_maskz_scalef_ps(k, y, t);
+            _mm512_mask_storeu_ps(p.add(i), k, e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        _mm512_reduce_add_ps(sum)
+    }
+}
+
+wide_fn! {
+    fn exp_scaled_into(row: &mut [f32], scale: f32, total: &mut f32) {
         let mut mx = [f32::NEG_INFINITY; L];
-        let (body, tail) = row.split_at_mut(row.len() / L * L);
-        for c in body.chunks_exact(L) {
+        let mut chunks = row.chunks_exact(L);
+        for c in &mut chunks {
             for l in 0..L {
                 mx[l] = mx[l].max(c[l] * scale);
             }
         }
-        let m = tail.iter().fold(
+        let m = chunks.remainder().iter().fold(
             mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)),
             |a, &b| a.max(b * scale),
         );
         let mut sums = [0f32; L];
-        for c in body.chunks_exact_mut(L) {
+        let body = row.len() / L * L;
+        for c in row[..body].chunks_exact_mut(L) {
             for l in 0..L {
                 c[l] = exp(c[l] * scale - m);
                 sums[l] += c[l];
             }
         }
         let mut sum: f32 = sums.iter().sum();
-        for v in tail.iter_mut() {
+        for v in &mut row[body..] {
             *v = exp(*v * scale - m);
             sum += *v;
         }
-        let inv = 1.0 / sum;
-        row.iter_mut().for_each(|v| *v *= inv);
-        if let Some(row16) = row16 {
-            row16.iter_mut().zip(row.iter()).for_each(|(d, s)| *d = bf16(*s));
-        }
+        *total = sum;
     }
 }
 
@@ -317,6 +390,36 @@ mod tests {
         for (pi, ei) in p.iter().zip(&e16) {
             let e = crate::embed::amx::f32_of(*ei) / sum;
             assert!((e - pi).abs() <= pi * 1e-2 + 1e-7, "{e} vs {pi}");
+        }
+        let mut e = row.clone();
+        let sum = super::exp_scaled(&mut e, 0.25);
+        for (pi, ei) in p.iter().zip(&e) {
+            assert_eq!((ei * (1.0 / sum)).to_bits(), pi.to_bits());
+        }
+    }
+
+    #[test]
+    fn exp_scaled_is_within_two_ulp_at_every_length() {
+        for n in [1, 15, 16, 17, 200, 256] {
+            let row: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 60.0).collect();
+            let mut e = row.clone();
+            let sum = super::exp_scaled(&mut e, 0.5);
+            let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64 * 0.5;
+            let mut want_sum = 0f64;
+            for (&x, &got) in row.iter().zip(&e) {
+                // The exponent as the kernel has it: `scale·x − max` rounded once to f32.
+                let want = ((x as f64 * 0.5 - m) as f32 as f64).exp();
+                want_sum += want;
+                let err = (got as f64 - want).abs();
+                assert!(
+                    err <= want * 2.5e-7 || (want < 1e-37 && got < 2e-38),
+                    "{got} vs {want}"
+                );
+            }
+            assert!(
+                (sum as f64 - want_sum).abs() <= want_sum * 1e-6,
+                "{sum} vs {want_sum}"
+            );
         }
     }
 

@@ -30,21 +30,38 @@ impl PackedW {
     /// Pack the row-major `n × k` weight `w`.
     pub fn pack(w: &[f32], n: usize, k: usize) -> Self {
         assert_eq!(w.len(), n * k, "weight is not {n} × {k}");
-        Self::pack_with(n, k, |col, kk| w[col * k + kk])
+        Self::pack_rows(w, k, n, k)
     }
 
-    /// Pack the `n × k` matrix whose value at (`col`, `kk`) is `at(col, kk)`.
-    pub fn pack_with(n: usize, k: usize, at: impl Fn(usize, usize) -> f32) -> Self {
-        let panels = n.div_ceil(NR);
-        let mut data = vec![0f32; panels * k * NR];
+    /// Pack the `n × k` matrix whose column `col` is the row `w[col·ld..][..k]` (the
+    /// keys of an attention head, rows `3h` apart in the fused Q/K/V output).
+    pub fn pack_rows(w: &[f32], ld: usize, n: usize, k: usize) -> Self {
+        assert!(
+            n == 0 || w.len() >= (n - 1) * ld + k,
+            "{n} rows of {k} values {ld} apart"
+        );
+        let mut data = vec![0f32; n.div_ceil(NR) * k * NR];
+        for (col, src) in (0..n).map(|c| (c, &w[c * ld..c * ld + k])) {
+            let (panel, j) = (&mut data[col / NR * k * NR..][..k * NR], col % NR);
+            for (dst, &v) in panel.chunks_exact_mut(NR).zip(src) {
+                dst[j] = v;
+            }
+        }
+        Self { n, k, data }
+    }
+
+    /// Pack the `n × k` matrix whose input `kk` is the row `w[kk·ld..][..n]` (the
+    /// values of an attention head: value dimension `col` is output column `col`).
+    pub fn pack_cols(w: &[f32], ld: usize, n: usize, k: usize) -> Self {
+        assert!(
+            k == 0 || w.len() >= (k - 1) * ld + n,
+            "{k} rows of {n} values {ld} apart"
+        );
+        let mut data = vec![0f32; n.div_ceil(NR) * k * NR];
         for (p, panel) in data.chunks_exact_mut(k * NR).enumerate() {
-            for (kk, row) in panel.chunks_exact_mut(NR).enumerate() {
-                for (j, v) in row.iter_mut().enumerate() {
-                    let col = p * NR + j;
-                    if col < n {
-                        *v = at(col, kk);
-                    }
-                }
+            let cols = NR.min(n - p * NR);
+            for (kk, dst) in panel.chunks_exact_mut(NR).enumerate() {
+                dst[..cols].copy_from_slice(&w[kk * ld + p * NR..][..cols]);
             }
         }
         Self { n, k, data }
