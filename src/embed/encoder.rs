@@ -8,8 +8,11 @@
 //!   (AVX-512 kernels over weights packed at load, [`sgemm`]; the `gemm` crate on a
 //!   CPU without AVX-512; AMX tiles where the CPU has them); Q, K and V are one GEMM
 //!   against the three weights stacked;
-//! - the element-wise work (GELU, layer norms, softmax) runs on all cores, in place,
-//!   in buffers reused across layers.
+//! - past attention, a layer is row by row: each block of 96 rows goes through the
+//!   output projection, both layer norms, the FFN and GELU on one worker, its
+//!   activations in that core's cache (no pass over the whole batch per step);
+//! - attention writes each head's output in place, its scores in a buffer each worker
+//!   keeps, the softmax's division done on the `d` outputs instead of the `n` scores.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -74,7 +77,25 @@ impl Dense {
         match &self.w {
             Weights::Wide(w) => sgemm::linear(x, m, w, &self.b, y),
             Weights::Int8(w) => igemm::linear(x, m, w, &self.b, y),
-            Weights::F32(w) => linear(x, m, self.k, w, &self.b, self.n, y),
+            Weights::F32(w) => {
+                let threads = rayon::current_num_threads().max(1);
+                let par = if m * self.n * self.k > 1 << 16 {
+                    Parallelism::Rayon(threads)
+                } else {
+                    Parallelism::None
+                };
+                linear(x, m, self.k, w, &self.b, self.n, y, par)
+            }
+            Weights::Amx(..) => unreachable!("a packed dense layer on the f32 path"),
+        }
+    }
+
+    /// [`Dense::apply`] on this thread, for a block of rows.
+    fn apply_seq(&self, x: &[f32], m: usize, y: &mut [f32]) {
+        match &self.w {
+            Weights::Wide(w) => sgemm::product(x, self.k, m, w, Some(&self.b), y, self.n),
+            Weights::Int8(w) => igemm::linear_seq(x, m, w, &self.b, y),
+            Weights::F32(w) => linear(x, m, self.k, w, &self.b, self.n, y, Parallelism::None),
             Weights::Amx(..) => unreachable!("a packed dense layer on the f32 path"),
         }
     }
@@ -363,26 +384,46 @@ impl Encoder {
     }
 
     /// The embeddings' layer norm and the layers in f32 (GEMMs by the `gemm` crate).
-    fn layers_f32(&self, x: &mut Vec<f32>, spans: &[(usize, usize)]) {
+    fn layers_f32(&self, x: &mut [f32], spans: &[(usize, usize)]) {
         let (h, eps) = (self.hidden, self.eps);
         let rows = x.len() / h;
         let mut qkv = vec![0f32; rows * 3 * h];
         let mut ctx = vec![0f32; rows * h];
-        let mut mid = vec![0f32; rows * self.inter];
-        let mut tmp = vec![0f32; rows * h];
         ops::residual_norm(x, &[], &self.emb_ln_w, &self.emb_ln_b, eps, &mut []);
         for l in &self.layers {
             l.qkv.apply(x, rows, &mut qkv);
             self.attention(&qkv, spans, &mut ctx);
-            l.o.apply(&ctx, rows, &mut tmp);
-            ops::residual_norm(&mut tmp, x, &l.ln1_w, &l.ln1_b, eps, &mut []);
-            std::mem::swap(x, &mut tmp); // x = attention block output
-            l.i.apply(x, rows, &mut mid);
-            ops::gelu_all(&mut mid);
-            l.out.apply(&mid, rows, &mut tmp);
-            ops::residual_norm(&mut tmp, x, &l.ln2_w, &l.ln2_b, eps, &mut []);
-            std::mem::swap(x, &mut tmp);
+            // The rest of the layer is row by row: each block of rows goes through it
+            // on one worker, its activations staying in that core's cache.
+            x.par_chunks_mut(BLOCK_ROWS * h)
+                .zip(ctx.par_chunks(BLOCK_ROWS * h))
+                .for_each(|(xb, cb)| self.rows_after_attention(l, xb, cb));
         }
+    }
+
+    /// One layer past attention for a block of rows `x` (its input, then its output)
+    /// with their attention output `ctx`: `a = LN₁(x + ctx·Oᵀ)`, then
+    /// `x = LN₂(a + GELU(a·Iᵀ)·Outᵀ)`, the biases included.
+    fn rows_after_attention(&self, l: &Layer, x: &mut [f32], ctx: &[f32]) {
+        let (h, eps) = (self.hidden, self.eps);
+        let m = x.len() / h;
+        BLOCK.with_borrow_mut(|buf| {
+            let need = m * (h + self.inter);
+            if buf.len() < need {
+                buf.resize(need, 0.0);
+            }
+            let (a, mid) = buf[..need].split_at_mut(m * h);
+            l.o.apply_seq(ctx, m, a);
+            for (ar, xr) in a.chunks_exact_mut(h).zip(x.chunks_exact(h)) {
+                ops::residual_norm_row(ar, xr, &l.ln1_w, &l.ln1_b, eps, None);
+            }
+            l.i.apply_seq(a, m, mid);
+            ops::gelu_slice(mid, None);
+            l.out.apply_seq(mid, m, x);
+            for (xr, ar) in x.chunks_exact_mut(h).zip(a.chunks_exact(h)) {
+                ops::residual_norm_row(xr, ar, &l.ln2_w, &l.ln2_b, eps, None);
+            }
+        });
     }
 
     /// The embeddings' layer norm and the layers, every dense layer on AMX tiles, the
@@ -436,14 +477,18 @@ impl Encoder {
     fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
         let h = self.hidden;
         let d = h / self.heads;
-        let jobs: Vec<(usize, usize, usize)> = spans
-            .iter()
-            .flat_map(|&(s, n)| (0..self.heads).map(move |hd| (s, n, hd)))
-            .collect();
         let amx = self.amx().filter(|_| d.is_multiple_of(amx::BLOCK));
-        let outs: Vec<Vec<f32>> = jobs
-            .par_iter()
-            .map(|&(s, n, hd)| {
+        // Each sequence's rows of `ctx` (the spans are consecutive and in order), so
+        // that every sequence's heads write their output in place.
+        let mut parts = Vec::with_capacity(spans.len());
+        let (mut rest, mut at) = (ctx, 0);
+        for &(s, n) in spans {
+            let (mine, tail) = std::mem::take(&mut rest)[(s - at) * h..].split_at_mut(n * h);
+            parts.push(mine);
+            (rest, at) = (tail, s + n);
+        }
+        spans.par_iter().zip(parts).for_each(|(&(s, n), out)| {
+            for hd in 0..self.heads {
                 let head = Head {
                     qkv: &qkv[s * 3 * h..(s + n) * 3 * h],
                     n,
@@ -452,20 +497,23 @@ impl Encoder {
                     hd,
                 };
                 match amx {
-                    Some(amx) => head.on_amx(amx),
-                    None => head.in_f32(),
+                    Some(amx) => head.place(&head.on_amx(amx), out),
+                    None => head.in_f32(out),
                 }
-            })
-            .collect();
-        for (&(s, n, hd), out) in jobs.iter().zip(outs) {
-            for i in 0..n {
-                ctx[(s + i) * h + hd * d..][..d].copy_from_slice(&out[i * d..(i + 1) * d]);
             }
-        }
+        });
     }
 }
 
+/// Rows per block of [`Encoder::rows_after_attention`] (a multiple of the kernels'
+/// 12-row tiles): 96 rows of MiniLM's FFN activations are 590 KB, within L2.
+const BLOCK_ROWS: usize = 96;
+
 thread_local! {
+    /// Each worker's buffers for a block of rows past attention (`a` and the FFN's
+    /// activations), kept from block to block; every value is written before it is
+    /// read. Only kernels that stay on their thread run while they are borrowed.
+    static BLOCK: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Each worker's attention scores (`n × n`), kept from head to head: the product
     /// writes them whole, so they are neither zeroed nor allocated again.
     static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -492,6 +540,14 @@ impl Head<'_> {
 
     fn v(&self, i: usize, t: usize) -> f32 {
         self.qkv[i * 3 * self.h + 2 * self.h + self.hd * self.d + t]
+    }
+
+    /// The head's output (`n × d`) into its columns of the sequence's rows `out`
+    /// (`n × h`).
+    fn place(&self, head: &[f32], out: &mut [f32]) {
+        for (row, src) in out.chunks_exact_mut(self.h).zip(head.chunks_exact(self.d)) {
+            row[self.hd * self.d..][..self.d].copy_from_slice(src);
+        }
     }
 
     /// `softmax(Q·Kᵀ/√d)·V` (`n × d`) with bf16 operands on AMX tiles, the scores and
@@ -528,9 +584,10 @@ impl Head<'_> {
         out
     }
 
-    /// The same in f32: on the AVX-512 kernels (keys and values packed as their
-    /// panels), else with the `gemm` crate.
-    fn in_f32(&self) -> Vec<f32> {
+    /// The same in f32, written into the head's columns of the sequence's rows `out`
+    /// (`n × h`): on the AVX-512 kernels (keys and values packed as their panels),
+    /// else with the `gemm` crate.
+    fn in_f32(&self, out: &mut [f32]) {
         let (n, d, h) = (self.n, self.d, self.h);
         let scale = 1.0 / (d as f32).sqrt();
         if sgemm::available() {
@@ -538,7 +595,7 @@ impl Head<'_> {
             let kp = PackedW::pack_rows(&self.qkv[h + self.hd * d..], 3 * h, n, d);
             // out[n × d] = P · V: value dimension t is output column t.
             let vp = PackedW::pack_cols(&self.qkv[2 * h + self.hd * d..], 3 * h, d, n);
-            let mut out = vec![0f32; n * d];
+            let out = &mut out[self.hd * d..];
             SCORES.with_borrow_mut(|scores| {
                 if scores.len() < n * n {
                     scores.resize(n * n, 0.0);
@@ -550,13 +607,13 @@ impl Head<'_> {
                     .chunks_exact_mut(n)
                     .map(|row| ops::exp_scaled(row, scale))
                     .collect();
-                sgemm::product(scores, n, n, &vp, None, &mut out, d);
-                for (row, sum) in out.chunks_exact_mut(d).zip(&sums) {
+                sgemm::product(scores, n, n, &vp, None, out, h);
+                for (i, sum) in sums.iter().enumerate() {
                     let inv = 1.0 / sum;
-                    row.iter_mut().for_each(|v| *v *= inv);
+                    out[i * h..][..d].iter_mut().for_each(|v| *v *= inv);
                 }
             });
-            return out;
+            return;
         }
         let q = &self.qkv[self.hd * d..];
         let k = &self.qkv[h + self.hd * d..];
@@ -591,7 +648,7 @@ impl Head<'_> {
         for row in scores.chunks_exact_mut(n) {
             ops::softmax_scaled(row, scale, None);
         }
-        let mut out = vec![0f32; n * d];
+        let mut head = vec![0f32; n * d];
         // out[n × d] = P[n × n] · V[n × d].
         // SAFETY: as above.
         unsafe {
@@ -599,7 +656,7 @@ impl Head<'_> {
                 n,
                 d,
                 n,
-                out.as_mut_ptr(),
+                head.as_mut_ptr(),
                 1,
                 d as isize,
                 false,
@@ -617,7 +674,7 @@ impl Head<'_> {
                 Parallelism::None,
             );
         }
-        out
+        self.place(&head, out);
     }
 }
 
@@ -643,12 +700,21 @@ fn get_rows(
 }
 
 /// `y[m × n] = x[m × k] · wᵀ + b`, `w` being `n × k` row-major.
-fn linear(x: &[f32], m: usize, k: usize, w: &[f32], b: &[f32], n: usize, y: &mut [f32]) {
+#[allow(clippy::too_many_arguments)]
+fn linear(
+    x: &[f32],
+    m: usize,
+    k: usize,
+    w: &[f32],
+    b: &[f32],
+    n: usize,
+    y: &mut [f32],
+    par: Parallelism,
+) {
     debug_assert!(x.len() >= m * k && w.len() == n * k && b.len() == n && y.len() >= m * n);
     for row in y[..m * n].chunks_exact_mut(n) {
         row.copy_from_slice(b);
     }
-    let threads = rayon::current_num_threads().max(1);
     // SAFETY: x is m×k row-major (column stride 1, row stride k); wᵀ is read from the
     // n×k row-major w (element (kk, j) at j·k + kk); y is m×n row-major; all three
     // are at least that long (checked above in debug builds, by construction here).
@@ -672,11 +738,7 @@ fn linear(x: &[f32], m: usize, k: usize, w: &[f32], b: &[f32], n: usize, y: &mut
             false,
             false,
             false,
-            if m * n * k > 1 << 16 {
-                Parallelism::Rayon(threads)
-            } else {
-                Parallelism::None
-            },
+            par,
         );
     }
 }

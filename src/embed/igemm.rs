@@ -241,37 +241,50 @@ fn add_outliers(y: &mut [f32], outliers: &[(u32, f32)], wt: &[f32]) {
 /// [`available`].
 pub fn linear(x: &[f32], m: usize, w: &PackedI8, b: &[f32], y: &mut [f32]) {
     let (n, k) = (w.n, w.k);
-    assert!(available(), "igemm without AVX-512 VNNI");
-    assert!(x.len() >= m * k && b.len() == n && y.len() >= m * n);
+    assert!(x.len() >= m * k && y.len() >= m * n);
     y[..m * n]
         .par_chunks_mut(MB * n)
         .enumerate()
-        .for_each(|(i, yb)| {
-            let rows = yb.len() / n;
-            let xs = &x[i * MB * k..(i * MB + rows) * k];
-            // The block's rows in codes, padded with zero rows to whole tiles.
-            let tiles = rows.div_ceil(MR) * MR;
-            let mut q = vec![0u8; tiles * k];
-            let mut sz = vec![(1f32, 0i32); tiles];
-            let mut outliers = Vec::new();
-            let mut ends = Vec::with_capacity(rows);
-            // SAFETY: VNNI is there (asserted); `q` holds `tiles` rows of `k` codes,
-            // `yb` `rows` rows of `n` outputs.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                for r in 0..rows {
-                    let row = &xs[r * k..(r + 1) * k];
-                    sz[r] = quantize_row(row, &mut q[r * k..(r + 1) * k], &mut outliers);
-                    ends.push(outliers.len());
-                }
-                block(&q, &sz, rows, w, b, yb);
-                let mut start = 0;
-                for (y, &end) in yb.chunks_exact_mut(n).zip(&ends) {
-                    add_outliers(y, &outliers[start..end], &w.wt);
-                    start = end;
-                }
+        .for_each(|(i, yb)| linear_seq(&x[i * MB * k..], yb.len() / n, w, b, yb));
+}
+
+/// [`linear`] on this thread (for a caller that splits the rows itself).
+pub fn linear_seq(x: &[f32], m: usize, w: &PackedI8, b: &[f32], y: &mut [f32]) {
+    let (n, k) = (w.n, w.k);
+    assert!(available(), "igemm without AVX-512 VNNI");
+    assert!(x.len() >= m * k && b.len() == n && y.len() >= m * n);
+    // The rows in codes, padded to whole tiles (the padding rows' outputs are never
+    // stored, so their codes are whatever the buffer held).
+    let tiles = m.div_ceil(MR) * MR;
+    let mut sz = vec![(1f32, 0i32); tiles];
+    let mut outliers = Vec::new();
+    let mut ends = Vec::with_capacity(m);
+    CODES.with_borrow_mut(|q| {
+        if q.len() < tiles * k {
+            q.resize(tiles * k, 0);
+        }
+        // SAFETY: VNNI is there (asserted); `q` holds `tiles` rows of `k` codes, `y`
+        // `m` rows of `n` outputs.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            for r in 0..m {
+                let codes = &mut q[r * k..(r + 1) * k];
+                sz[r] = quantize_row(&x[r * k..(r + 1) * k], codes, &mut outliers);
+                ends.push(outliers.len());
             }
-        });
+            block(&q[..tiles * k], &sz, m, w, b, y);
+            let mut start = 0;
+            for (y, &end) in y.chunks_exact_mut(n).zip(&ends) {
+                add_outliers(y, &outliers[start..end], &w.wt);
+                start = end;
+            }
+        }
+    });
+}
+
+thread_local! {
+    /// Each worker's activation codes, kept from call to call (rows × `k` bytes).
+    static CODES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Every panel, then every tile of `MR` rows; a short last tile goes through a spare

@@ -52,7 +52,7 @@ fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 wide_fn! {
     /// One row: `y = layer_norm(y + x) · w + b`, and its bf16 copy in `y16` when given
     /// (the next GEMM's input).
-    fn residual_norm_row(y: &mut [f32], x: &[f32], w: &[f32], b: &[f32], eps: f32, y16: Option<&mut [u16]>) {
+    pub fn residual_norm_row(y: &mut [f32], x: &[f32], w: &[f32], b: &[f32], eps: f32, y16: Option<&mut [u16]>) {
         let h = y.len();
         if !x.is_empty() {
             y.iter_mut().zip(x).for_each(|(y, x)| *y += x);
@@ -120,18 +120,12 @@ wide_fn! {
 
 wide_fn! {
     /// GELU in place over a slice, and its bf16 copy in `y16` when given.
-    fn gelu_slice(y: &mut [f32], y16: Option<&mut [u16]>) {
+    pub fn gelu_slice(y: &mut [f32], y16: Option<&mut [u16]>) {
         y.iter_mut().for_each(|v| *v = gelu(*v));
         if let Some(y16) = y16 {
             y16.iter_mut().zip(y.iter()).for_each(|(d, s)| *d = bf16(*s));
         }
     }
-}
-
-/// GELU of every element of `y`, on all cores (the f32 path; the AMX path does it in
-/// the GEMM epilogue, [`bias_gelu_bf16`]).
-pub fn gelu_all(y: &mut [f32]) {
-    y.par_chunks_mut(8192).for_each(|c| gelu_slice(c, None));
 }
 
 wide_fn! {
