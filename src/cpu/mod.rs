@@ -2,7 +2,7 @@
 //! ([`features`]), f16 scales read by table ([`f16`]), the split of a product's rows
 //! across the thread pool ([`split`]), pools as wide as the CPUs the process gets
 //! ([`pool`]), questions before indexing ([`priority`]) and weights on transparent huge pages
-//! ([`huge`]). `llm`, `embed` and `retrieve` take these from here; this room imports
+//! ([`huge`]), and buffers a thread keeps between calls ([`scratch`]). `llm`, `embed` and `retrieve` take these from here; this room imports
 //! no other room of the crate.
 
 pub mod f16;
@@ -10,6 +10,7 @@ pub mod features;
 pub(crate) mod huge;
 pub mod pool;
 pub mod priority;
+pub mod scratch;
 pub mod split;
 
 pub use f16::f16_at;

@@ -21,6 +21,7 @@ use candle_core::{Device, Tensor};
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+use crate::cpu::scratch::with_scratch;
 use crate::embed::amx::{self, Amx, PackedB};
 use crate::embed::igemm::{self, PackedI8};
 use crate::embed::ops;
@@ -383,7 +384,7 @@ impl Encoder {
             .collect())
     }
 
-    /// The embeddings' layer norm and the layers in f32 (GEMMs by the `gemm` crate).
+    /// The embeddings' layer norm and the layers on the int8 or f32 kernels.
     fn layers_f32(&self, x: &mut [f32], spans: &[(usize, usize)]) {
         let (h, eps) = (self.hidden, self.eps);
         let rows = x.len() / h;
@@ -407,12 +408,8 @@ impl Encoder {
     fn rows_after_attention(&self, l: &Layer, x: &mut [f32], ctx: &[f32]) {
         let (h, eps) = (self.hidden, self.eps);
         let m = x.len() / h;
-        BLOCK.with_borrow_mut(|buf| {
-            let need = m * (h + self.inter);
-            if buf.len() < need {
-                buf.resize(need, 0.0);
-            }
-            let (a, mid) = buf[..need].split_at_mut(m * h);
+        with_scratch(&BLOCK, m * (h + self.inter), |buf| {
+            let (a, mid) = buf.split_at_mut(m * h);
             l.o.apply_seq(ctx, m, a);
             for (ar, xr) in a.chunks_exact_mut(h).zip(x.chunks_exact(h)) {
                 ops::residual_norm_row(ar, xr, &l.ln1_w, &l.ln1_b, eps, None);
@@ -511,11 +508,10 @@ const BLOCK_ROWS: usize = 96;
 
 thread_local! {
     /// Each worker's buffers for a block of rows past attention (`a` and the FFN's
-    /// activations), kept from block to block; every value is written before it is
-    /// read. Only kernels that stay on their thread run while they are borrowed.
+    /// activations), kept from block to block.
     static BLOCK: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// Each worker's attention scores (`n × n`), kept from head to head: the product
-    /// writes them whole, so they are neither zeroed nor allocated again.
+    /// Each worker's attention scores (`n × n`), kept from head to head (the product
+    /// writes them whole).
     static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -596,11 +592,7 @@ impl Head<'_> {
             // out[n × d] = P · V: value dimension t is output column t.
             let vp = PackedW::pack_cols(&self.qkv[2 * h + self.hd * d..], 3 * h, d, n);
             let out = &mut out[self.hd * d..];
-            SCORES.with_borrow_mut(|scores| {
-                if scores.len() < n * n {
-                    scores.resize(n * n, 0.0);
-                }
-                let scores = &mut scores[..n * n];
+            with_scratch(&SCORES, n * n, |scores| {
                 sgemm::product(&self.qkv[self.hd * d..], 3 * h, n, &kp, None, scores, n);
                 // Unnormalized probabilities; each output row divided by its sum after.
                 let sums: Vec<f32> = scores

@@ -27,6 +27,8 @@
 
 use rayon::prelude::*;
 
+use crate::cpu::scratch::with_scratch;
+
 /// Output columns per panel (two registers of 16 int32).
 const NR: usize = 32;
 /// Rows per register tile.
@@ -158,7 +160,8 @@ fn quantize_row(x: &[f32], q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32
         let cut = OUTLIER * _mm512_reduce_add_ps(acc) / k as f32;
         let first = out.len();
         // The range of the row without its outliers (zero included: an outlier is
-        // coded as zero); the outliers' masks kept, so the loop holds no call.
+        // coded as zero); the outliers themselves listed in a pass of their own, so
+        // that this loop holds no call.
         let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
         let cutv = _mm512_set1_ps(if cut > 0.0 { cut } else { f32::INFINITY });
         let mut any = 0;
@@ -223,7 +226,7 @@ fn add_outliers(y: &mut [f32], outliers: &[(u32, f32)], wt: &[f32]) {
         .iter()
         .all(|&(c, _)| (c as usize + 1) * n <= wt.len()));
     for j in (0..n).step_by(16) {
-        let m: __mmask16 = if n - j >= 16 { !0 } else { (1 << (n - j)) - 1 };
+        let m = super::sgemm::lane_mask(n - j);
         // SAFETY: the lanes of `m` are within `y` and within each outlier's row of
         // `wt` (asserted).
         unsafe {
@@ -259,10 +262,7 @@ pub fn linear_seq(x: &[f32], m: usize, w: &PackedI8, b: &[f32], y: &mut [f32]) {
     let mut sz = vec![(1f32, 0i32); tiles];
     let mut outliers = Vec::new();
     let mut ends = Vec::with_capacity(m);
-    CODES.with_borrow_mut(|q| {
-        if q.len() < tiles * k {
-            q.resize(tiles * k, 0);
-        }
+    with_scratch(&CODES, tiles * k, |q| {
         // SAFETY: VNNI is there (asserted); `q` holds `tiles` rows of `k` codes, `y`
         // `m` rows of `n` outputs.
         #[cfg(target_arch = "x86_64")]
@@ -272,7 +272,7 @@ pub fn linear_seq(x: &[f32], m: usize, w: &PackedI8, b: &[f32], y: &mut [f32]) {
                 sz[r] = quantize_row(&x[r * k..(r + 1) * k], codes, &mut outliers);
                 ends.push(outliers.len());
             }
-            block(&q[..tiles * k], &sz, m, w, b, y);
+            block(q, &sz, m, w, b, y);
             let mut start = 0;
             for (y, &end) in y.chunks_exact_mut(n).zip(&ends) {
                 add_outliers(y, &outliers[start..end], &w.wt);

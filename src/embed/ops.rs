@@ -176,13 +176,7 @@ pub fn exp_scaled(row: &mut [f32], scale: f32) -> f32 {
 fn exp_scaled_avx512(row: &mut [f32], scale: f32) -> f32 {
     use std::arch::x86_64::*;
     let n = row.len();
-    let mask = |c: usize| -> __mmask16 {
-        if n - c >= L {
-            !0
-        } else {
-            (1 << (n - c)) - 1
-        }
-    };
+    let mask = |c: usize| crate::embed::sgemm::lane_mask(n - c);
     let p = row.as_mut_ptr();
     // SAFETY: each load and store is masked to the lanes within `row`.
     unsafe {

@@ -190,14 +190,16 @@ unsafe fn block(
 /// The load/store masks of a 32-column panel's two registers when only its first
 /// `cols` columns exist.
 pub(crate) fn col_masks(cols: usize) -> (u16, u16) {
-    let bits = |c: usize| {
-        if c >= 16 {
-            0xffff
-        } else {
-            ((1u32 << c) - 1) as u16
-        }
-    };
-    (bits(cols), bits(cols.saturating_sub(16)))
+    (lane_mask(cols), lane_mask(cols.saturating_sub(16)))
+}
+
+/// The mask of a register's first `count` f32 lanes (all 16 from 16 on).
+pub(crate) fn lane_mask(count: usize) -> u16 {
+    if count >= 16 {
+        0xffff
+    } else {
+        ((1u32 << count) - 1) as u16
+    }
 }
 
 /// 12 rows × 32 columns: `out[r][j] = bias[j] + Σₖ a[r][k] · panel[k][j]` for the
