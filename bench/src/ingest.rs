@@ -72,8 +72,9 @@ pub struct IngestReport {
     /// Extraction alone, every file in turn in a child process, seconds (the pipeline
     /// overlaps it with embedding).
     pub extract_secs: f64,
-    /// Splitting, embedding and writing (from a file's start to its end on the
-    /// pipeline's main thread), summed over the files, seconds.
+    /// Embedding and writing (from a file's start to its end on the pipeline's main
+    /// thread; the extraction threads split it into chunks ahead of that), summed over
+    /// the files, seconds.
     pub embed_write_secs: f64,
     /// Peak resident memory of this process (the pipeline's parent), MB.
     pub peak_rss_mb: f64,
@@ -102,7 +103,7 @@ impl IngestReport {
             format!("{:.1} s", self.extract_secs),
         );
         row(
-            "stage: split + embed + write",
+            "stage: embed + write",
             format!("{:.1} s", self.embed_write_secs),
         );
         row("peak RSS (parent)", format!("{:.0} MB", self.peak_rss_mb));

@@ -1,7 +1,7 @@
 //! Run-time CPU feature detection, checked once per process, so one binary runs on
-//! any x86-64: AVX2 + FMA, AVX-512 (F, BW, VL), AVX-512 VNNI, and Intel AMX with
-//! Linux's permission for its tile state. `QUIRE_NO_VNNI=1` and `QUIRE_NO_AMX=1` turn
-//! the last two off, to compare.
+//! any x86-64: AVX2 + FMA, AVX-512 (F, BW, VL), AVX-512 VNNI, AVX512-BF16, and Intel
+//! AMX with Linux's permission for its tile state. `QUIRE_NO_VNNI=1`, `QUIRE_NO_BF16=1`
+//! and `QUIRE_NO_AMX=1` turn the last three off, to compare.
 
 /// Whether the CPU has AVX2 and FMA, for the run-time choice of kernels.
 #[cfg(target_arch = "x86_64")]
@@ -43,6 +43,20 @@ pub fn vnni_in_cpu() -> bool {
     has_avx512_bw_vl()
         && std::is_x86_feature_detected!("avx512vnni")
         && std::is_x86_feature_detected!("fma")
+}
+
+/// Whether attention's bf16 products can run (`embed::bgemm`): the CPU has AVX-512
+/// F/BW/VL and AVX512-BF16, and `QUIRE_NO_BF16` is not set (checked once).
+#[cfg(target_arch = "x86_64")]
+pub fn has_avx512_bf16() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| std::env::var_os("QUIRE_NO_BF16").is_none() && avx512_bf16_in_cpu())
+}
+
+/// The CPU's own answer, whatever `QUIRE_NO_BF16` says.
+#[cfg(target_arch = "x86_64")]
+pub fn avx512_bf16_in_cpu() -> bool {
+    has_avx512_bw_vl() && std::is_x86_feature_detected!("avx512bf16")
 }
 
 /// Proof that AMX bf16 can be used in this process.

@@ -3,7 +3,9 @@
 //! `1_Pooling/config.json` (mean or [CLS] pooling) and the query and passage prompts
 //! of `config_sentence_transformers.json`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use candle_transformers::models::bert::{Config, HiddenAct};
 use tokenizers::Tokenizer;
@@ -38,6 +40,10 @@ pub fn weights_file(dir: &Path) -> Option<PathBuf> {
         .iter()
         .map(|n| dir.join(n))
         .find(|p| p.is_file())
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// sentence-transformers' `1_Pooling/config.json`.
@@ -163,7 +169,16 @@ pub struct BertEmbedder {
     max_tokens: usize,
     dims: usize,
     languages: Vec<String>,
+    /// The ids of texts [`Embedder::count_tokens`] tokenized (the splitter's chunks),
+    /// taken by `embed` when it gets the same text: a chunk is tokenized once, on the
+    /// thread that split it (the pipeline's extraction threads), not again on the
+    /// thread that waits for the model.
+    counted: Mutex<HashMap<String, Vec<u32>>>,
 }
+
+/// At most this many texts' ids are kept for `embed` (a few megabytes); past it they
+/// are all dropped (and tokenized again when embedded).
+const COUNTED_MAX: usize = 8192;
 
 impl BertEmbedder {
     /// Load the model in `dir` (see [`BertFiles`]) on the CPU.
@@ -267,6 +282,7 @@ impl BertEmbedder {
             max_tokens,
             dims: config.hidden_size,
             languages,
+            counted: Mutex::new(HashMap::new()),
         })
     }
 
@@ -275,12 +291,21 @@ impl BertEmbedder {
         &self.tokenizer
     }
 
-    fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+    /// `text`'s ids, special tokens included, not truncated.
+    fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let enc = self
             .tokenizer
             .encode_fast(text, true)
             .map_err(|e| Error::Invalid(format!("tokenizer: {e}")))?;
-        let mut ids = enc.get_ids().to_vec();
+        Ok(enc.get_ids().to_vec())
+    }
+
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        let kept = lock(&self.counted).remove(text);
+        let mut ids = match kept {
+            Some(ids) => ids,
+            None => self.encode(text)?,
+        };
         if ids.len() > self.max_tokens {
             // Same as sentence-transformers: keep the head, end with [SEP].
             let last = ids[ids.len() - 1];
@@ -363,10 +388,13 @@ impl Embedder for BertEmbedder {
     }
 
     fn count_tokens(&self, text: &str) -> Result<usize> {
-        let enc = self
-            .tokenizer
-            .encode_fast(text, true)
-            .map_err(|e| Error::Invalid(format!("tokenizer: {e}")))?;
-        Ok(enc.len())
+        let ids = self.encode(text)?;
+        let n = ids.len();
+        let mut counted = lock(&self.counted);
+        if counted.len() >= COUNTED_MAX {
+            counted.clear();
+        }
+        counted.insert(text.to_string(), ids);
+        Ok(n)
     }
 }

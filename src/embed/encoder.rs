@@ -23,6 +23,7 @@ use rayon::prelude::*;
 
 use crate::cpu::scratch::with_scratch;
 use crate::embed::amx::{self, Amx, PackedB};
+use crate::embed::bgemm::{self, PackedH};
 use crate::embed::igemm::{self, PackedI8};
 use crate::embed::ops;
 use crate::embed::sgemm::{self, PackedW};
@@ -73,6 +74,17 @@ impl Dense {
         Self { n, k, w, b }
     }
 
+    /// A layer whose input is GELU's output (int8: its own outlier threshold).
+    fn after_gelu(self) -> Self {
+        match self.w {
+            Weights::Int8(p) => Self {
+                w: Weights::Int8(p.after_gelu()),
+                ..self
+            },
+            _ => self,
+        }
+    }
+
     /// `y[m × n] = x[m × k] · wᵀ + b` in f32.
     fn apply(&self, x: &[f32], m: usize, y: &mut [f32]) {
         match &self.w {
@@ -118,8 +130,9 @@ impl Dense {
 pub enum Kernels {
     /// f32: AVX-512 kernels ([`sgemm`]), or the `gemm` crate without AVX-512.
     F32,
-    /// int8 weights and activations on AVX-512 VNNI ([`igemm`]); f32 where the CPU
-    /// has no VNNI or `QUIRE_NO_VNNI` is set.
+    /// int8 weights and activations on AVX-512 VNNI ([`igemm`]), attention's products
+    /// in bf16 where the CPU has AVX512-BF16 ([`bgemm`]); f32 where the CPU has no
+    /// VNNI or `QUIRE_NO_VNNI` is set (`QUIRE_NO_BF16`: attention in f32).
     Int8,
     /// bf16 on AMX tiles ([`amx`]).
     Amx(Amx),
@@ -135,10 +148,13 @@ impl Kernels {
         }
     }
 
-    /// What runs, in words: "bf16 AMX", "int8 VNNI" or "f32".
+    /// What runs, in words: "bf16 AMX", "int8 VNNI" (", attention bf16") or "f32".
     pub fn describe(self) -> &'static str {
         match self {
             Kernels::Amx(_) => "bf16 AMX",
+            Kernels::Int8 if igemm::available() && bgemm::available() => {
+                "int8 VNNI, attention bf16"
+            }
             Kernels::Int8 if igemm::available() => "int8 VNNI",
             Kernels::Int8 | Kernels::F32 => "f32",
         }
@@ -277,7 +293,8 @@ impl Encoder {
                     get(&p("output.dense.bias"), &[h])?,
                     i,
                     kernels,
-                ),
+                )
+                .after_gelu(),
                 ln2_w: get(&p("output.LayerNorm.weight"), &[h])?,
                 ln2_b: get(&p("output.LayerNorm.bias"), &[h])?,
             });
@@ -388,18 +405,23 @@ impl Encoder {
     fn layers_f32(&self, x: &mut [f32], spans: &[(usize, usize)]) {
         let (h, eps) = (self.hidden, self.eps);
         let rows = x.len() / h;
-        let mut qkv = vec![0f32; rows * 3 * h];
-        let mut ctx = vec![0f32; rows * h];
         ops::residual_norm(x, &[], &self.emb_ln_w, &self.emb_ln_b, eps, &mut []);
-        for l in &self.layers {
-            l.qkv.apply(x, rows, &mut qkv);
-            self.attention(&qkv, spans, &mut ctx);
-            // The rest of the layer is row by row: each block of rows goes through it
-            // on one worker, its activations staying in that core's cache.
-            x.par_chunks_mut(BLOCK_ROWS * h)
-                .zip(ctx.par_chunks(BLOCK_ROWS * h))
-                .for_each(|(xb, cb)| self.rows_after_attention(l, xb, cb));
-        }
+        // Q|K|V and attention's output, kept from batch to batch (each written whole
+        // before it is read): no fresh, zeroed megabytes on one thread per batch.
+        with_scratch(&QKV, rows * 3 * h, |qkv| {
+            with_scratch(&CTX, rows * h, |ctx| {
+                for l in &self.layers {
+                    l.qkv.apply(x, rows, qkv);
+                    self.attention(qkv, spans, ctx);
+                    // The rest of the layer is row by row: each block of rows goes
+                    // through it on one worker, its activations staying in that
+                    // core's cache.
+                    x.par_chunks_mut(BLOCK_ROWS * h)
+                        .zip(ctx.par_chunks(BLOCK_ROWS * h))
+                        .for_each(|(xb, cb)| self.rows_after_attention(l, xb, cb));
+                }
+            })
+        })
     }
 
     /// One layer past attention for a block of rows `x` (its input, then its output)
@@ -470,11 +492,16 @@ impl Encoder {
 
     /// Scaled dot-product attention of every (sequence, head), over the sequence's own
     /// tokens: `ctx[rows × h]` from `qkv[rows × 3h]`; on AMX tiles when the dense
-    /// layers are and the head size is a multiple of 32.
+    /// layers are and the head size is a multiple of 32, in bf16 on AVX512-BF16 when
+    /// they are int8.
     fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
         let h = self.hidden;
         let d = h / self.heads;
         let amx = self.amx().filter(|_| d.is_multiple_of(amx::BLOCK));
+        // With the int8 dense layers, the products in bf16 where the CPU has them (the
+        // f32 kernels stay f32 throughout: the reference the others are measured by).
+        let bf16 =
+            matches!(self.kernels, Kernels::Int8) && igemm::available() && bgemm::available();
         // Each sequence's rows of `ctx` (the spans are consecutive and in order), so
         // that every sequence's heads write their output in place.
         let mut parts = Vec::with_capacity(spans.len());
@@ -495,6 +522,7 @@ impl Encoder {
                 };
                 match amx {
                     Some(amx) => head.place(&head.on_amx(amx), out),
+                    None if bf16 => head.in_bf16(out),
                     None => head.in_f32(out),
                 }
             }
@@ -507,6 +535,13 @@ impl Encoder {
 const BLOCK_ROWS: usize = 96;
 
 thread_local! {
+    /// Each worker's bf16 pairs of a head's queries, then of its probabilities
+    /// (`rows × ⌈d/2⌉`, then `rows × ⌈n/2⌉`; rows rounded up to whole tiles).
+    static PAIRS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// A batch's Q|K|V (`rows × 3h`) and attention output (`rows × h`), kept on the
+    /// thread that runs the batch.
+    static QKV: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static CTX: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Each worker's buffers for a block of rows past attention (`a` and the FFN's
     /// activations), kept from block to block.
     static BLOCK: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -578,6 +613,45 @@ impl Head<'_> {
         }
         out.truncate(n * d);
         out
+    }
+
+    /// `softmax(Q·Kᵀ/√d)·V` with bf16 operands on AVX512-BF16 ([`bgemm`]), the
+    /// scores, the softmax and the sums in f32 (the AMX path's arithmetic), written
+    /// into the head's columns of the sequence's rows `out` (`n × h`).
+    fn in_bf16(&self, out: &mut [f32]) {
+        let (n, d, h) = (self.n, self.d, self.h);
+        let scale = 1.0 / (d as f32).sqrt();
+        let (d2, n2) = (d.div_ceil(2), n.div_ceil(2));
+        let rows = n.div_ceil(bgemm::MR) * bgemm::MR;
+        // scores[n × n] = Q · Kᵀ: key j is output column j.
+        let kp = PackedH::pack_rows(&self.qkv[h + self.hd * d..], 3 * h, n, d);
+        // out[n × d] = P · V: value dimension t is output column t.
+        let vp = PackedH::pack_cols(&self.qkv[2 * h + self.hd * d..], 3 * h, d, n);
+        let out = &mut out[self.hd * d..];
+        with_scratch(&PAIRS, rows * d2.max(n2), |pairs| {
+            for (i, q) in pairs.chunks_exact_mut(d2).take(n).enumerate() {
+                bgemm::pairs_of(&self.qkv[i * 3 * h + self.hd * d..][..d], q);
+            }
+            with_scratch(&SCORES, n * n, |scores| {
+                bgemm::product(pairs, n, &kp, scores, n);
+                // Unnormalized probabilities, as pairs; each output row divided by
+                // its sum after.
+                let sums: Vec<f32> = scores
+                    .chunks_exact_mut(n)
+                    .zip(pairs.chunks_exact_mut(n2))
+                    .map(|(row, p)| {
+                        let sum = ops::exp_scaled(row, scale);
+                        bgemm::pairs_of(row, p);
+                        sum
+                    })
+                    .collect();
+                bgemm::product(pairs, n, &vp, out, h);
+                for (i, sum) in sums.iter().enumerate() {
+                    let inv = 1.0 / sum;
+                    out[i * h..][..d].iter_mut().for_each(|v| *v *= inv);
+                }
+            });
+        });
     }
 
     /// The same in f32, written into the head's columns of the sequence's rows `out`

@@ -37,8 +37,17 @@ const MR: usize = 12;
 const MB: usize = 8 * MR;
 /// Inputs per weight scale.
 pub const G: usize = 128;
-/// A value is an outlier above this many times its row's mean magnitude.
+/// A value is an outlier above this many times its row's mean magnitude: in the
+/// inputs of Q|K|V, of the attention output's projection and of the FFN's first
+/// layer (a layer norm's or attention's output, where a few channels are tens of
+/// times the rest: under one outlier per row on the corpus).
 pub const OUTLIER: f32 = 6.0;
+/// The same in GELU's output, the input of the FFN's second layer. It is one-sided
+/// with a long tail: at 6× the mean magnitude nearly every row had the cap of
+/// [`MAX_OUTLIERS`] (7.9 per row on `../shared/corpus`), whose f32 products took ~7%
+/// of indexing. At 16×, 0.8 per row, and the vectors moved no farther from the f32
+/// ones (`quire-bench embed`: lowest cosine 0.99949 against 0.99950 at 6×).
+pub const GELU_OUTLIER: f32 = 16.0;
 /// At most this many outliers per row (the largest).
 pub const MAX_OUTLIERS: usize = 8;
 
@@ -54,6 +63,8 @@ pub struct PackedI8 {
     sum: Vec<f32>,
     /// The f32 weight transposed (`k × n`), for the outliers.
     wt: Vec<f32>,
+    /// Outliers are above this many times their row's mean magnitude ([`OUTLIER`]).
+    outlier: f32,
 }
 
 impl PackedI8 {
@@ -108,7 +119,14 @@ impl PackedI8 {
             scale,
             sum,
             wt,
+            outlier: OUTLIER,
         }
+    }
+
+    /// For a layer whose input is GELU's output: outliers above [`GELU_OUTLIER`].
+    pub fn after_gelu(mut self) -> Self {
+        self.outlier = GELU_OUTLIER;
+        self
     }
 }
 
@@ -132,58 +150,96 @@ pub fn available() -> bool {
 
 /// One row's codes (`k` bytes, `k` a multiple of 16, at least 64), its scale and zero point,
 /// `x ≈ s · (q − z)`, with its outliers (channel, value) appended to `out` and coded
-/// as zero. Three passes over the row: its mean magnitude; the outliers and the
-/// range of the rest; the codes.
+/// as zero (an outlier: above `outlier` times the row's mean magnitude). Two or three passes over the row: its mean magnitude, largest magnitude
+/// and range; where some value is an outlier, the outliers (listed as they are met)
+/// and the range of the rest; the codes. Each pass keeps two sets of accumulators, so
+/// that neighbouring vectors do not wait on each other.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn quantize_row(x: &[f32], q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32) {
+fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32) {
     use std::arch::x86_64::*;
     let k = x.len();
     assert!(k >= 64 && k.is_multiple_of(16) && q.len() >= k);
     // SAFETY: every load and store is within `x` or `q` (`k` values, asserted).
     unsafe {
-        // Four sums, so that the additions do not wait on each other.
-        let abs = |c: usize| _mm512_abs_ps(_mm512_loadu_ps(x.as_ptr().add(c)));
-        let (mut a0, mut a1, mut a2, mut a3) = (abs(0), abs(16), abs(32), abs(48));
-        let mut c = 64;
-        while c + 64 <= k {
-            a0 = _mm512_add_ps(a0, abs(c));
-            a1 = _mm512_add_ps(a1, abs(c + 16));
-            a2 = _mm512_add_ps(a2, abs(c + 32));
-            a3 = _mm512_add_ps(a3, abs(c + 48));
-            c += 64;
+        let load = |c: usize| _mm512_loadu_ps(x.as_ptr().add(c));
+        // Pass 1: Σ|v| (four sums), max |v|, and the whole row's range.
+        let zero = _mm512_setzero_ps();
+        let (mut s0, mut s1, mut s2, mut s3) = (zero, zero, zero, zero);
+        let (mut top0, mut top1) = (zero, zero);
+        let (mut lo0, mut hi0, mut lo1, mut hi1) = (zero, zero, zero, zero);
+        let mut c = 0;
+        while c + 32 <= k {
+            let (v0, v1) = (load(c), load(c + 16));
+            let (a0, a1) = (_mm512_abs_ps(v0), _mm512_abs_ps(v1));
+            if c % 64 == 0 {
+                s0 = _mm512_add_ps(s0, a0);
+                s1 = _mm512_add_ps(s1, a1);
+            } else {
+                s2 = _mm512_add_ps(s2, a0);
+                s3 = _mm512_add_ps(s3, a1);
+            }
+            top0 = _mm512_max_ps(top0, a0);
+            top1 = _mm512_max_ps(top1, a1);
+            lo0 = _mm512_min_ps(lo0, v0);
+            lo1 = _mm512_min_ps(lo1, v1);
+            hi0 = _mm512_max_ps(hi0, v0);
+            hi1 = _mm512_max_ps(hi1, v1);
+            c += 32;
         }
-        for c in (c..k).step_by(16) {
-            a0 = _mm512_add_ps(a0, abs(c));
+        if c < k {
+            // Vector `c / 16` into sum `(c / 16) % 4`, as every other.
+            let v = load(c);
+            let a = _mm512_abs_ps(v);
+            if c % 64 == 0 {
+                s0 = _mm512_add_ps(s0, a);
+            } else {
+                s2 = _mm512_add_ps(s2, a);
+            }
+            top0 = _mm512_max_ps(top0, a);
+            lo0 = _mm512_min_ps(lo0, v);
+            hi0 = _mm512_max_ps(hi0, v);
         }
-        let acc = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-        let cut = OUTLIER * _mm512_reduce_add_ps(acc) / k as f32;
+        let sum = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
+        let cut = outlier * _mm512_reduce_add_ps(sum) / k as f32;
+        let top = _mm512_reduce_max_ps(_mm512_max_ps(top0, top1));
         let first = out.len();
         // The range of the row without its outliers (zero included: an outlier is
-        // coded as zero); the outliers themselves listed in a pass of their own, so
-        // that this loop holds no call.
-        let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-        let cutv = _mm512_set1_ps(if cut > 0.0 { cut } else { f32::INFINITY });
-        let mut any = 0;
-        for c in (0..k).step_by(16) {
-            let v = _mm512_loadu_ps(x.as_ptr().add(c));
-            let m = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(v), cutv);
-            lo = _mm512_mask_min_ps(lo, !m, lo, v);
-            hi = _mm512_mask_max_ps(hi, !m, hi, v);
-            any |= m;
-        }
-        if any != 0 {
-            for c in (0..k).step_by(16) {
-                let v = _mm512_abs_ps(_mm512_loadu_ps(x.as_ptr().add(c)));
-                let mut m = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, cutv);
+        // coded as zero).
+        let (mut lo, mut hi);
+        if cut > 0.0 && top > cut {
+            let cutv = _mm512_set1_ps(cut);
+            let (mut lo0, mut hi0, mut lo1, mut hi1) = (zero, zero, zero, zero);
+            for c in (0..k).step_by(32) {
+                // Two vectors (one where `k` is an odd number of them).
+                let (v0, m0) = {
+                    let v = load(c);
+                    (v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(v), cutv))
+                };
+                lo0 = _mm512_mask_min_ps(lo0, !m0, lo0, v0);
+                hi0 = _mm512_mask_max_ps(hi0, !m0, hi0, v0);
+                let m1 = if c + 16 < k {
+                    let v1 = load(c + 16);
+                    let m1 = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(v1), cutv);
+                    lo1 = _mm512_mask_min_ps(lo1, !m1, lo1, v1);
+                    hi1 = _mm512_mask_max_ps(hi1, !m1, hi1, v1);
+                    m1
+                } else {
+                    0
+                };
+                let mut m = m0 as u32 | (m1 as u32) << 16;
                 while m != 0 {
                     let i = c + m.trailing_zeros() as usize;
                     out.push((i as u32, x[i]));
                     m &= m - 1;
                 }
             }
+            lo = _mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1));
+            hi = _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1));
+        } else {
+            lo = _mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1));
+            hi = _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1));
         }
-        let (mut lo, mut hi) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
         if out.len() - first > MAX_OUTLIERS {
             // The largest (ties: the lower channel), in channel order; the others are
             // back in the row's range.
@@ -201,7 +257,7 @@ fn quantize_row(x: &[f32], q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32
         let (inv, zv) = (_mm512_set1_ps(1.0 / s), _mm512_set1_ps(z));
         for c in (0..k).step_by(16) {
             // Rounded to nearest (even), then clamped to 0..=255.
-            let t = _mm512_fmadd_ps(_mm512_loadu_ps(x.as_ptr().add(c)), inv, zv);
+            let t = _mm512_fmadd_ps(load(c), inv, zv);
             let i = _mm512_max_epi32(_mm512_cvtps_epi32(t), _mm512_setzero_si512());
             _mm_storeu_si128(
                 q.as_mut_ptr().add(c) as *mut __m128i,
@@ -212,31 +268,6 @@ fn quantize_row(x: &[f32], q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32
             q[c as usize] = z as u8;
         }
         (s, z as i32)
-    }
-}
-
-/// `y += Σ v · wt[c]` over a row's outliers `(c, v)`, `wt` the transposed weight
-/// (rows of `y.len()` values); the outliers added in order.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn add_outliers(y: &mut [f32], outliers: &[(u32, f32)], wt: &[f32]) {
-    use std::arch::x86_64::*;
-    let n = y.len();
-    assert!(outliers
-        .iter()
-        .all(|&(c, _)| (c as usize + 1) * n <= wt.len()));
-    for j in (0..n).step_by(16) {
-        let m = super::sgemm::lane_mask(n - j);
-        // SAFETY: the lanes of `m` are within `y` and within each outlier's row of
-        // `wt` (asserted).
-        unsafe {
-            let mut acc = _mm512_maskz_loadu_ps(m, y.as_ptr().add(j));
-            for &(c, v) in outliers {
-                let w = _mm512_maskz_loadu_ps(m, wt.as_ptr().add(c as usize * n + j));
-                acc = _mm512_fmadd_ps(_mm512_set1_ps(v), w, acc);
-            }
-            _mm512_mask_storeu_ps(y.as_mut_ptr().add(j), m, acc);
-        }
     }
 }
 
@@ -261,23 +292,27 @@ pub fn linear_seq(x: &[f32], m: usize, w: &PackedI8, b: &[f32], y: &mut [f32]) {
     let tiles = m.div_ceil(MR) * MR;
     let mut sz = vec![(1f32, 0i32); tiles];
     let mut outliers = Vec::new();
-    let mut ends = Vec::with_capacity(m);
+    // Row r's outliers are `outliers[ends[r]..ends[r + 1]]`.
+    let mut ends = Vec::with_capacity(m + 1);
+    ends.push(0);
     with_scratch(&CODES, tiles * k, |q| {
         // SAFETY: VNNI is there (asserted); `q` holds `tiles` rows of `k` codes, `y`
-        // `m` rows of `n` outputs.
+        // `m` rows of `n` outputs; every outlier's channel is below `k` (a position
+        // in its row), so its row of `wt` is there.
         #[cfg(target_arch = "x86_64")]
         unsafe {
             for r in 0..m {
                 let codes = &mut q[r * k..(r + 1) * k];
-                sz[r] = quantize_row(&x[r * k..(r + 1) * k], codes, &mut outliers);
+                sz[r] = quantize_row(&x[r * k..(r + 1) * k], w.outlier, codes, &mut outliers);
                 ends.push(outliers.len());
             }
-            block(q, &sz, m, w, b, y);
-            let mut start = 0;
-            for (y, &end) in y.chunks_exact_mut(n).zip(&ends) {
-                add_outliers(y, &outliers[start..end], &w.wt);
-                start = end;
-            }
+            assert!(outliers.iter().all(|&(c, _)| (c as usize) < k));
+            // The channels with an outlier in some row: their weight rows are fetched
+            // into cache at each panel's start, ahead of the first tile's epilogue.
+            let mut channels: Vec<u32> = outliers.iter().map(|o| o.0).collect();
+            channels.sort_unstable();
+            channels.dedup();
+            block(q, &sz, m, w, b, (&outliers, &ends, &channels), y);
         }
     });
 }
@@ -287,11 +322,21 @@ thread_local! {
     static CODES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Every panel, then every tile of `MR` rows; a short last tile goes through a spare
-/// buffer.
+/// Every panel, then every tile of `MR` rows; each row's outputs scaled, the bias and
+/// then its outliers' f32 products (`v · wt[c]`, in channel order) added while they
+/// are in registers, the 32 columns of each outlier's weight row staying in cache
+/// from tile to tile.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn block(q: &[u8], sz: &[(f32, i32)], rows: usize, w: &PackedI8, b: &[f32], y: &mut [f32]) {
+unsafe fn block(
+    q: &[u8],
+    sz: &[(f32, i32)],
+    rows: usize,
+    w: &PackedI8,
+    b: &[f32],
+    (outliers, ends, channels): (&[(u32, f32)], &[usize], &[u32]),
+    y: &mut [f32],
+) {
     use std::arch::x86_64::*;
     let (n, k) = (w.n, w.k);
     let groups = k / G;
@@ -300,7 +345,14 @@ unsafe fn block(q: &[u8], sz: &[(f32, i32)], rows: usize, w: &PackedI8, b: &[f32
         let j0 = p * NR;
         let cols = NR.min(n - j0);
         let (m0, m1) = super::sgemm::col_masks(cols);
-        // SAFETY: the caller's; the column vectors read `cols` values at `j0`.
+        for &c in channels {
+            let at = w.wt.as_ptr().wrapping_add(c as usize * n + j0);
+            // A prefetch reads nothing and cannot fault.
+            _mm_prefetch::<_MM_HINT_T0>(at as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(16) as *const i8);
+        }
+        // SAFETY: the caller's (every outlier's channel below `k`: its row of `wt` is
+        // there); the column vectors read `cols` values at `j0`.
         unsafe {
             let scales = w.scale.as_ptr().add(p * groups * NR);
             let (cs0, cs1) = (
@@ -327,8 +379,14 @@ unsafe fn block(q: &[u8], sz: &[(f32, i32)], rows: usize, w: &PackedI8, b: &[f32
                     let a0 = _mm512_loadu_ps(acc.as_ptr().add(r * NR));
                     let a1 = _mm512_loadu_ps(acc.as_ptr().add(r * NR + 16));
                     // s·(a − z·C) + b
-                    let y0 = _mm512_fmadd_ps(_mm512_fnmadd_ps(zv, cs0, a0), sv, b0);
-                    let y1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(zv, cs1, a1), sv, b1);
+                    let mut y0 = _mm512_fmadd_ps(_mm512_fnmadd_ps(zv, cs0, a0), sv, b0);
+                    let mut y1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(zv, cs1, a1), sv, b1);
+                    for &(c, v) in &outliers[ends[i + r]..ends[i + r + 1]] {
+                        let wr = w.wt.as_ptr().add(c as usize * n + j0);
+                        let vv = _mm512_set1_ps(v);
+                        y0 = _mm512_fmadd_ps(vv, _mm512_maskz_loadu_ps(m0, wr), y0);
+                        y1 = _mm512_fmadd_ps(vv, _mm512_maskz_loadu_ps(m1, wr.add(16)), y1);
+                    }
                     let out = y.as_mut_ptr().add((i + r) * n + j0);
                     _mm512_mask_storeu_ps(out, m0, y0);
                     _mm512_mask_storeu_ps(out.add(16), m1, y1);
@@ -525,7 +583,8 @@ mod tests {
                     let mut q = vec![0u8; k];
                     let mut out = Vec::new();
                     // SAFETY: VNNI (and so AVX-512 BW) is there.
-                    let (s, z) = unsafe { quantize_row(&x[r * k..(r + 1) * k], &mut q, &mut out) };
+                    let (s, z) =
+                        unsafe { quantize_row(&x[r * k..(r + 1) * k], OUTLIER, &mut q, &mut out) };
                     assert!(out.is_empty(), "uniform values have no outliers");
                     for j in 0..n {
                         let groups = k / G;
@@ -568,6 +627,97 @@ mod tests {
         }
     }
 
+    /// The row's quantization, written plainly: outliers above `outlier` × the mean
+    /// magnitude (the largest [`MAX_OUTLIERS`], ties to the lower channel), the range
+    /// of the rest with zero, codes rounded to nearest even.
+    fn quantize_plain(x: &[f32], outlier: f32) -> (Vec<u8>, (f32, i32), Vec<(u32, f32)>) {
+        let k = x.len();
+        // The kernel's order of summation: four sums over 16-lane vectors.
+        let mut lanes = [[0f32; 16]; 4];
+        for (i, v) in x.iter().enumerate() {
+            lanes[(i / 16) % 4][i % 16] += v.abs();
+        }
+        let red = |l: &[f32; 16]| {
+            // _mm512_reduce_add_ps: halves added pairwise.
+            let mut v = l.to_vec();
+            while v.len() > 1 {
+                let h = v.len() / 2;
+                v = (0..h).map(|i| v[i] + v[i + h]).collect();
+            }
+            v[0]
+        };
+        let mut sum = [0f32; 16];
+        for (i, s) in sum.iter_mut().enumerate() {
+            *s = (lanes[0][i] + lanes[1][i]) + (lanes[2][i] + lanes[3][i]);
+        }
+        let cut = outlier * red(&sum) / k as f32;
+        let mut out: Vec<(u32, f32)> = (0..k)
+            .filter(|&i| cut > 0.0 && x[i].abs() > cut)
+            .map(|i| (i as u32, x[i]))
+            .collect();
+        out.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()).then(a.0.cmp(&b.0)));
+        out.truncate(MAX_OUTLIERS);
+        out.sort_by_key(|o| o.0);
+        let is_out = |i: usize| out.iter().any(|o| o.0 as usize == i);
+        let (mut lo, mut hi) = (0f32, 0f32);
+        for (i, &v) in x.iter().enumerate() {
+            if !is_out(i) {
+                (lo, hi) = (lo.min(v), hi.max(v));
+            }
+        }
+        let s = if hi > lo { (hi - lo) / 255.0 } else { 1.0 };
+        let z = (-lo / s).round().clamp(0.0, 255.0);
+        let codes = (0..k)
+            .map(|i| {
+                if is_out(i) {
+                    z as u8
+                } else {
+                    x[i].mul_add(1.0 / s, z).round_ties_even().clamp(0.0, 255.0) as u8
+                }
+            })
+            .collect();
+        (codes, (s, z as i32), out)
+    }
+
+    /// The kernel's codes, scale, zero point and outliers are the plain version's,
+    /// bit for bit: rows without outliers, with a few, with more than the cap, an odd
+    /// number of vectors, at both thresholds.
+    #[test]
+    fn quantize_row_is_the_plain_quantization() {
+        if !vnni() {
+            return;
+        }
+        for (case, &k) in [64usize, 80, 128, 384, 1536].iter().enumerate() {
+            for planted in [0usize, 2, 5, 20] {
+                let mut x = values(k, 31 + case as u32 * 7 + planted as u32);
+                for p in 0..planted {
+                    let i = (p * 37 + 11) % k;
+                    x[i] = if p % 2 == 0 {
+                        9.0 + p as f32
+                    } else {
+                        -7.0 - p as f32 * 0.5
+                    };
+                }
+                for outlier in [OUTLIER, GELU_OUTLIER] {
+                    let mut q = vec![0u8; k];
+                    let mut out = vec![(999, 1.0)];
+                    // SAFETY: VNNI (and so AVX-512 BW) is there.
+                    let sz = unsafe { quantize_row(&x, outlier, &mut q, &mut out) };
+                    let (codes, want_sz, want_out) = quantize_plain(&x, outlier);
+                    let what = format!("k {k}, {planted} planted, threshold {outlier}");
+                    assert_eq!(out[0], (999, 1.0), "{what}: earlier rows' outliers kept");
+                    assert_eq!(&out[1..], &want_out[..], "{what}: outliers");
+                    assert_eq!(sz.0.to_bits(), want_sz.0.to_bits(), "{what}: scale");
+                    assert_eq!(sz.1, want_sz.1, "{what}: zero point");
+                    assert_eq!(q, codes, "{what}: codes");
+                    if planted > MAX_OUTLIERS && outlier == OUTLIER && k >= 384 {
+                        assert_eq!(out.len() - 1, MAX_OUTLIERS, "{what}: the cap");
+                    }
+                }
+            }
+        }
+    }
+
     /// A channel tens of times larger than the rest is multiplied in f32: the rest of
     /// the row keeps its resolution, and the product stays as close as without it.
     #[test]
@@ -589,7 +739,7 @@ mod tests {
         let mut q = vec![0u8; k];
         let mut out = Vec::new();
         // SAFETY: VNNI (and so AVX-512 BW) is there.
-        unsafe { quantize_row(&x[..k], &mut q, &mut out) };
+        unsafe { quantize_row(&x[..k], OUTLIER, &mut q, &mut out) };
         assert_eq!(out, vec![(7, 40.0), (30, -25.0)]);
         for r in 0..m {
             for j in 0..n {

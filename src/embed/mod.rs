@@ -3,6 +3,7 @@
 
 pub mod amx;
 pub mod bert;
+pub mod bgemm;
 pub mod candle_bert;
 pub mod catalog;
 pub mod encoder;

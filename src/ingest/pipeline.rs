@@ -6,7 +6,8 @@
 //! before any work starts, and a pipeline drains the queue, so what a kill or a crash
 //! interrupted is finished by the next drain. Extraction runs ahead of embedding on
 //! [`EXTRACT_WORKERS`] threads, each with at most one child process, handing documents
-//! over a channel of one: the next files are read while this one is embedded.
+//! over a channel of one: the next files are read and split into chunks (tokenized)
+//! while this one is embedded.
 //!
 //! The slow parts (extraction, embedding) run without holding the store, which is
 //! locked only for the short lookups and the final write: a question asked while a
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::ocr::Ocr;
-use super::split::{split, SplitConfig};
+use super::split::{split, Chunk, SplitConfig};
 use super::ExtractedDoc;
 use super::IndexEvent;
 use crate::cpu::priority::Priority;
@@ -197,8 +198,15 @@ struct Prepared {
     /// This file's own cancel flag.
     cancel: Cancel,
     hash: String,
-    /// The extracted document, or (document id, chunks) when it is already indexed.
-    doc: Result<Result<ExtractedDoc, (i64, usize)>, Stop>,
+    /// The extracted document with its chunks, or (document id, chunks) when it is
+    /// already indexed.
+    doc: Result<Result<Split, (i64, usize)>, Stop>,
+}
+
+/// An extracted document and its chunks (none when no page has text).
+struct Split {
+    doc: ExtractedDoc,
+    chunks: Vec<Chunk>,
 }
 
 impl From<Error> for Stop {
@@ -387,13 +395,15 @@ impl Pipeline<'_> {
         }
     }
 
-    /// Hash and extract one file, unless it is already indexed.
+    /// Hash, extract and split one file, unless it is already indexed: on the
+    /// extraction thread, so that the next file is split (tokenized) while this one is
+    /// embedded.
     #[allow(clippy::type_complexity)]
     fn prepare(
         &self,
         file: &Path,
         stop: &dyn Fn() -> bool,
-    ) -> (String, Result<Result<ExtractedDoc, (i64, usize)>, Stop>) {
+    ) -> (String, Result<Result<Split, (i64, usize)>, Stop>) {
         let bytes = match std::fs::read(file) {
             Ok(b) => b,
             Err(e) => return (String::new(), Err(Stop::File(e.to_string()))),
@@ -424,7 +434,12 @@ impl Pipeline<'_> {
         let control = Control { stop, hold: &hold };
         let doc = (self.extract)(file, &control).and_then(|mut doc| {
             self.ocr.fill(file, &mut doc, stop)?;
-            Ok(doc)
+            let chunks = if doc.pages.iter().all(|p| p.text.trim().is_empty()) {
+                Vec::new()
+            } else {
+                split(&doc.pages, self.embedder, &self.split)?
+            };
+            Ok(Split { doc, chunks })
         });
         (hash, doc.map(Ok).map_err(Stop::from))
     }
@@ -440,7 +455,7 @@ impl Pipeline<'_> {
     ) -> Result<(i64, usize, bool), Stop> {
         let size = p.row.bytes;
         let doc = match p.doc {
-            Ok(Ok(doc)) => doc,
+            Ok(Ok(split)) => split,
             Ok(Err((id, chunks))) => {
                 clock.total_bytes = clock.total_bytes.saturating_sub(size);
                 return Ok((id, chunks, true));
@@ -477,7 +492,7 @@ impl Pipeline<'_> {
         &self,
         row: &QueueRow,
         file_cancel: &Cancel,
-        doc: ExtractedDoc,
+        Split { doc, chunks }: Split,
         hash: &str,
         clock: &mut Clock,
         cancel: &Cancel,
@@ -501,7 +516,6 @@ impl Pipeline<'_> {
         }
         let started = Instant::now();
         let mut paused = Duration::ZERO;
-        let chunks = split(&doc.pages, self.embedder, &self.split)?;
         let mut embeddings = Vec::with_capacity(chunks.len());
         for batch in chunks.chunks(EMBED_BATCH) {
             check()?;

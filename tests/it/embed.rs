@@ -78,3 +78,34 @@ fn token_counts_and_spans() {
     let long = "word ".repeat(300);
     assert_eq!(emb.count_tokens(&long).expect("count"), 302);
 }
+
+/// A text the splitter counted is embedded from the ids kept then: the same bits as
+/// a text never counted, a text longer than the window (truncated as
+/// sentence-transformers does) included, and counting twice or embedding twice
+/// changes nothing.
+#[test]
+fn counted_texts_embed_the_same_bits() {
+    let fresh = BertEmbedder::open(util::default_embedder()).expect("embedder");
+    let counted = BertEmbedder::open(util::default_embedder()).expect("embedder");
+    let long = "The response synthesizer refines its answer with every chunk. ".repeat(40);
+    let texts = [
+        "The cat sat on the mat.",
+        long.as_str(),
+        "响应合成器 turns retrieved nodes into an answer.",
+    ];
+    let want = fresh.embed(&texts).expect("embed");
+    for t in &texts {
+        let n = counted.count_tokens(t).expect("count");
+        assert_eq!(n, counted.count_tokens(t).expect("count again"), "{t:?}");
+    }
+    assert!(counted.count_tokens(&long).expect("count") > counted.max_tokens());
+    for round in 0..2 {
+        let got = counted.embed(&texts).expect("embed");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                g.iter().zip(w).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "round {round}, text {i}: not the same bits"
+            );
+        }
+    }
+}
