@@ -116,11 +116,8 @@ fn pairs_avx512(x: &[f32], out: &mut [u32]) {
         unsafe {
             let lo = _mm512_loadu_ps(x.as_ptr().add(c));
             let hi = _mm512_loadu_ps(x.as_ptr().add(c + 16));
-            let p = _mm512_cvtne2ps_pbh(hi, lo);
-            _mm512_storeu_si512(
-                out.as_mut_ptr().add(c / 2) as *mut _,
-                std::mem::transmute(p),
-            );
+            let p = std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+            _mm512_storeu_si512(out.as_mut_ptr().add(c / 2) as *mut _, p);
         }
         c += 32;
     }

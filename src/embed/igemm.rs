@@ -162,15 +162,23 @@ fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>
     assert!(k >= 64 && k.is_multiple_of(16) && q.len() >= k);
     // SAFETY: every load and store is within `x` or `q` (`k` values, asserted).
     unsafe {
-        let load = |c: usize| _mm512_loadu_ps(x.as_ptr().add(c));
+        // A macro, not a closure: a closure has no target features, and was not inlined.
+        macro_rules! load {
+            ($c:expr) => {
+                _mm512_loadu_ps(x.as_ptr().add($c))
+            };
+        }
         // Pass 1: Σ|v| (four sums), max |v|, and the whole row's range.
         let zero = _mm512_setzero_ps();
         let (mut s0, mut s1, mut s2, mut s3) = (zero, zero, zero, zero);
         let (mut top0, mut top1) = (zero, zero);
         let (mut lo0, mut hi0, mut lo1, mut hi1) = (zero, zero, zero, zero);
-        let mut c = 0;
-        while c + 32 <= k {
-            let (v0, v1) = (load(c), load(c + 16));
+        // Two vectors at a time, vector `c / 16` into sum `(c / 16) % 4`; an odd last
+        // one beside zeros (which change no sum, no maximum and no range: zero is in
+        // the range).
+        for c in (0..k).step_by(32) {
+            let v0 = load!(c);
+            let v1 = if c + 16 < k { load!(c + 16) } else { zero };
             let (a0, a1) = (_mm512_abs_ps(v0), _mm512_abs_ps(v1));
             if c % 64 == 0 {
                 s0 = _mm512_add_ps(s0, a0);
@@ -185,20 +193,6 @@ fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>
             lo1 = _mm512_min_ps(lo1, v1);
             hi0 = _mm512_max_ps(hi0, v0);
             hi1 = _mm512_max_ps(hi1, v1);
-            c += 32;
-        }
-        if c < k {
-            // Vector `c / 16` into sum `(c / 16) % 4`, as every other.
-            let v = load(c);
-            let a = _mm512_abs_ps(v);
-            if c % 64 == 0 {
-                s0 = _mm512_add_ps(s0, a);
-            } else {
-                s2 = _mm512_add_ps(s2, a);
-            }
-            top0 = _mm512_max_ps(top0, a);
-            lo0 = _mm512_min_ps(lo0, v);
-            hi0 = _mm512_max_ps(hi0, v);
         }
         let sum = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
         let cut = outlier * _mm512_reduce_add_ps(sum) / k as f32;
@@ -213,13 +207,13 @@ fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>
             for c in (0..k).step_by(32) {
                 // Two vectors (one where `k` is an odd number of them).
                 let (v0, m0) = {
-                    let v = load(c);
+                    let v = load!(c);
                     (v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(v), cutv))
                 };
                 lo0 = _mm512_mask_min_ps(lo0, !m0, lo0, v0);
                 hi0 = _mm512_mask_max_ps(hi0, !m0, hi0, v0);
                 let m1 = if c + 16 < k {
-                    let v1 = load(c + 16);
+                    let v1 = load!(c + 16);
                     let m1 = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(v1), cutv);
                     lo1 = _mm512_mask_min_ps(lo1, !m1, lo1, v1);
                     hi1 = _mm512_mask_max_ps(hi1, !m1, hi1, v1);
@@ -257,7 +251,7 @@ fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>
         let (inv, zv) = (_mm512_set1_ps(1.0 / s), _mm512_set1_ps(z));
         for c in (0..k).step_by(16) {
             // Rounded to nearest (even), then clamped to 0..=255.
-            let t = _mm512_fmadd_ps(load(c), inv, zv);
+            let t = _mm512_fmadd_ps(load!(c), inv, zv);
             let i = _mm512_max_epi32(_mm512_cvtps_epi32(t), _mm512_setzero_si512());
             _mm_storeu_si128(
                 q.as_mut_ptr().add(c) as *mut __m128i,
@@ -630,7 +624,10 @@ mod tests {
     /// The row's quantization, written plainly: outliers above `outlier` × the mean
     /// magnitude (the largest [`MAX_OUTLIERS`], ties to the lower channel), the range
     /// of the rest with zero, codes rounded to nearest even.
-    fn quantize_plain(x: &[f32], outlier: f32) -> (Vec<u8>, (f32, i32), Vec<(u32, f32)>) {
+    /// A row's codes, (scale, zero point) and outliers.
+    type Quantized = (Vec<u8>, (f32, i32), Vec<(u32, f32)>);
+
+    fn quantize_plain(x: &[f32], outlier: f32) -> Quantized {
         let k = x.len();
         // The kernel's order of summation: four sums over 16-lane vectors.
         let mut lanes = [[0f32; 16]; 4];
