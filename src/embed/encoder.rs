@@ -148,13 +148,18 @@ impl Kernels {
         }
     }
 
+    /// Whether attention's products run in bf16 ([`bgemm`]): with the int8 layers,
+    /// where the CPU has AVX512-BF16 (the f32 kernels stay f32 throughout: the
+    /// reference the others are measured by).
+    fn bf16_attention(self) -> bool {
+        matches!(self, Kernels::Int8) && igemm::available() && bgemm::available()
+    }
+
     /// What runs, in words: "bf16 AMX", "int8 VNNI" (", attention bf16") or "f32".
     pub fn describe(self) -> &'static str {
         match self {
             Kernels::Amx(_) => "bf16 AMX",
-            Kernels::Int8 if igemm::available() && bgemm::available() => {
-                "int8 VNNI, attention bf16"
-            }
+            Kernels::Int8 if self.bf16_attention() => "int8 VNNI, attention bf16",
             Kernels::Int8 if igemm::available() => "int8 VNNI",
             Kernels::Int8 | Kernels::F32 => "f32",
         }
@@ -498,10 +503,7 @@ impl Encoder {
         let h = self.hidden;
         let d = h / self.heads;
         let amx = self.amx().filter(|_| d.is_multiple_of(amx::BLOCK));
-        // With the int8 dense layers, the products in bf16 where the CPU has them (the
-        // f32 kernels stay f32 throughout: the reference the others are measured by).
-        let bf16 =
-            matches!(self.kernels, Kernels::Int8) && igemm::available() && bgemm::available();
+        let bf16 = self.kernels.bf16_attention();
         // Each sequence's rows of `ctx` (the spans are consecutive and in order), so
         // that every sequence's heads write their output in place.
         let mut parts = Vec::with_capacity(spans.len());

@@ -150,10 +150,11 @@ pub fn available() -> bool {
 
 /// One row's codes (`k` bytes, `k` a multiple of 16, at least 64), its scale and zero point,
 /// `x ≈ s · (q − z)`, with its outliers (channel, value) appended to `out` and coded
-/// as zero (an outlier: above `outlier` times the row's mean magnitude). Two or three passes over the row: its mean magnitude, largest magnitude
-/// and range; where some value is an outlier, the outliers (listed as they are met)
-/// and the range of the rest; the codes. Each pass keeps two sets of accumulators, so
-/// that neighbouring vectors do not wait on each other.
+/// as zero (an outlier: above `outlier` times the row's mean magnitude). Two or three
+/// passes over the row: its mean magnitude, largest magnitude and range; where some
+/// value is an outlier, the outliers (listed as they are met) and the range of the
+/// rest; the codes. Each pass keeps two sets of accumulators, so that neighbouring
+/// vectors do not wait on each other.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32) {
@@ -621,12 +622,12 @@ mod tests {
         }
     }
 
-    /// The row's quantization, written plainly: outliers above `outlier` × the mean
-    /// magnitude (the largest [`MAX_OUTLIERS`], ties to the lower channel), the range
-    /// of the rest with zero, codes rounded to nearest even.
     /// A row's codes, (scale, zero point) and outliers.
     type Quantized = (Vec<u8>, (f32, i32), Vec<(u32, f32)>);
 
+    /// The row's quantization, written plainly: outliers above `outlier` × the mean
+    /// magnitude (the largest [`MAX_OUTLIERS`], ties to the lower channel), the range
+    /// of the rest with zero, codes rounded to nearest even.
     fn quantize_plain(x: &[f32], outlier: f32) -> Quantized {
         let k = x.len();
         // The kernel's order of summation: four sums over 16-lane vectors.

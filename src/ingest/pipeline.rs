@@ -203,7 +203,7 @@ struct Prepared {
     doc: Result<Result<Split, (i64, usize)>, Stop>,
 }
 
-/// An extracted document and its chunks (none when no page has text).
+/// An extracted document and its chunks.
 struct Split {
     doc: ExtractedDoc,
     chunks: Vec<Chunk>,
@@ -434,11 +434,7 @@ impl Pipeline<'_> {
         let control = Control { stop, hold: &hold };
         let doc = (self.extract)(file, &control).and_then(|mut doc| {
             self.ocr.fill(file, &mut doc, stop)?;
-            let chunks = if doc.pages.iter().all(|p| p.text.trim().is_empty()) {
-                Vec::new()
-            } else {
-                split(&doc.pages, self.embedder, &self.split)?
-            };
+            let chunks = split(&doc.pages, self.embedder, &self.split)?;
             Ok(Split { doc, chunks })
         });
         (hash, doc.map(Ok).map_err(Stop::from))
