@@ -21,13 +21,15 @@ run: setup
 # of the packages built together, and the window must get the core without its HTTP
 # server (no axum in quire-desktop). Its tests run the same way: one `cargo test
 # --workspace` would unify all three packages' features into a third set and rebuild
-# tokio, candle, tauri and the rest for it (10 minutes on 2 cores; split, 2).
+# tokio, candle, tauri and the rest for it (10 minutes on 2 cores; split, 2). The Rust
+# tests run under a watchdog: a hang ends after 30 minutes (a normal run takes 5 to 10)
+# with the tests still running and their threads' stacks printed.
 test: setup-test
 	$(CARGO) fmt --all -- --check
 	$(CARGO) build -p quire -p quire-bench
 	$(CARGO) build -p quire-desktop
 	scripts/build-cuda.sh --check-fast
-	$(CARGO) test -p quire -p quire-bench
+	scripts/watchdog.sh 1800 $(CARGO) test -p quire -p quire-bench
 	$(CARGO) test -p quire-desktop
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
 	cd tests/e2e && xvfb-run -a npm run test:tauri

@@ -3,7 +3,7 @@
 # default models. Safe to run again: it installs only what is missing.
 #
 #   scripts/setup.sh          system packages for the app + models
-#   scripts/setup.sh --test   also the test tools (poppler, chromium, xvfb, webdriver)
+#   scripts/setup.sh --test   also the test tools (poppler, chromium, xvfb, webdriver, gdb)
 #   scripts/setup.sh --package  also npm, for Tauri's bundler (`make package`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ pkgs=(build-essential pkg-config curl file libssl-dev libwebkit2gtk-4.1-dev
       # Chinese, and poppler's pdftoppm to render a page for it.
       tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim poppler-utils)
 if [ "$want_test" = 1 ]; then
-  pkgs+=(poppler-utils poppler-data chromium xvfb webkit2gtk-driver xauth python3-venv)
+  pkgs+=(poppler-utils poppler-data chromium xvfb webkit2gtk-driver xauth python3-venv gdb)
 fi
 if [ "$want_test" = 1 ] || [ "$want_package" = 1 ]; then
   command -v npm >/dev/null || pkgs+=(nodejs npm)
