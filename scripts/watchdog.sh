@@ -26,6 +26,10 @@ descendants() {
   done
 }
 
+# A background command ignores Ctrl-C (no job control here): pass it on to the tree.
+# shellcheck disable=SC2046
+trap 'kill -TERM "$pid" $(descendants "$pid") "$sleeper" 2>/dev/null; exit 130' INT TERM
+
 wait -n -p ended "$pid" "$sleeper"
 status=$?
 if [ "${ended:-}" = "$pid" ]; then
