@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use quire::engine::{Engine, EngineConfig, IndexEvent};
 use quire::ingest::pdf::Extractor;
+use quire::ingest::split::SplitConfig;
 use quire::llm::Cancel;
 use quire::Result;
 use serde::Serialize;
@@ -23,8 +24,14 @@ pub const LLAMAINDEX_PAGES_PER_SEC: f64 = 5000.0 / 600.0;
 #[derive(Debug, Clone, Serialize)]
 pub struct Peer {
     pub engine: String,
+    /// How it split the pages.
+    pub chunking: PeerChunks,
+    /// Its splitter, in words (`SentenceSplitter(chunk_size=512)`, …).
+    pub splitter: String,
     pub pages: u64,
     pub chunks: u64,
+    /// Tokens the model saw, as [`IngestReport::embedded_tokens`].
+    pub embedded_tokens: u64,
     pub secs: f64,
     pub pages_per_sec: f64,
     pub chunks_per_sec: f64,
@@ -33,21 +40,49 @@ pub struct Peer {
     pub peak_rss_mb: f64,
 }
 
+/// How LlamaIndex splits the pages in [`peer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerChunks {
+    /// As a LlamaIndex user gets it: `SentenceSplitter(chunk_size=512)`, its default
+    /// overlap, sizes in its own (tiktoken) tokens; the model truncates each chunk to
+    /// its 256 tokens, so part of the text is never embedded.
+    Default,
+    /// Quire's chunks: the sizes and overlap of Quire's splitter
+    /// ([`SplitConfig::default`]) counted in the embedding model's own tokens, so both
+    /// embed all of the text, in chunks of the same size: the same work.
+    Same,
+}
+
 /// Run LlamaIndex's ingestion of `dir` with `python` (which has llama-index-core,
 /// llama-index-embeddings-huggingface and pymupdf), with the default embedding model.
-pub fn peer(python: &Path, dir: &Path) -> Result<Peer> {
+pub fn peer(python: &Path, dir: &Path, chunks: PeerChunks) -> Result<Peer> {
     let model = quire::models::default_embedder()?;
-    let v = crate::load::run_peer_script(
+    let envs = match chunks {
+        PeerChunks::Default => Vec::new(),
+        PeerChunks::Same => {
+            let c = SplitConfig::default();
+            vec![(
+                "QUIRE_PEER_CHUNKS",
+                format!("{},{}", c.chunk_tokens, c.overlap_tokens),
+            )]
+        }
+    };
+    let v = crate::load::run_peer_script_with(
         python,
         "llamaindex_ingest.py",
         &[&model, dir],
+        &envs,
         "llama-index-core, llama-index-embeddings-huggingface and pymupdf",
     )?;
     let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     Ok(Peer {
         engine: v["engine"].as_str().unwrap_or("LlamaIndex").to_string(),
+        chunking: chunks,
+        splitter: v["splitter"].as_str().unwrap_or("").to_string(),
         pages: v["pages"].as_u64().unwrap_or(0),
         chunks: v["chunks"].as_u64().unwrap_or(0),
+        embedded_tokens: v["embedded_tokens"].as_u64().unwrap_or(0),
         secs: f("secs"),
         pages_per_sec: f("pages_per_sec"),
         chunks_per_sec: f("chunks_per_sec"),
@@ -65,6 +100,9 @@ pub struct IngestReport {
     pub failed: usize,
     pub pages: u64,
     pub chunks: u64,
+    /// Tokens the model saw (special tokens included, each chunk at most the model's
+    /// maximum), summed over the chunks.
+    pub embedded_tokens: u64,
     /// Wall time of the whole pipeline, seconds.
     pub secs: f64,
     pub pages_per_sec: f64,
@@ -94,7 +132,10 @@ impl IngestReport {
             "files (indexed / failed)",
             format!("{} ({} / {})", self.files, self.indexed, self.failed),
         );
-        row("pages, chunks", format!("{}, {}", self.pages, self.chunks));
+        row(
+            "pages, chunks, tokens embedded",
+            format!("{}, {}, {}", self.pages, self.chunks, self.embedded_tokens),
+        );
         row("wall time", format!("{:.1} s", self.secs));
         row("pages/s", format!("{:.2}", self.pages_per_sec));
         row("chunks/s", format!("{:.2}", self.chunks_per_sec));
@@ -110,9 +151,10 @@ impl IngestReport {
         match &self.peer {
             Some(p) => {
                 row("LlamaIndex, run here", p.engine.clone());
+                row("  splitter", p.splitter.clone());
                 row(
-                    "  pages, chunks (chunk size 512)",
-                    format!("{}, {}", p.pages, p.chunks),
+                    "  pages, chunks, tokens embedded",
+                    format!("{}, {}, {}", p.pages, p.chunks, p.embedded_tokens),
                 );
                 row(
                     "  wall time",
@@ -157,9 +199,27 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// The tokens the model saw, over every chunk of the index at `db` (special tokens
+/// included, each chunk at most the model's maximum): the work embedding did, to set
+/// beside LlamaIndex's. Counted after the run, outside its time.
+fn embedded_tokens(db: &Path) -> Result<u64> {
+    use quire::embed::Embedder;
+    let model = quire::embed::bert::BertEmbedder::open(quire::models::default_embedder()?)?;
+    let store = quire::store::Store::open(db)?;
+    let mut n = 0;
+    for c in store.load_chunks()? {
+        n += model.count_tokens(&c.text)?.min(model.max_tokens()) as u64;
+    }
+    Ok(n)
+}
+
 /// Index the PDFs of `dir` into a fresh index in a temporary folder; then, with
 /// `peer`, LlamaIndex's ingestion of the same folder.
-pub fn bench(dir: &Path, peer_python: Option<&Path>) -> Result<IngestReport> {
+pub fn bench(
+    dir: &Path,
+    peer_python: Option<&Path>,
+    peer_chunks: PeerChunks,
+) -> Result<IngestReport> {
     let files = crate::pdfs(dir)?;
     // Extraction alone, as the pipeline's children run it.
     let extract_secs = match Extractor::from_env() {
@@ -201,15 +261,19 @@ pub fn bench(dir: &Path, peer_python: Option<&Path>) -> Result<IngestReport> {
         .sum();
     let chunks: u64 = docs.iter().map(|d| d.chunks as u64).sum();
     drop(engine);
+    let embedded_tokens = embedded_tokens(&data.join("index.sqlite"))?;
     let _ = std::fs::remove_dir_all(&data);
     let peak_rss_mb = peak_rss_mb();
-    let peer = peer_python.map(|py| peer(py, dir)).transpose()?;
+    let peer = peer_python
+        .map(|py| peer(py, dir, peer_chunks))
+        .transpose()?;
     Ok(IngestReport {
         files: files.len(),
         indexed: summary.indexed,
         failed: summary.failed.len(),
         pages,
         chunks,
+        embedded_tokens,
         secs,
         pages_per_sec: pages as f64 / secs.max(1e-9),
         chunks_per_sec: chunks as f64 / secs.max(1e-9),

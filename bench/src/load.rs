@@ -16,6 +16,17 @@ pub fn run_peer_script(
     inputs: &[&Path],
     needs: &str,
 ) -> Result<serde_json::Value> {
+    run_peer_script_with(python, name, inputs, &[], needs)
+}
+
+/// [`run_peer_script`] with environment variables `envs` set for the script.
+pub fn run_peer_script_with(
+    python: &Path,
+    name: &str,
+    inputs: &[&Path],
+    envs: &[(&str, String)],
+    needs: &str,
+) -> Result<serde_json::Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scripts")
         .join(name);
@@ -24,6 +35,7 @@ pub fn run_peer_script(
         .arg(&script)
         .args(inputs)
         .arg(out.path())
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .status()
         .map_err(|e| Error::io(python, e))?;

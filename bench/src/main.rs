@@ -93,6 +93,11 @@ enum BenchCmd {
         /// (`scripts/llamaindex_ingest.py`; default: $QUIRE_LLAMAINDEX_PYTHON).
         #[arg(long, env = "QUIRE_LLAMAINDEX_PYTHON")]
         peer: Option<PathBuf>,
+        /// LlamaIndex splits at Quire's chunk size and overlap, in the model's own
+        /// tokens (all of the text embedded, as Quire does), instead of its default
+        /// (chunk size 512 in tiktoken tokens, each chunk truncated to the model's 256).
+        #[arg(long, requires = "peer")]
+        same_chunks: bool,
     },
     /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
     /// fused, by language.
@@ -241,9 +246,19 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             json,
         ),
         BenchCmd::Extract { dir, json } => extract(dir, json),
-        BenchCmd::Ingest { dir, json, peer } => {
+        BenchCmd::Ingest {
+            dir,
+            json,
+            peer,
+            same_chunks,
+        } => {
             let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
-            let report = quire_bench::ingest::bench(&dir, peer.as_deref())?;
+            let chunks = if same_chunks {
+                quire_bench::ingest::PeerChunks::Same
+            } else {
+                quire_bench::ingest::PeerChunks::Default
+            };
+            let report = quire_bench::ingest::bench(&dir, peer.as_deref(), chunks)?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {

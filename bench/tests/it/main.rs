@@ -5,6 +5,7 @@
 mod util;
 
 mod answer;
+mod ingest;
 mod retrieval;
 mod serving;
 mod store;
