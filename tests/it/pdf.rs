@@ -380,7 +380,10 @@ fn corpus_pages_contain_what_the_questions_need() {
 }
 
 /// Questions first: while `hold` says so, the extraction child is stopped (the test
-/// sees it in state `T`, then lets it go), and the text comes out the same.
+/// sees it in state `T`, then lets it go), and the text comes out the same. The child
+/// (debug build's fault hook `continued`) extracts only after it was stopped and
+/// continued: a fast extraction would otherwise end before the first look at `hold`,
+/// or between that look and the stop, and a child that exited is never seen stopped.
 #[test]
 fn a_held_extraction_stops_its_child_then_finishes_the_same() {
     let path = util::shared().join("corpus/pdfs/maximabook-19-Sept-2004.pdf");
@@ -412,6 +415,7 @@ fn a_held_extraction_stops_its_child_then_finishes_the_same() {
         !seen.get()
     };
     let held = extractor()
+        .with_env(pdf::FAULT_ENV, "continued")
         .extract_until(&path, &|| false, &hold)
         .expect("held extract");
     assert!(

@@ -372,7 +372,9 @@ pub fn extract_isolated(path: &Path) -> Result<ExtractedDoc> {
 
 /// In debug builds, the child fails on purpose as `$QUIRE_TEST_EXTRACT_FAULT` says
 /// (`stack`: overflow its stack; `loop`: never finish), so that tests can check
-/// how crashes and hangs are reported without a hostile PDF for each.
+/// how crashes and hangs are reported without a hostile PDF for each; `continued`:
+/// wait until stopped and continued once (SIGSTOP, SIGCONT), then extract, so that a
+/// test of the hold sees its child stopped however fast the extraction is.
 pub const FAULT_ENV: &str = "QUIRE_TEST_EXTRACT_FAULT";
 
 #[cfg(debug_assertions)]
@@ -391,7 +393,37 @@ fn test_fault() {
         Ok("loop") => loop {
             std::thread::park();
         },
+        #[cfg(unix)]
+        Ok("continued") => until_continued(),
         _ => {}
+    }
+}
+
+/// Wait for a SIGCONT (the end of a stop): SIGCONT is blocked while the flag is
+/// looked at and let in only inside `sigsuspend`, so one that comes in between is
+/// not missed.
+#[cfg(all(debug_assertions, unix))]
+fn until_continued() {
+    use std::sync::atomic::AtomicBool;
+    static CONTINUED: AtomicBool = AtomicBool::new(false);
+    extern "C" fn on_continue(_: libc::c_int) {
+        CONTINUED.store(true, Ordering::SeqCst);
+    }
+    // SAFETY: signal-mask and handler calls on this process's own state; the
+    // handler only stores to an atomic.
+    unsafe {
+        let mut cont: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut cont);
+        libc::sigaddset(&mut cont, libc::SIGCONT);
+        libc::sigprocmask(libc::SIG_BLOCK, &cont, &mut before);
+        libc::sigdelset(&mut before, libc::SIGCONT);
+        let handler: extern "C" fn(libc::c_int) = on_continue;
+        libc::signal(libc::SIGCONT, handler as libc::sighandler_t);
+        while !CONTINUED.load(Ordering::SeqCst) {
+            libc::sigsuspend(&before);
+        }
+        libc::sigprocmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
     }
 }
 
