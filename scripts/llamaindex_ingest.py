@@ -24,6 +24,7 @@ import fitz  # PyMuPDF
 from llama_index.core import Document, Settings, VectorStoreIndex
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+from transformers import AutoTokenizer
 
 model_dir, pdf_dir, out = sys.argv[1:4]
 embed = HuggingFaceEmbedding(model_name=model_dir, device="cpu")
@@ -49,9 +50,8 @@ for p in sorted(pathlib.Path(pdf_dir).glob("*.pdf")):
     except Exception:  # a broken file fails alone, as in Quire
         failed += 1
 t_extract = time.perf_counter() - t0
+tok = None
 if same:
-    from transformers import AutoTokenizer
-
     size, overlap = (int(x) for x in same.split(","))
     tok = AutoTokenizer.from_pretrained(model_dir)
     splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap,
@@ -68,9 +68,8 @@ secs = time.perf_counter() - t0
 # The tokens the model saw (special tokens included, each chunk truncated to the
 # model's maximum), counted after the run: the work embedding did.
 from llama_index.core.schema import MetadataMode
-from transformers import AutoTokenizer
 
-counter = AutoTokenizer.from_pretrained(model_dir)
+counter = tok or AutoTokenizer.from_pretrained(model_dir)
 max_len = embed._model.max_seq_length
 embedded_tokens = sum(min(len(counter.encode(n.get_content(metadata_mode=MetadataMode.EMBED))), max_len)
                       for n in nodes)

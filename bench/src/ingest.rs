@@ -261,9 +261,10 @@ pub fn bench(
         .sum();
     let chunks: u64 = docs.iter().map(|d| d.chunks as u64).sum();
     drop(engine);
+    // The pipeline's peak, before the count below loads the model again.
+    let peak_rss_mb = peak_rss_mb();
     let embedded_tokens = embedded_tokens(&data.join("index.sqlite"))?;
     let _ = std::fs::remove_dir_all(&data);
-    let peak_rss_mb = peak_rss_mb();
     let peer = peer_python
         .map(|py| peer(py, dir, peer_chunks))
         .transpose()?;
