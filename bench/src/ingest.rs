@@ -95,6 +95,8 @@ pub fn peer(python: &Path, dir: &Path, chunks: PeerChunks) -> Result<Peer> {
 /// What one run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct IngestReport {
+    /// Busy processes (`yes`) that ran beside both (`--load`; 0: a quiet machine).
+    pub busy: usize,
     pub files: usize,
     pub indexed: usize,
     pub failed: usize,
@@ -136,6 +138,9 @@ impl IngestReport {
             "pages, chunks, tokens embedded",
             format!("{}, {}, {}", self.pages, self.chunks, self.embedded_tokens),
         );
+        if self.busy > 0 {
+            row("beside busy processes", self.busy.to_string());
+        }
         row("wall time", format!("{:.1} s", self.secs));
         row("pages/s", format!("{:.2}", self.pages_per_sec));
         row("chunks/s", format!("{:.2}", self.chunks_per_sec));
@@ -214,13 +219,16 @@ fn embedded_tokens(db: &Path) -> Result<u64> {
 }
 
 /// Index the PDFs of `dir` into a fresh index in a temporary folder; then, with
-/// `peer`, LlamaIndex's ingestion of the same folder.
+/// `peer`, LlamaIndex's ingestion of the same folder; both beside `busy` busy
+/// processes (`--load`).
 pub fn bench(
     dir: &Path,
     peer_python: Option<&Path>,
     peer_chunks: PeerChunks,
+    busy: usize,
 ) -> Result<IngestReport> {
     let files = crate::pdfs(dir)?;
+    let _busy = crate::load::Busy::start(busy)?;
     // Extraction alone, as the pipeline's children run it.
     let extract_secs = match Extractor::from_env() {
         Ok(ex) => {
@@ -269,6 +277,7 @@ pub fn bench(
         .map(|py| peer(py, dir, peer_chunks))
         .transpose()?;
     Ok(IngestReport {
+        busy,
         files: files.len(),
         indexed: summary.indexed,
         failed: summary.failed.len(),

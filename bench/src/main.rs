@@ -98,6 +98,10 @@ enum BenchCmd {
         /// (chunk size 512 in tiktoken tokens, each chunk truncated to the model's 256).
         #[arg(long, requires = "peer")]
         same_chunks: bool,
+        /// Run everything (Quire's pipeline and the peer's) beside N busy processes
+        /// (`yes`), stopped at the end.
+        #[arg(long, default_value_t = 0)]
+        load: usize,
     },
     /// Retrieval quality over the corpus: hit@1/3/5/10 and MRR for vector, BM25 and
     /// fused, by language.
@@ -251,6 +255,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             json,
             peer,
             same_chunks,
+            load,
         } => {
             let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
             let chunks = if same_chunks {
@@ -258,7 +263,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             } else {
                 quire_bench::ingest::PeerChunks::Default
             };
-            let report = quire_bench::ingest::bench(&dir, peer.as_deref(), chunks)?;
+            let report = quire_bench::ingest::bench(&dir, peer.as_deref(), chunks, load)?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {

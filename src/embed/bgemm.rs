@@ -84,6 +84,63 @@ pub fn pairs_of(x: &[f32], out: &mut [u32]) {
     };
 }
 
+/// The softmax's numerators of a row of scores, as pairs: `e^{scale·(v − max)}` for
+/// each `v` of `row`, rounded to bf16 into `out` ([`pairs_of`]'s layout, `⌈len/2⌉`),
+/// and the sum of the f32 values. The same bits as [`ops::exp_scaled`] then
+/// [`pairs_of`], in one pass: the f32 numerators are never stored.
+///
+/// [`ops::exp_scaled`]: super::ops::exp_scaled
+pub fn exp_pairs(row: &[f32], scale: f32, out: &mut [u32]) -> f32 {
+    assert!(available(), "bf16 rounding without AVX512-BF16");
+    assert!(out.len() >= row.len().div_ceil(2));
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX-512 F/BW/VL and BF16 are there; lengths asserted.
+    unsafe {
+        exp_pairs_avx512(row, scale, out)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("AVX512-BF16 off x86-64")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+fn exp_pairs_avx512(row: &[f32], scale: f32, out: &mut [u32]) -> f32 {
+    use super::ops::{exp_lanes, scaled_max_avx512};
+    use std::arch::x86_64::*;
+    let n = row.len();
+    let p = row.as_ptr();
+    // SAFETY: the loads are masked to the lanes within `row`, the stores to `out`'s
+    // `⌈n/2⌉` pairs.
+    unsafe {
+        let (sv, m) = scaled_max_avx512(row, scale);
+        // The lanes of `row` from `c` on, in a register (`exp_scaled`'s vectors and
+        // sums, in its order).
+        let lanes = |c: usize| {
+            let k = super::sgemm::lane_mask(n.saturating_sub(c));
+            let x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, p.add(c)), sv, m);
+            exp_lanes(k, x)
+        };
+        let mut sum = _mm512_setzero_ps();
+        let mut c = 0;
+        while c < n {
+            let lo = lanes(c);
+            sum = _mm512_add_ps(sum, lo);
+            let hi = if c + 16 < n {
+                let hi = lanes(c + 16);
+                sum = _mm512_add_ps(sum, hi);
+                hi
+            } else {
+                _mm512_setzero_ps()
+            };
+            let v = std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+            let keep = super::sgemm::lane_mask((n - c).div_ceil(2).min(16));
+            _mm512_mask_storeu_epi32(out.as_mut_ptr().add(c / 2) as *mut i32, keep, v);
+            c += 32;
+        }
+        _mm512_reduce_add_ps(sum)
+    }
+}
+
 /// [`pairs_of`] 32 values at a time: `vcvtne2ps2bf16` rounds two registers into one
 /// of 32 bf16 in order, which is the pairs' layout.
 #[cfg(target_arch = "x86_64")]
@@ -286,6 +343,29 @@ mod tests {
                 assert_eq!(got[s], bf16(x[2 * s]) | hi << 16, "len {len}, pair {s}");
             }
             assert_eq!(got[len.div_ceil(2)], 7, "len {len}: wrote past its pairs");
+        }
+    }
+
+    /// The fused softmax numerators are exactly `exp_scaled` then `pairs_of`: the
+    /// pairs and the sum, bit for bit, at lengths around every vector boundary.
+    #[test]
+    fn exp_pairs_is_exp_scaled_then_pairs_of() {
+        if !bf16_here() {
+            return; // this CPU runs attention in f32 (tested in encoder.rs)
+        }
+        for len in (1usize..=70).chain([95, 96, 97, 190, 256]) {
+            let row: Vec<f32> = values(len, 3 * len as u32)
+                .iter()
+                .map(|v| v * 9.0)
+                .collect();
+            let mut got = vec![7u32; len.div_ceil(2) + 1];
+            let sum = exp_pairs(&row, 0.17, &mut got);
+            let mut e = row.clone();
+            let want_sum = crate::embed::ops::exp_scaled(&mut e, 0.17);
+            let mut want = vec![7u32; len.div_ceil(2) + 1];
+            pairs_of(&e, &mut want);
+            assert_eq!(sum.to_bits(), want_sum.to_bits(), "len {len}: sum");
+            assert_eq!(got, want, "len {len}: pairs (and nothing past them)");
         }
     }
 

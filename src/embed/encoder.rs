@@ -8,9 +8,14 @@
 //!   (AVX-512 kernels over weights packed at load, [`sgemm`]; the `gemm` crate on a
 //!   CPU without AVX-512; AMX tiles where the CPU has them); Q, K and V are one GEMM
 //!   against the three weights stacked;
+//! - a batch of several sequences per worker goes sequence by sequence: one worker
+//!   takes a sequence through every layer, with no wait for the other workers between
+//!   steps, its Q|K|V and activations in that core's cache (a query, or a batch too
+//!   small for the pool, goes layer by layer, each step split across the workers:
+//!   the same arithmetic per row, so the same bits);
 //! - past attention, a layer is row by row: each block of 96 rows goes through the
-//!   output projection, both layer norms, the FFN and GELU on one worker, its
-//!   activations in that core's cache (no pass over the whole batch per step);
+//!   output projection, both layer norms, the FFN and GELU at once, its activations
+//!   in cache (no pass over the whole batch per step);
 //! - attention writes each head's output in place, its scores in a buffer each worker
 //!   keeps, the softmax's division done on the `d` outputs instead of the `n` scores.
 
@@ -406,8 +411,66 @@ impl Encoder {
             .collect())
     }
 
-    /// The embeddings' layer norm and the layers on the int8 or f32 kernels.
+    /// The embeddings' layer norm and the layers on the int8 or f32 kernels: a batch
+    /// of enough sequences goes sequence by sequence ([`Encoder::sequence`]), one
+    /// worker taking each through every layer; fewer (a query) layer by layer, each
+    /// step split across the pool. Every row's arithmetic is the same either way
+    /// (the kernels split rows, never a row's sums), so are the vectors, bit for bit.
     fn layers_f32(&self, x: &mut [f32], spans: &[(usize, usize)]) {
+        let h = self.hidden;
+        if spans.len() >= BY_SEQUENCE * rayon::current_num_threads() {
+            let mut parts = Vec::with_capacity(spans.len());
+            let mut rest = x;
+            for &(_, n) in spans {
+                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n * h);
+                parts.push(mine);
+                rest = tail;
+            }
+            // Longest first: the last ones to start are the shortest, and the workers
+            // end close together.
+            parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
+            parts
+                .into_par_iter()
+                .with_max_len(1)
+                .for_each(|xs| self.sequence(xs));
+            return;
+        }
+        self.layers_by_step(x, spans)
+    }
+
+    /// One sequence's rows `x` (`n × h`) through the embeddings' layer norm and every
+    /// layer, on this thread: no worker waits for another between steps, and the
+    /// sequence's Q|K|V and activations stay in this core's cache.
+    fn sequence(&self, x: &mut [f32]) {
+        let (h, eps) = (self.hidden, self.eps);
+        let n = x.len() / h;
+        let d = h / self.heads;
+        let bf16 = self.kernels.bf16_attention();
+        for row in x.chunks_exact_mut(h) {
+            ops::residual_norm_row(row, &[], &self.emb_ln_w, &self.emb_ln_b, eps, None);
+        }
+        with_scratch(&QKV, n * 3 * h, |qkv| {
+            with_scratch(&CTX, n * h, |ctx| {
+                for l in &self.layers {
+                    l.qkv.apply_seq(x, n, qkv);
+                    for hd in 0..self.heads {
+                        let head = Head { qkv, n, d, h, hd };
+                        if bf16 {
+                            head.in_bf16(ctx)
+                        } else {
+                            head.in_f32(ctx)
+                        }
+                    }
+                    for (xb, cb) in x.chunks_mut(BLOCK_ROWS * h).zip(ctx.chunks(BLOCK_ROWS * h)) {
+                        self.rows_after_attention(l, xb, cb);
+                    }
+                }
+            })
+        })
+    }
+
+    /// [`Encoder::layers_f32`] layer by layer, each step split across the pool.
+    fn layers_by_step(&self, x: &mut [f32], spans: &[(usize, usize)]) {
         let (h, eps) = (self.hidden, self.eps);
         let rows = x.len() / h;
         ops::residual_norm(x, &[], &self.emb_ln_w, &self.emb_ln_b, eps, &mut []);
@@ -532,6 +595,10 @@ impl Encoder {
     }
 }
 
+/// A batch of at least this many sequences per worker goes sequence by sequence
+/// ([`Encoder::sequence`]).
+const BY_SEQUENCE: usize = 2;
+
 /// Rows per block of [`Encoder::rows_after_attention`] (a multiple of the kernels'
 /// 12-row tiles): 96 rows of MiniLM's FFN activations are 590 KB, within L2.
 const BLOCK_ROWS: usize = 96;
@@ -639,13 +706,9 @@ impl Head<'_> {
                 // Unnormalized probabilities, as pairs; each output row divided by
                 // its sum after.
                 let sums: Vec<f32> = scores
-                    .chunks_exact_mut(n)
+                    .chunks_exact(n)
                     .zip(pairs.chunks_exact_mut(n2))
-                    .map(|(row, p)| {
-                        let sum = ops::exp_scaled(row, scale);
-                        bgemm::pairs_of(row, p);
-                        sum
-                    })
+                    .map(|(row, p)| bgemm::exp_pairs(row, scale, p))
                     .collect();
                 bgemm::product(pairs, n, &vp, out, h);
                 for (i, sum) in sums.iter().enumerate() {

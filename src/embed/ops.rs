@@ -180,37 +180,70 @@ fn exp_scaled_avx512(row: &mut [f32], scale: f32) -> f32 {
     let p = row.as_mut_ptr();
     // SAFETY: each load and store is masked to the lanes within `row`.
     unsafe {
-        let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
-        for c in (0..n).step_by(L) {
-            let v = _mm512_maskz_loadu_ps(mask(c), p.add(c));
-            mx = _mm512_mask_max_ps(mx, mask(c), mx, v);
-        }
-        let sv = _mm512_set1_ps(scale);
-        // max(scale·x) = scale·max(x): `scale` is positive.
-        let m = _mm512_mul_ps(_mm512_set1_ps(_mm512_reduce_max_ps(mx)), sv);
-        let c = |v: f32| _mm512_set1_ps(v);
+        let (sv, m) = scaled_max_avx512(row, scale);
         let mut sum = _mm512_setzero_ps();
         for i in (0..n).step_by(L) {
             let k = mask(i);
             let x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, p.add(i)), sv, m);
-            // x = n·ln 2 + r, |r| ≤ ln 2 / 2; e^r by Cephes' polynomial.
-            let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-                _mm512_mul_ps(x, c(std::f32::consts::LOG2_E)),
-            );
-            let r = _mm512_fnmadd_ps(t, c(0.693_359_4), x);
-            let r = _mm512_fnmadd_ps(t, c(-2.121_944_4e-4), r);
-            let mut y = _mm512_fmadd_ps(c(1.987_569_1e-4), r, c(1.398_199_9e-3));
-            y = _mm512_fmadd_ps(y, r, c(8.333_452e-3));
-            y = _mm512_fmadd_ps(y, r, c(4.166_579_6e-2));
-            y = _mm512_fmadd_ps(y, r, c(1.666_666_5e-1));
-            y = _mm512_fmadd_ps(y, r, c(0.5));
-            y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, c(1.0)));
-            let e = _mm512_maskz_scalef_ps(k, y, t);
+            let e = exp_lanes(k, x);
             _mm512_mask_storeu_ps(p.add(i), k, e);
             sum = _mm512_add_ps(sum, e);
         }
         _mm512_reduce_add_ps(sum)
     }
+}
+
+/// `scale` and `scale · max(row)` in every lane (`scale` positive): the shift of
+/// [`exp_scaled`]'s exponents.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn scaled_max_avx512(
+    row: &[f32],
+    scale: f32,
+) -> (std::arch::x86_64::__m512, std::arch::x86_64::__m512) {
+    use std::arch::x86_64::*;
+    let n = row.len();
+    let mask = |c: usize| crate::embed::sgemm::lane_mask(n - c);
+    // SAFETY: each load is masked to the lanes within `row`.
+    unsafe {
+        let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
+        for c in (0..n).step_by(L) {
+            let v = _mm512_maskz_loadu_ps(mask(c), row.as_ptr().add(c));
+            mx = _mm512_mask_max_ps(mx, mask(c), mx, v);
+        }
+        let sv = _mm512_set1_ps(scale);
+        // max(scale·x) = scale·max(x): `scale` is positive.
+        (
+            sv,
+            _mm512_mul_ps(_mm512_set1_ps(_mm512_reduce_max_ps(mx)), sv),
+        )
+    }
+}
+
+/// `e^x` in the lanes of `k` (zero in the others), `x ≤ 0`: `x = n·ln 2 + r`,
+/// `|r| ≤ ln 2 / 2`, `e^r` by Cephes' polynomial, `2^n` put in by `vscalefps` (which
+/// also takes an underflow to 0, so no clamp).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn exp_lanes(
+    k: std::arch::x86_64::__mmask16,
+    x: std::arch::x86_64::__m512,
+) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let c = |v: f32| _mm512_set1_ps(v);
+    let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+        _mm512_mul_ps(x, c(std::f32::consts::LOG2_E)),
+    );
+    let r = _mm512_fnmadd_ps(t, c(0.693_359_4), x);
+    let r = _mm512_fnmadd_ps(t, c(-2.121_944_4e-4), r);
+    let mut y = _mm512_fmadd_ps(c(1.987_569_1e-4), r, c(1.398_199_9e-3));
+    y = _mm512_fmadd_ps(y, r, c(8.333_452e-3));
+    y = _mm512_fmadd_ps(y, r, c(4.166_579_6e-2));
+    y = _mm512_fmadd_ps(y, r, c(1.666_666_5e-1));
+    y = _mm512_fmadd_ps(y, r, c(0.5));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, c(1.0)));
+    _mm512_maskz_scalef_ps(k, y, t)
 }
 
 wide_fn! {

@@ -56,7 +56,10 @@ fn embeddings_are_the_same_bits_at_every_pool_width() {
     let emb = BertEmbedder::open(util::default_embedder()).expect("embedder");
     let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3").expect("GPL-3");
     let words: Vec<&str> = text.split_whitespace().collect();
-    let texts: Vec<String> = (0..40)
+    // 37 texts: batches of 32 and 5. A batch of at least two sequences per worker
+    // goes sequence by sequence, a smaller one (5 at 3 workers, one text alone) layer
+    // by layer across the pool: both ways give the same bits.
+    let texts: Vec<String> = (0..37)
         .map(|i| words[i * 37..i * 37 + 20 + (i * 13) % 180].join(" "))
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -66,6 +69,13 @@ fn embeddings_are_the_same_bits_at_every_pool_width() {
             &one,
             &with_width(w, || emb.embed(&refs).expect("embed")),
             &format!("MiniLM at {w} workers"),
+        );
+    }
+    for i in [0, 17, 36] {
+        assert_same_bits(
+            &one[i..=i],
+            &with_width(2, || emb.embed(&refs[i..=i]).expect("embed")),
+            &format!("MiniLM, text {i} alone"),
         );
     }
 }
