@@ -21,6 +21,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use candle_core::{Device, Tensor};
 use gemm::Parallelism;
@@ -426,13 +428,23 @@ impl Encoder {
                 parts.push(mine);
                 rest = tail;
             }
-            // Longest first: the last ones to start are the shortest, and the workers
-            // end close together.
+            // Longest first, each worker taking the next one when it is free: the last
+            // ones to start are the shortest, and the workers end close together.
             parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
-            parts
+            let parts: Vec<Mutex<Option<&mut [f32]>>> =
+                parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
+            let next = AtomicUsize::new(0);
+            (0..rayon::current_num_threads())
                 .into_par_iter()
                 .with_max_len(1)
-                .for_each(|xs| self.sequence(xs));
+                .for_each(|_| {
+                    while let Some(slot) = parts.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let xs = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                        if let Some(xs) = xs {
+                            self.sequence(xs);
+                        }
+                    }
+                });
             return;
         }
         self.layers_by_step(x, spans)
