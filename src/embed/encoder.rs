@@ -419,32 +419,23 @@ impl Encoder {
     /// step split across the pool. Every row's arithmetic is the same either way
     /// (the kernels split rows, never a row's sums), so are the vectors, bit for bit.
     fn layers_f32(&self, x: &mut [f32], spans: &[(usize, usize)]) {
-        let h = self.hidden;
-        if spans.len() >= BY_SEQUENCE * rayon::current_num_threads() {
-            let mut parts = Vec::with_capacity(spans.len());
-            let mut rest = x;
-            for &(_, n) in spans {
-                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n * h);
-                parts.push(mine);
-                rest = tail;
-            }
+        let workers = rayon::current_num_threads();
+        if spans.len() >= BY_SEQUENCE * workers {
+            let mut parts = split_spans(x, spans, self.hidden);
             // Longest first, each worker taking the next one when it is free: the last
             // ones to start are the shortest, and the workers end close together.
             parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
             let parts: Vec<Mutex<Option<&mut [f32]>>> =
                 parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
             let next = AtomicUsize::new(0);
-            (0..rayon::current_num_threads())
-                .into_par_iter()
-                .with_max_len(1)
-                .for_each(|_| {
-                    while let Some(slot) = parts.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        let xs = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                        if let Some(xs) = xs {
-                            self.sequence(xs);
-                        }
+            (0..workers).into_par_iter().with_max_len(1).for_each(|_| {
+                while let Some(slot) = parts.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let xs = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    if let Some(xs) = xs {
+                        self.sequence(xs);
                     }
-                });
+                }
+            });
             return;
         }
         self.layers_by_step(x, spans)
@@ -456,8 +447,6 @@ impl Encoder {
     fn sequence(&self, x: &mut [f32]) {
         let (h, eps) = (self.hidden, self.eps);
         let n = x.len() / h;
-        let d = h / self.heads;
-        let bf16 = self.kernels.bf16_attention();
         for row in x.chunks_exact_mut(h) {
             ops::residual_norm_row(row, &[], &self.emb_ln_w, &self.emb_ln_b, eps, None);
         }
@@ -465,14 +454,7 @@ impl Encoder {
             with_scratch(&CTX, n * h, |ctx| {
                 for l in &self.layers {
                     l.qkv.apply_seq(x, n, qkv);
-                    for hd in 0..self.heads {
-                        let head = Head { qkv, n, d, h, hd };
-                        if bf16 {
-                            head.in_bf16(ctx)
-                        } else {
-                            head.in_f32(ctx)
-                        }
-                    }
+                    self.heads_of(qkv, n, ctx);
                     for (xb, cb) in x.chunks_mut(BLOCK_ROWS * h).zip(ctx.chunks(BLOCK_ROWS * h)) {
                         self.rows_after_attention(l, xb, cb);
                     }
@@ -576,35 +558,45 @@ impl Encoder {
     /// they are int8.
     fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
         let h = self.hidden;
+        // Each sequence's rows of `ctx`, so that every sequence's heads write their
+        // output in place.
+        let parts = split_spans(ctx, spans, h);
+        spans
+            .par_iter()
+            .zip(parts)
+            .for_each(|(&(s, n), out)| self.heads_of(&qkv[s * 3 * h..(s + n) * 3 * h], n, out));
+    }
+
+    /// Every head of one sequence: its `n` rows of Q|K|V in, its attention output
+    /// (`n × h`) written into `out`; on AMX tiles, in bf16 or in f32 (see
+    /// [`Encoder::attention`]).
+    fn heads_of(&self, qkv: &[f32], n: usize, out: &mut [f32]) {
+        let h = self.hidden;
         let d = h / self.heads;
         let amx = self.amx().filter(|_| d.is_multiple_of(amx::BLOCK));
         let bf16 = self.kernels.bf16_attention();
-        // Each sequence's rows of `ctx` (the spans are consecutive and in order), so
-        // that every sequence's heads write their output in place.
-        let mut parts = Vec::with_capacity(spans.len());
-        let (mut rest, mut at) = (ctx, 0);
-        for &(s, n) in spans {
-            let (mine, tail) = std::mem::take(&mut rest)[(s - at) * h..].split_at_mut(n * h);
-            parts.push(mine);
-            (rest, at) = (tail, s + n);
-        }
-        spans.par_iter().zip(parts).for_each(|(&(s, n), out)| {
-            for hd in 0..self.heads {
-                let head = Head {
-                    qkv: &qkv[s * 3 * h..(s + n) * 3 * h],
-                    n,
-                    d,
-                    h,
-                    hd,
-                };
-                match amx {
-                    Some(amx) => head.place(&head.on_amx(amx), out),
-                    None if bf16 => head.in_bf16(out),
-                    None => head.in_f32(out),
-                }
+        for hd in 0..self.heads {
+            let head = Head { qkv, n, d, h, hd };
+            match amx {
+                Some(amx) => head.place(&head.on_amx(amx), out),
+                None if bf16 => head.in_bf16(out),
+                None => head.in_f32(out),
             }
-        });
+        }
     }
+}
+
+/// Each span's rows (`(start, rows)`, in order, `h` values a row) of `buf`, as their
+/// own slices.
+fn split_spans<'a>(buf: &'a mut [f32], spans: &[(usize, usize)], h: usize) -> Vec<&'a mut [f32]> {
+    let mut parts = Vec::with_capacity(spans.len());
+    let (mut rest, mut at) = (buf, 0);
+    for &(s, n) in spans {
+        let (mine, tail) = std::mem::take(&mut rest)[(s - at) * h..].split_at_mut(n * h);
+        parts.push(mine);
+        (rest, at) = (tail, s + n);
+    }
+    parts
 }
 
 /// A batch of at least this many sequences per worker goes sequence by sequence
