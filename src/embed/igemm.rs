@@ -390,7 +390,6 @@ unsafe fn add_outliers(
 ) {
     use std::arch::x86_64::*;
     let n = w.n;
-    let tail: __mmask16 = if n % 16 == 0 { !0 } else { (1 << (n % 16)) - 1 };
     for r in 0..rows {
         let yr = &mut y[r * n..(r + 1) * n];
         for &(c, v) in &outliers[ends[r]..ends[r + 1]] {
@@ -400,7 +399,7 @@ unsafe fn add_outliers(
             // 16 at `j` (the last only the `n % 16` left, masked).
             unsafe {
                 for j in (0..n).step_by(16) {
-                    let m = if j + 16 <= n { !0 } else { tail };
+                    let m = super::sgemm::lane_mask(n - j);
                     let wv = _mm512_maskz_loadu_ps(m, wr.as_ptr().add(j));
                     let yv = _mm512_maskz_loadu_ps(m, yr.as_ptr().add(j));
                     _mm512_mask_storeu_ps(yr.as_mut_ptr().add(j), m, _mm512_fmadd_ps(vv, wv, yv));
