@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use quire::engine::{Engine, EngineConfig, IndexEvent};
-use quire::ingest::pdf::Extractor;
+use quire::ingest::pdf::{Extractor, EXE_ENV};
 use quire::ingest::split::SplitConfig;
 use quire::llm::Cancel;
 use quire::Result;
@@ -109,6 +109,10 @@ pub struct IngestReport {
     pub secs: f64,
     pub pages_per_sec: f64,
     pub chunks_per_sec: f64,
+    /// Whether extraction ran in child processes, as the app runs it: the `quire`
+    /// binary was found beside this one (or named by `QUIRE_EXE`). Where not, the
+    /// pipeline extracts in this process, and `extract_secs` is NaN.
+    pub isolated: bool,
     /// Extraction alone, every file in turn in a child process, seconds (the pipeline
     /// overlaps it with embedding).
     pub extract_secs: f64,
@@ -146,7 +150,11 @@ impl IngestReport {
         row("chunks/s", format!("{:.2}", self.chunks_per_sec));
         row(
             "stage: extraction (alone)",
-            format!("{:.1} s", self.extract_secs),
+            if self.isolated {
+                format!("{:.1} s, in child processes", self.extract_secs)
+            } else {
+                format!("in this process: no quire binary beside this one (set {EXE_ENV})")
+            },
         );
         row(
             "stage: embed + write",
@@ -229,16 +237,17 @@ pub fn bench(
 ) -> Result<IngestReport> {
     let files = crate::pdfs(dir)?;
     let _busy = crate::load::Busy::start(busy)?;
-    // Extraction alone, as the pipeline's children run it.
-    let extract_secs = match Extractor::from_env() {
+    // Extraction alone, as the pipeline's children run it (where it finds the binary
+    // that serves them, as the pipeline does).
+    let (isolated, extract_secs) = match Extractor::from_env() {
         Ok(ex) => {
             let t = Instant::now();
             for f in &files {
                 let _ = ex.extract(f);
             }
-            t.elapsed().as_secs_f64()
+            (true, t.elapsed().as_secs_f64())
         }
-        Err(_) => f64::NAN,
+        Err(_) => (false, f64::NAN),
     };
     let data = std::env::temp_dir().join(format!("quire-bench-ingest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
@@ -287,6 +296,7 @@ pub fn bench(
         secs,
         pages_per_sec: pages as f64 / secs.max(1e-9),
         chunks_per_sec: chunks as f64 / secs.max(1e-9),
+        isolated,
         extract_secs,
         embed_write_secs,
         peak_rss_mb,

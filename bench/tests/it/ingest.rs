@@ -27,6 +27,11 @@ fn ingest_indexes_a_folder_and_counts_the_tokens_it_embedded() {
         "{r:?}"
     );
     assert!(r.secs > 0.0 && r.embed_write_secs <= r.secs, "{r:?}");
+    // Extraction alone is timed where the pipeline extracts in child processes, and
+    // the table says where it ran.
+    assert_eq!(r.isolated, r.extract_secs.is_finite(), "{r:?}");
+    let in_children = r.table().contains("in child processes");
+    assert_eq!(in_children, r.isolated, "{}", r.table());
     assert!(r.peer.is_none());
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["embedded_tokens"], r.embedded_tokens);
