@@ -50,6 +50,9 @@ pub const OUTLIER: f32 = 6.0;
 pub const GELU_OUTLIER: f32 = 16.0;
 /// At most this many outliers per row (the largest).
 pub const MAX_OUTLIERS: usize = 8;
+/// [`quantize_row`] keeps the outliers' masks of a row of up to 32 times this many
+/// values on the stack.
+const STACK_MASKS: usize = 128;
 
 /// A dense layer's `n × k` weight (out × in) in int8, packed for [`linear`].
 pub struct PackedI8 {
@@ -205,7 +208,18 @@ fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>
         if cut > 0.0 && top > cut {
             let cutv = _mm512_set1_ps(cut);
             let (mut lo0, mut hi0, mut lo1, mut hi1) = (zero, zero, zero, zero);
-            for c in (0..k).step_by(32) {
+            // Each 32 values' outliers as a mask, listed after the loop: a push in the
+            // loop (a call where the list grows) made the compiler keep the loop's
+            // registers on the stack.
+            let mut stack = [0u32; STACK_MASKS];
+            let mut heap = Vec::new();
+            let masks: &mut [u32] = if k.div_ceil(32) <= STACK_MASKS {
+                &mut stack
+            } else {
+                heap.resize(k.div_ceil(32), 0);
+                &mut heap
+            };
+            for (c, mask) in (0..k).step_by(32).zip(masks.iter_mut()) {
                 // Two vectors (one where `k` is an odd number of them).
                 let (v0, m0) = {
                     let v = load!(c);
@@ -222,15 +236,19 @@ fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>
                 } else {
                     0
                 };
-                let mut m = m0 as u32 | (m1 as u32) << 16;
+                *mask = m0 as u32 | (m1 as u32) << 16;
+            }
+            // Before the list grows: vector registers do not live across a call.
+            lo = _mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1));
+            hi = _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1));
+            for (i, &m) in masks[..k.div_ceil(32)].iter().enumerate() {
+                let mut m = m;
                 while m != 0 {
-                    let i = c + m.trailing_zeros() as usize;
-                    out.push((i as u32, x[i]));
+                    let c = 32 * i + m.trailing_zeros() as usize;
+                    out.push((c as u32, x[c]));
                     m &= m - 1;
                 }
             }
-            lo = _mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1));
-            hi = _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1));
         } else {
             lo = _mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1));
             hi = _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1));
@@ -712,7 +730,8 @@ mod tests {
         if !vnni() {
             return;
         }
-        for (case, &k) in [64usize, 80, 128, 384, 1536].iter().enumerate() {
+        // 4160: more than 32 × STACK_MASKS values (the masks on the heap).
+        for (case, &k) in [64usize, 80, 128, 384, 1536, 4160].iter().enumerate() {
             for planted in [0usize, 2, 5, 20] {
                 let mut x = values(k, 31 + case as u32 * 7 + planted as u32);
                 for p in 0..planted {
