@@ -155,8 +155,8 @@ pub fn available() -> bool {
 /// `x ≈ s · (q − z)`, with its outliers (channel, value) appended to `out` and coded
 /// as zero (an outlier: above `outlier` times the row's mean magnitude). Two or three
 /// passes over the row: its mean magnitude, largest magnitude and range; where some
-/// value is an outlier, the outliers (listed as they are met) and the range of the
-/// rest; the codes. Each pass keeps two sets of accumulators, so that neighbouring
+/// value is an outlier, the outliers (marked in masks during the pass, listed in
+/// channel order after it) and the range of the rest; the codes. Each pass keeps two sets of accumulators, so that neighbouring
 /// vectors do not wait on each other.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
