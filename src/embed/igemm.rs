@@ -417,11 +417,17 @@ unsafe fn add_outliers(
             // SAFETY: `yr` and `wr` hold `n` values; each vector reads and writes the
             // 16 at `j` (the last only the `n % 16` left, masked).
             unsafe {
-                for j in (0..n).step_by(16) {
-                    let m = super::sgemm::lane_mask(n - j);
-                    let wv = _mm512_maskz_loadu_ps(m, wr.as_ptr().add(j));
-                    let yv = _mm512_maskz_loadu_ps(m, yr.as_ptr().add(j));
-                    _mm512_mask_storeu_ps(yr.as_mut_ptr().add(j), m, _mm512_fmadd_ps(vv, wv, yv));
+                let whole = n / 16 * 16;
+                for j in (0..whole).step_by(16) {
+                    let wv = _mm512_loadu_ps(wr.as_ptr().add(j));
+                    let yv = _mm512_loadu_ps(yr.as_ptr().add(j));
+                    _mm512_storeu_ps(yr.as_mut_ptr().add(j), _mm512_fmadd_ps(vv, wv, yv));
+                }
+                if whole < n {
+                    let m = super::sgemm::lane_mask(n - whole);
+                    let wv = _mm512_maskz_loadu_ps(m, wr.as_ptr().add(whole));
+                    let yv = _mm512_maskz_loadu_ps(m, yr.as_ptr().add(whole));
+                    _mm512_mask_storeu_ps(yr.as_mut_ptr().add(whole), m, _mm512_fmadd_ps(vv, wv, yv));
                 }
             }
         }
