@@ -120,8 +120,13 @@ fn exp_pairs_avx512(row: &[f32], scale: f32, out: &mut [u32]) -> f32 {
         // The lanes of `row` from `c` on, in a register.
         let lanes = |c: usize| {
             let k = super::sgemm::lane_mask(n.saturating_sub(c));
-            let x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, p.add(c)), sv, m);
-            exp2_lanes(k, x)
+            // A whole vector unmasked (masked loads cost more here).
+            let v = if c + 16 <= n {
+                _mm512_loadu_ps(p.add(c))
+            } else {
+                _mm512_maskz_loadu_ps(k, p.add(c))
+            };
+            exp2_lanes(k, _mm512_fmsub_ps(v, sv, m))
         };
         // Two sums, so that neighbouring vectors do not wait on each other.
         let (mut sum0, mut sum1) = (_mm512_setzero_ps(), _mm512_setzero_ps());

@@ -427,7 +427,11 @@ unsafe fn add_outliers(
                     let m = super::sgemm::lane_mask(n - whole);
                     let wv = _mm512_maskz_loadu_ps(m, wr.as_ptr().add(whole));
                     let yv = _mm512_maskz_loadu_ps(m, yr.as_ptr().add(whole));
-                    _mm512_mask_storeu_ps(yr.as_mut_ptr().add(whole), m, _mm512_fmadd_ps(vv, wv, yv));
+                    _mm512_mask_storeu_ps(
+                        yr.as_mut_ptr().add(whole),
+                        m,
+                        _mm512_fmadd_ps(vv, wv, yv),
+                    );
                 }
             }
         }

@@ -248,14 +248,31 @@ pub(crate) fn scaled_max_avx512(
 ) -> (std::arch::x86_64::__m512, std::arch::x86_64::__m512) {
     use std::arch::x86_64::*;
     let n = row.len();
-    let mask = |c: usize| crate::embed::sgemm::lane_mask(n - c);
-    // SAFETY: each load is masked to the lanes within `row`.
+    // SAFETY: the whole vectors are within `row`, the last one's load is masked to
+    // the lanes within it.
     unsafe {
-        let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
-        for c in (0..n).step_by(L) {
-            let v = _mm512_maskz_loadu_ps(mask(c), row.as_ptr().add(c));
-            mx = _mm512_mask_max_ps(mx, mask(c), mx, v);
+        // Two maxima, so that neighbouring vectors do not wait on each other; whole
+        // vectors unmasked (masked loads cost more here).
+        let (mut m0, mut m1) = (
+            _mm512_set1_ps(f32::NEG_INFINITY),
+            _mm512_set1_ps(f32::NEG_INFINITY),
+        );
+        let whole = n / L * L;
+        let mut c = 0;
+        while c + 2 * L <= whole {
+            m0 = _mm512_max_ps(m0, _mm512_loadu_ps(row.as_ptr().add(c)));
+            m1 = _mm512_max_ps(m1, _mm512_loadu_ps(row.as_ptr().add(c + L)));
+            c += 2 * L;
         }
+        if c < whole {
+            m0 = _mm512_max_ps(m0, _mm512_loadu_ps(row.as_ptr().add(c)));
+        }
+        if whole < n {
+            let k = crate::embed::sgemm::lane_mask(n - whole);
+            let v = _mm512_maskz_loadu_ps(k, row.as_ptr().add(whole));
+            m1 = _mm512_mask_max_ps(m1, k, m1, v);
+        }
+        let mx = _mm512_max_ps(m0, m1);
         let sv = _mm512_set1_ps(scale);
         // max(scale·x) = scale·max(x): `scale` is positive.
         (
