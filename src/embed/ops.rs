@@ -144,33 +144,48 @@ fn gelu_in_place(y: &mut [f32]) {
 #[target_feature(enable = "avx512f")]
 unsafe fn gelu_avx512(y: &mut [f32]) {
     use std::arch::x86_64::*;
-    let c = |v: f32| _mm512_set1_ps(v);
     let n = y.len();
-    for i in (0..n).step_by(L) {
-        let k = super::sgemm::lane_mask(n - i);
-        // SAFETY: the load and the store are masked to the lanes within `y`.
-        unsafe {
+    let whole = n / L * L;
+    // SAFETY: the whole vectors are within `y`; the last one's load and store are
+    // masked to the lanes within it (whole vectors unmasked: masked loads and stores
+    // cost more here).
+    unsafe {
+        for i in (0..whole).step_by(L) {
             let at = y.as_mut_ptr().add(i);
-            let x = _mm512_maskz_loadu_ps(k, at);
-            let u = _mm512_mul_ps(x, c(std::f32::consts::FRAC_1_SQRT_2));
-            let u = _mm512_min_ps(_mm512_max_ps(u, c(-4.0)), c(4.0));
-            let x2 = _mm512_mul_ps(u, u);
-            let mut p = _mm512_fmadd_ps(x2, c(ERF_P[0]), c(ERF_P[1]));
-            for &e in &ERF_P[2..] {
-                p = _mm512_fmadd_ps(x2, p, c(e));
-            }
-            let mut q = _mm512_fmadd_ps(x2, c(ERF_Q[0]), c(ERF_Q[1]));
-            for &e in &ERF_Q[2..] {
-                q = _mm512_fmadd_ps(x2, q, c(e));
-            }
-            // 1/q (q ≤ −1.4e-2: never zero): 14 bits, then 28 after a Newton step.
-            let r = _mm512_rcp14_ps(q);
-            let r = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, r, c(1.0)), r, r);
-            let erf = _mm512_mul_ps(_mm512_mul_ps(u, p), r);
-            let h = _mm512_mul_ps(x, c(0.5));
-            _mm512_mask_storeu_ps(at, k, _mm512_fmadd_ps(h, erf, h));
+            _mm512_storeu_ps(at, gelu_lanes(_mm512_loadu_ps(at)));
+        }
+        if whole < n {
+            let k = super::sgemm::lane_mask(n - whole);
+            let at = y.as_mut_ptr().add(whole);
+            _mm512_mask_storeu_ps(at, k, gelu_lanes(_mm512_maskz_loadu_ps(k, at)));
         }
     }
+}
+
+/// [`gelu_avx512`] of one vector.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn gelu_lanes(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let c = |v: f32| _mm512_set1_ps(v);
+    let u = _mm512_mul_ps(x, c(std::f32::consts::FRAC_1_SQRT_2));
+    let u = _mm512_min_ps(_mm512_max_ps(u, c(-4.0)), c(4.0));
+    let x2 = _mm512_mul_ps(u, u);
+    let mut p = _mm512_fmadd_ps(x2, c(ERF_P[0]), c(ERF_P[1]));
+    for &e in &ERF_P[2..] {
+        p = _mm512_fmadd_ps(x2, p, c(e));
+    }
+    let mut q = _mm512_fmadd_ps(x2, c(ERF_Q[0]), c(ERF_Q[1]));
+    for &e in &ERF_Q[2..] {
+        q = _mm512_fmadd_ps(x2, q, c(e));
+    }
+    // 1/q (q ≤ −1.4e-2: never zero): 14 bits, then 28 after a Newton step.
+    let r = _mm512_rcp14_ps(q);
+    let r = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, r, c(1.0)), r, r);
+    let erf = _mm512_mul_ps(_mm512_mul_ps(u, p), r);
+    let h = _mm512_mul_ps(x, c(0.5));
+    _mm512_fmadd_ps(h, erf, h)
 }
 
 wide_fn! {
