@@ -167,10 +167,10 @@ fn exp2_lanes(
     let c = |v: f32| _mm512_set1_ps(v);
     let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
     let f = _mm512_sub_ps(x, t);
-    let mut y = _mm512_fmadd_ps(c(9.570_100_3e-3), f, c(5.591_786_3e-2));
+    let mut y = _mm512_fmadd_ps(c(9.570_1e-3), f, c(5.591_786_3e-2));
     y = _mm512_fmadd_ps(y, f, c(2.402_474_4e-1));
-    y = _mm512_fmadd_ps(y, f, c(6.931_217_9e-1));
-    y = _mm512_fmadd_ps(y, f, c(9.999_992_8e-1));
+    y = _mm512_fmadd_ps(y, f, c(6.931_218e-1));
+    y = _mm512_fmadd_ps(y, f, c(9.999_993e-1));
     _mm512_maskz_scalef_ps(k, y, t)
 }
 
