@@ -88,7 +88,8 @@ pub fn pairs_of(x: &[f32], out: &mut [u32]) {
 /// each `v` of `row`, rounded to bf16 into `out` ([`pairs_of`]'s layout, `⌈len/2⌉`),
 /// and the sum of the f32 values, in one pass: the f32 numerators are never stored.
 /// Within 4e-6 of [`ops::exp_scaled`]'s values (see [`exp2_lanes`]), where bf16's
-/// rounding is 4e-3: a shorter exponential than `exp_scaled`'s, which keeps 2 ulp.
+/// rounding is up to 4e-3: a shorter exponential than `exp_scaled`'s, which keeps
+/// 2 ulp.
 ///
 /// [`ops::exp_scaled`]: super::ops::exp_scaled
 pub fn exp_pairs(row: &[f32], scale: f32, out: &mut [u32]) -> f32 {
@@ -119,14 +120,8 @@ fn exp_pairs_avx512(row: &[f32], scale: f32, out: &mut [u32]) -> f32 {
         let (sv, m) = (_mm512_mul_ps(sv, l), _mm512_mul_ps(m, l));
         // The lanes of `row` from `c` on, in a register.
         let lanes = |c: usize| {
-            let k = super::sgemm::lane_mask(n.saturating_sub(c));
-            // A whole vector unmasked (masked loads cost more here).
-            let v = if c + 16 <= n {
-                _mm512_loadu_ps(p.add(c))
-            } else {
-                _mm512_maskz_loadu_ps(k, p.add(c))
-            };
-            exp2_lanes(k, _mm512_fmsub_ps(v, sv, m))
+            let v = super::sgemm::load_lanes(p.add(c), n - c);
+            exp2_lanes(super::sgemm::lane_mask(n - c), _mm512_fmsub_ps(v, sv, m))
         };
         // Two sums, so that neighbouring vectors do not wait on each other.
         let (mut sum0, mut sum1) = (_mm512_setzero_ps(), _mm512_setzero_ps());

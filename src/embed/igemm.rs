@@ -156,8 +156,8 @@ pub fn available() -> bool {
 /// as zero (an outlier: above `outlier` times the row's mean magnitude). Two or three
 /// passes over the row: its mean magnitude, largest magnitude and range; where some
 /// value is an outlier, the outliers (marked in masks during the pass, listed in
-/// channel order after it) and the range of the rest; the codes. Each pass keeps two sets of accumulators, so that neighbouring
-/// vectors do not wait on each other.
+/// channel order after it) and the range of the rest; the codes. Each pass keeps two
+/// sets of accumulators, so that neighbouring vectors do not wait on each other.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn quantize_row(x: &[f32], outlier: f32, q: &mut [u8], out: &mut Vec<(u32, f32)>) -> (f32, i32) {
@@ -417,6 +417,8 @@ unsafe fn add_outliers(
             // SAFETY: `yr` and `wr` hold `n` values; each vector reads and writes the
             // 16 at `j` (the last only the `n % 16` left, masked).
             unsafe {
+                // The whole vectors in a loop of their own: a test per vector (as
+                // `load_lanes` has) measured ~9% slower here.
                 let whole = n / 16 * 16;
                 for j in (0..whole).step_by(16) {
                     let wv = _mm512_loadu_ps(wr.as_ptr().add(j));
@@ -424,14 +426,10 @@ unsafe fn add_outliers(
                     _mm512_storeu_ps(yr.as_mut_ptr().add(j), _mm512_fmadd_ps(vv, wv, yv));
                 }
                 if whole < n {
-                    let m = super::sgemm::lane_mask(n - whole);
-                    let wv = _mm512_maskz_loadu_ps(m, wr.as_ptr().add(whole));
-                    let yv = _mm512_maskz_loadu_ps(m, yr.as_ptr().add(whole));
-                    _mm512_mask_storeu_ps(
-                        yr.as_mut_ptr().add(whole),
-                        m,
-                        _mm512_fmadd_ps(vv, wv, yv),
-                    );
+                    let wv = super::sgemm::load_lanes(wr.as_ptr().add(whole), n - whole);
+                    let yv = super::sgemm::load_lanes(yr.as_ptr().add(whole), n - whole);
+                    let y = _mm512_fmadd_ps(vv, wv, yv);
+                    super::sgemm::store_lanes(yr.as_mut_ptr().add(whole), n - whole, y);
                 }
             }
         }

@@ -143,21 +143,12 @@ fn gelu_in_place(y: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn gelu_avx512(y: &mut [f32]) {
-    use std::arch::x86_64::*;
     let n = y.len();
-    let whole = n / L * L;
-    // SAFETY: the whole vectors are within `y`; the last one's load and store are
-    // masked to the lanes within it (whole vectors unmasked: masked loads and stores
-    // cost more here).
-    unsafe {
-        for i in (0..whole).step_by(L) {
+    for i in (0..n).step_by(L) {
+        // SAFETY: the load and the store are of the lanes within `y`.
+        unsafe {
             let at = y.as_mut_ptr().add(i);
-            _mm512_storeu_ps(at, gelu_lanes(_mm512_loadu_ps(at)));
-        }
-        if whole < n {
-            let k = super::sgemm::lane_mask(n - whole);
-            let at = y.as_mut_ptr().add(whole);
-            _mm512_mask_storeu_ps(at, k, gelu_lanes(_mm512_maskz_loadu_ps(k, at)));
+            super::sgemm::store_lanes(at, n - i, gelu_lanes(super::sgemm::load_lanes(at, n - i)));
         }
     }
 }
