@@ -5,11 +5,10 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test package setup setup-test setup-package models build lint fmt build-cuda check-cuda
+.PHONY: run test package setup setup-test setup-package models build lint fmt build-cuda check-cuda check-cuda-nvcc
 
 run: setup
-	$(CARGO) build --release -p quire -p quire-bench
-	$(CARGO) build --release -p quire-desktop
+	$(CARGO) build --release --workspace
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
 	  exec ./target/release/quire-desktop; \
 	else \
@@ -17,31 +16,36 @@ run: setup
 	  exec ./target/release/quire serve; \
 	fi
 
-# The desktop app is built in a cargo invocation of its own: cargo unifies the features
-# of the packages built together, and the window must get the core without its HTTP
-# server (no axum in quire-desktop). Its tests run the same way: one `cargo test
-# --workspace` would unify all three packages' features into a third set and rebuild
-# tokio, candle, tauri and the rest for it (10 minutes on 2 cores; split, 2). The Rust
-# tests run under a watchdog: a hang ends after 30 minutes (a normal run takes 5 to 10)
-# with the tests still running and their threads' stacks printed.
-test: setup-test
-	$(CARGO) fmt --all -- --check
-	$(CARGO) build -p quire -p quire-bench
-	$(CARGO) build -p quire-desktop
-	scripts/build-cuda.sh --check-fast
-	scripts/watchdog.sh 1800 $(CARGO) test -p quire -p quire-bench
-	$(CARGO) test -p quire-desktop
-	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test
-	cd tests/e2e && xvfb-run -a npm run test:tauri
-	tests/package/run.sh
+# Every step is timed (scripts/step.sh) and the run ends with the table and the total
+# (scripts/ci-budget), which fails past 60 minutes: CI stops at 90 and then lands
+# nothing. One build for the whole workspace: the core has one feature set (the HTTP
+# server is the quire-cli package's, not a feature), so `quire`, `quire-bench` and
+# `quire-desktop` share every compiled crate, and --all-targets builds the tests with
+# the same features, so the test step compiles nothing more. The Rust tests run under
+# a watchdog: a hang ends after 30 minutes (a normal run takes 5 to 10) with the tests
+# still running and their threads' stacks printed.
+#
+# Not in `make test`, each for its reason:
+#   check-cuda   the CUDA code's type check (a cargo check of the core and candle with
+#                `--features cuda` in a target dir of its own: ~5 min on 2 cores, all
+#                of it compiling what no test then runs; run it after touching GPU code)
+STEP := scripts/step.sh
+test:
+	@$(STEP) --reset
+	$(STEP) setup scripts/setup.sh --test
+	$(STEP) fmt $(CARGO) fmt --all -- --check
+	$(STEP) build $(CARGO) build --workspace --all-targets
+	$(STEP) test-rust scripts/watchdog.sh 1800 $(CARGO) test --workspace
+	$(STEP) e2e-browser bash -c 'cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test'
+	$(STEP) e2e-window bash -c 'cd tests/e2e && xvfb-run -a npm run test:tauri'
+	$(STEP) package tests/package/run.sh
+	@scripts/ci-budget
 
 # The .deb installer, bundled by Tauri's bundler from the release binaries: the desktop
 # app, the quire command line, a desktop entry and icons, and the default models in
-# /usr/share/quire/models (packaging/deb.sh). The desktop app builds on its own, as in
-# `test`.
+# /usr/share/quire/models (packaging/deb.sh).
 package: setup-package
-	$(CARGO) build --release -p quire
-	$(CARGO) build --release -p quire-desktop
+	$(CARGO) build --release -p quire-cli -p quire-desktop
 	packaging/deb.sh
 
 setup:
@@ -63,9 +67,14 @@ lint:
 # CUDA (NVIDIA GPUs), no toolkit needed: NVIDIA's CUDA 13 compiler and libraries from
 # PyPI go into a venv (~/.cache/quire/cuda13), then quire, quire-bench and quire-desktop
 # are built with --features cuda into target/cuda/release (CUDA_COMPUTE_CAP=89 for an
-# RTX 40 / L4; 80 by default). check-cuda: the same code checked with the real nvcc.
+# RTX 40 / L4; 80 by default). check-cuda: the CUDA code type-checked without the
+# wheels (scripts/nvcc-check-shim.sh stands in for nvcc; a check never links);
+# check-cuda-nvcc: the same with the real nvcc from the wheels.
 build-cuda:
 	scripts/build-cuda.sh
 
 check-cuda:
+	scripts/build-cuda.sh --check-fast
+
+check-cuda-nvcc:
 	scripts/build-cuda.sh --check

@@ -95,14 +95,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = register(Engine::open(EngineConfig::new(data_dir)?)?)?;
     if args.first().map(String::as_str) == Some("--serve") {
         let port: u16 = args.get(1).map(|p| p.parse()).transpose()?.unwrap_or(8718);
-        let opts = quire::server::ServeOptions {
+        let opts = quire_cli::server::ServeOptions {
             addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
             token: None,
-            max_upload: quire::server::DEFAULT_MAX_UPLOAD,
+            max_upload: quire_cli::server::DEFAULT_MAX_UPLOAD,
             ui_dir: None,
         };
         eprintln!("serving on http://{} with the mode {NAME}", opts.addr);
-        tokio::runtime::Runtime::new()?.block_on(quire::server::serve(Arc::new(engine), opts))?;
+        tokio::runtime::Runtime::new()?.block_on(quire_cli::server::serve(Arc::new(engine), opts))?;
         return Ok(());
     }
     let question = args.join(" ");

@@ -37,7 +37,7 @@ bin="$target/$profile"
 build="cargo build"
 [ "$profile" = release ] && build="cargo build --release"
 [ -x "$bin/quire-desktop" ] || fail "$bin/quire-desktop is missing: run \`$build -p quire-desktop\` first"
-[ -x "$bin/quire" ] || fail "$bin/quire is missing: run \`$build -p quire\` first"
+[ -x "$bin/quire" ] || fail "$bin/quire is missing: run \`$build -p quire-cli\` first"
 
 command -v npm >/dev/null || fail "npm is missing (scripts/setup.sh --package installs it)"
 pinned="$(node -p 'require("./packaging/package.json").devDependencies["@tauri-apps/cli"]')"

@@ -49,8 +49,8 @@ if [ "$mode" = check-fast ]; then
   ln -sf "$PWD/scripts/nvcc-check-shim.sh" "$shim/nvcc"
   export NVCC="$shim/nvcc" PATH="$shim:$PATH" CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-80}"
   start=$SECONDS
-  # The core library only, without the HTTP server (no GPU code there).
-  "$CARGO" check -p quire --lib --no-default-features --features cuda
+  # The core library only (the GPU code is all there).
+  "$CARGO" check -p quire --lib --features cuda
   echo "cuda check (no nvcc, kernels not compiled): $((SECONDS - start)) s"
   exit 0
 fi
@@ -130,9 +130,7 @@ case "$mode" in
     echo "cuda check: $((SECONDS - start)) s (nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), compute capability $CUDA_COMPUTE_CAP)"
     ;;
   build)
-    "$CARGO" build --release -p quire -p quire-bench --features quire/cuda
-    # The desktop app in its own invocation (no axum in it; see the Makefile).
-    "$CARGO" build --release -p quire-desktop --features quire/cuda
+    "$CARGO" build --release -p quire-cli -p quire-bench -p quire-desktop --features quire/cuda
     echo "built with CUDA (compute capability $CUDA_COMPUTE_CAP) in $CARGO_TARGET_DIR/release:"
     echo "  quire, quire-bench, quire-desktop; to run them: export LD_LIBRARY_PATH=$root/lib"
     ;;

@@ -238,7 +238,7 @@ fn quire_chat_holds_one_conversation_over_stdin() {
     use std::process::{Command, Stdio};
     let (_engine, dir) = engine();
     drop(_engine);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let mut child = Command::new(crate::util::quire_exe())
         .args([
             "chat",
             "--mode",

@@ -361,7 +361,7 @@ fn hostile_pdfs_fail_alone_in_the_cli() {
     let docs = tmp.path().join("docs");
     let names = write_batch(&docs);
     let data = tmp.path().join("data");
-    let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let out = Command::new(crate::util::quire_exe())
         .args(["index", "--json", "--data-dir"])
         .arg(&data)
         .arg(&docs)
@@ -376,7 +376,7 @@ fn hostile_pdfs_fail_alone_in_the_cli() {
     check_outcomes(&events, &names);
 
     // The scripted PDF is indexed as text: its words are found.
-    let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let out = Command::new(crate::util::quire_exe())
         .args(["search", "--json", "--retrievers", "bm25", "--data-dir"])
         .arg(&data)
         .arg("blueberry harvest orchards")
@@ -445,13 +445,13 @@ fn hostile_uploads_fail_alone_and_the_server_keeps_answering() {
         .enable_all()
         .build()
         .expect("runtime");
-    let opts = quire::server::ServeOptions {
+    let opts = quire_cli::server::ServeOptions {
         addr: "127.0.0.1:0".parse().expect("addr"),
         token: None,
-        max_upload: quire::server::DEFAULT_MAX_UPLOAD,
+        max_upload: quire_cli::server::DEFAULT_MAX_UPLOAD,
         ui_dir: Some(util::repo().join("ui")),
     };
-    let app = quire::server::router(engine.clone(), &opts);
+    let app = quire_cli::server::router(engine.clone(), &opts);
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .expect("bind");

@@ -199,7 +199,7 @@ fn broken_files_fail_alone_with_a_reason() {
     // Through the command line, as a user runs it: a hostile file must not take the
     // batch down with it.
     let data = tmp.path().join("data");
-    let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let out = Command::new(crate::util::quire_exe())
         .args(["index", "--json", "--data-dir"])
         .arg(&data)
         .arg(&docs)
@@ -284,7 +284,7 @@ fn nothing_indexable_exits_non_zero() {
     let tmp = tempfile::tempdir().expect("tmp");
     let bad = tmp.path().join("bad.pdf");
     std::fs::write(&bad, b"%PDF-1.4\nthis is not really a pdf").expect("w");
-    let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let out = Command::new(crate::util::quire_exe())
         .args(["index", "--data-dir"])
         .arg(tmp.path().join("data"))
         .arg(&bad)
@@ -437,7 +437,7 @@ fn kill_9_mid_run_then_resume() {
     let tmp = tempfile::tempdir().expect("tmp");
     let data = tmp.path().join("data");
     let db = data.join("index.sqlite");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let mut child = Command::new(crate::util::quire_exe())
         .args(["index", "--json", "--data-dir"])
         .arg(&data)
         .args(&files)
@@ -477,7 +477,7 @@ fn kill_9_mid_run_then_resume() {
     }
 
     // Run again: everything is there, nothing twice.
-    let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let out = Command::new(crate::util::quire_exe())
         .args(["index", "--json", "--data-dir"])
         .arg(&data)
         .args(&files)

@@ -36,7 +36,7 @@ fn modes(addr: std::net::SocketAddr) -> Vec<Value> {
 #[test]
 fn a_registered_synthesizer_is_a_mode_over_http() {
     let s = index_one(start_with(
-        quire::server::DEFAULT_MAX_UPLOAD,
+        quire_cli::server::DEFAULT_MAX_UPLOAD,
         example::register,
     ));
     let list = modes(s.addr);
@@ -107,7 +107,7 @@ fn a_registered_synthesizer_is_a_mode_over_http() {
 
 #[test]
 fn a_mode_composed_in_settings_is_listed_and_answers_and_templates_are_checked_on_save() {
-    let s = index_one(start_with(quire::server::DEFAULT_MAX_UPLOAD, Ok));
+    let s = index_one(start_with(quire_cli::server::DEFAULT_MAX_UPLOAD, Ok));
     let (_, _, view) = get(s.addr, "/api/settings", "");
     let mut settings: Value = serde_json::from_slice(&view).expect("json");
     assert!(settings["default_templates"]["refine_template"]
@@ -190,7 +190,7 @@ fn a_mode_composed_in_settings_is_listed_and_answers_and_templates_are_checked_o
 
 #[test]
 fn structured_filtering_streams_its_answer_and_the_inspector_sees_what_the_model_read() {
-    let s = index_one(start_with(quire::server::DEFAULT_MAX_UPLOAD, Ok));
+    let s = index_one(start_with(quire_cli::server::DEFAULT_MAX_UPLOAD, Ok));
     let events = until_done(&mut ask_json(
         s.addr,
         &json!({ "question": QUESTION, "mode": "compact",
@@ -231,7 +231,7 @@ fn structured_filtering_streams_its_answer_and_the_inspector_sees_what_the_model
 
 #[test]
 fn query_generation_is_a_step_with_its_custom_prompt() {
-    let s = index_one(start_with(quire::server::DEFAULT_MAX_UPLOAD, Ok));
+    let s = index_one(start_with(quire_cli::server::DEFAULT_MAX_UPLOAD, Ok));
     let template = "Write {num_queries} other ways to ask this, one per line:\n{query}\n";
     let events = until_done(&mut ask_json(
         s.addr,
@@ -267,7 +267,7 @@ fn the_cli_s_template_flags_reach_the_prompts() {
     use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
-    let quire = env!("CARGO_BIN_EXE_quire");
+    let quire = crate::util::quire_exe();
     let st = Command::new(quire)
         .args(["index", "--json", "--data-dir"])
         .arg(dir.path())

@@ -114,7 +114,7 @@ fn scanned_pdf(w: usize, h: usize, pixels: &[u8], dpi: usize) -> Vec<u8> {
 }
 
 fn quire(data: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_quire"));
+    let mut c = Command::new(crate::util::quire_exe());
     c.env("QUIRE_DATA_DIR", data);
     c
 }

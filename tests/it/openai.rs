@@ -29,7 +29,7 @@ fn client_passes(store: Option<&str>) {
         "{} is missing: run `scripts/setup.sh --test` (it installs the openai client)",
         python.display()
     );
-    let s = index_one(start_on(store, quire::server::DEFAULT_MAX_UPLOAD, Ok));
+    let s = index_one(start_on(store, quire_cli::server::DEFAULT_MAX_UPLOAD, Ok));
     let out = Command::new(&python)
         .arg(util::repo().join("tests/openai/client.py"))
         .arg(format!("http://{}/v1", s.addr))

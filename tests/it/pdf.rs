@@ -12,7 +12,7 @@ use quire::Error;
 use crate::util;
 
 fn extractor() -> Extractor {
-    Extractor::new(env!("CARGO_BIN_EXE_quire"))
+    Extractor::new(crate::util::quire_exe())
 }
 
 /// A one-page document: `content` drawn with `/F1` (Helvetica, WinAnsi, code 0xC0 is

@@ -554,7 +554,7 @@ impl ServeProcess {
     /// from the line it prints once listening.
     fn start(data_dir: &Path, store: &str) -> Self {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_quire"))
+        let mut child = std::process::Command::new(crate::util::quire_exe())
             .args(["serve", "--port", "0", "--store", store, "--data-dir"])
             .arg(data_dir)
             .stdout(std::process::Stdio::piped())

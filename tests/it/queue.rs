@@ -102,7 +102,7 @@ fn a_batch_killed_mid_way_is_finished_at_the_next_start_each_file_once() {
     }
     let data = tmp.path().join("data");
     let db = data.join("index.sqlite");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let mut child = Command::new(crate::util::quire_exe())
         .args(["index", "--json", "--data-dir"])
         .arg(&data)
         .arg(&docs)
@@ -264,7 +264,7 @@ fn the_cli_cancels_one_file_of_a_running_batch_from_another_process() {
         files.push(p);
     }
     let quire = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+        let out = Command::new(crate::util::quire_exe())
             .args(args)
             .arg("--data-dir")
             .arg(&data)
@@ -340,7 +340,7 @@ fn the_cli_cancels_one_file_of_a_running_batch_from_another_process() {
     assert!(q.contains("0 waiting or running"), "{q}");
     // Nothing left to cancel: said, not an error; an id that is not waiting is one.
     assert!(quire(&["queue", "cancel", "all"]).contains("nothing to cancel"));
-    let out = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let out = Command::new(crate::util::quire_exe())
         .args(["queue", "cancel", "9999", "--data-dir"])
         .arg(&data)
         .output()

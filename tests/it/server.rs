@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use quire::engine::{Engine, EngineConfig};
 use quire::llm::Cancel;
-use quire::server::{router, ServeOptions};
+use quire_cli::server::{router, ServeOptions};
 use serde_json::Value;
 
 use crate::util;
@@ -80,7 +80,7 @@ pub(crate) fn start_on(
 
 /// A server whose index holds one corpus PDF.
 fn start_indexed() -> Server {
-    index_one(start(quire::server::DEFAULT_MAX_UPLOAD))
+    index_one(start(quire_cli::server::DEFAULT_MAX_UPLOAD))
 }
 
 /// `s` with one corpus PDF indexed.
@@ -369,7 +369,7 @@ pub(crate) fn multipart(name: &str, content: &[u8]) -> (String, Vec<u8>) {
 
 #[test]
 fn a_non_pdf_upload_is_refused_with_a_clear_error() {
-    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    let s = start(quire_cli::server::DEFAULT_MAX_UPLOAD);
     let (ctype, bytes) = multipart("notes.pdf", b"just some text, not a PDF at all");
     let mut r = BufReader::new(send(s.addr, "POST", "/api/upload", &ctype, &bytes));
     let (status, headers) = head(&mut r);
@@ -434,7 +434,7 @@ fn error_message(body: &[u8]) -> String {
 
 #[test]
 fn a_documents_pdf_is_served_whole_or_in_ranges_and_only_while_unchanged() {
-    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    let s = start(quire_cli::server::DEFAULT_MAX_UPLOAD);
     let folder = tempfile::tempdir().expect("tempdir");
     let path = folder.path().join("wasysym copy é.pdf");
     std::fs::copy(util::shared().join("corpus/pdfs/wasysym.pdf"), &path).expect("copy");
@@ -565,7 +565,7 @@ fn a_documents_pdf_is_served_whole_or_in_ranges_and_only_while_unchanged() {
 #[test]
 fn a_chinese_answer_streams_in_whole_characters() {
     // The default model answers Chinese questions in Chinese.
-    let s = start(quire::server::DEFAULT_MAX_UPLOAD);
+    let s = start(quire_cli::server::DEFAULT_MAX_UPLOAD);
     let pdf = util::shared().join("corpus/pdfs/ctex-faq.pdf");
     s.engine
         .index(&[pdf], &Cancel::new(), &mut |_| true)

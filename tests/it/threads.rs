@@ -87,7 +87,7 @@ fn embeddings_are_the_same_bits_at_every_pool_width() {
 fn the_widest_pool_follows_the_affinity_mask() {
     let out = std::process::Command::new("taskset")
         .args(["-c", "0"])
-        .arg(env!("CARGO_BIN_EXE_quire"))
+        .arg(crate::util::quire_exe())
         .args(["bench", "embed", "--chunks", "4", "--runs", "1", "--json"])
         .args(["--reference", "/nonexistent"])
         .env_remove("RAYON_NUM_THREADS")

@@ -14,7 +14,7 @@ fn concurrent_asks_while_indexing_lose_and_mix_nothing() {
     let quire = exe.parent().unwrap().parent().unwrap().join("quire");
     assert!(
         quire.is_file(),
-        "{} missing: cargo build -p quire first",
+        "{} missing: cargo build -p quire-cli first (or cargo build --workspace)",
         quire.display()
     );
     let seed = util::shared().join("corpus/pdfs/wasysym.pdf");

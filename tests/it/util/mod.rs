@@ -11,6 +11,24 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The `quire` binary (the `quire-cli` package's), next to this test binary's folder
+/// (`target/debug/deps/it-…` → `target/debug/quire`). `cargo test --workspace` (what
+/// `make test` runs) builds it before any test runs: the package's own tests need it.
+pub fn quire_exe() -> PathBuf {
+    let me = std::env::current_exe().expect("the test binary's path");
+    let exe = me
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps")
+        .join(format!("quire{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        exe.is_file(),
+        "{} is missing: build it with `cargo build -p quire-cli` (or run `cargo test --workspace`)",
+        exe.display()
+    );
+    exe
+}
+
 /// `../shared` next to the repository (the team's fixtures, corpus and references).
 pub fn shared() -> PathBuf {
     std::env::var_os("QUIRE_SHARED")

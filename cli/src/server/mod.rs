@@ -24,7 +24,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use futures_util::stream::Stream;
 
-use crate::engine::{self, AskRequest, Conversation, ConversationInfo, Engine, Settings};
+use quire::engine::{self, AskRequest, Conversation, ConversationInfo, Engine, Settings};
 pub use error::{ApiError, ApiResult};
 
 /// The Content-Security-Policy of every response: nothing but our own scripts and
@@ -106,19 +106,19 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
 }
 
 /// Bind and serve until Ctrl-C. Prints the URL once listening.
-pub async fn serve(engine: Arc<Engine>, opts: ServeOptions) -> crate::Result<()> {
+pub async fn serve(engine: Arc<Engine>, opts: ServeOptions) -> quire::Result<()> {
     if !opts.addr.ip().is_loopback() && opts.token.as_deref().is_none_or(str::is_empty) {
-        return Err(crate::Error::Invalid(format!(
+        return Err(quire::Error::Invalid(format!(
             "refusing to serve on {} without an access token: pass --token (or bind 127.0.0.1)",
             opts.addr
         )));
     }
     let listener = tokio::net::TcpListener::bind(opts.addr)
         .await
-        .map_err(|e| crate::Error::Invalid(format!("cannot listen on {}: {e}", opts.addr)))?;
+        .map_err(|e| quire::Error::Invalid(format!("cannot listen on {}: {e}", opts.addr)))?;
     let local = listener
         .local_addr()
-        .map_err(|e| crate::Error::Invalid(e.to_string()))?;
+        .map_err(|e| quire::Error::Invalid(e.to_string()))?;
     match &opts.token {
         Some(t) => println!("Quire is serving on http://{local}/?token={t}"),
         None => println!("Quire is serving on http://{local}/"),
@@ -129,7 +129,7 @@ pub async fn serve(engine: Arc<Engine>, opts: ServeOptions) -> crate::Result<()>
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .map_err(|e| crate::Error::Invalid(format!("server: {e}")))
+        .map_err(|e| quire::Error::Invalid(format!("server: {e}")))
 }
 
 /// Security headers on every response, and the access token where one is set.
@@ -199,7 +199,7 @@ async fn static_file(State(st): State<AppState>, uri: axum::http::Uri) -> Respon
 
 /// Run blocking engine work off the async threads.
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> crate::Result<T> + Send + 'static,
+    f: impl FnOnce() -> quire::Result<T> + Send + 'static,
 ) -> ApiResult<T> {
     tokio::task::spawn_blocking(f)
         .await

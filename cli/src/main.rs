@@ -277,14 +277,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let engine = std::sync::Arc::new(data.engine()?);
             // Finish what a killed or crashed run left queued, without being asked.
             quire::engine::spawn_resume(engine.clone());
-            let opts = quire::server::ServeOptions {
+            let opts = quire_cli::server::ServeOptions {
                 addr: std::net::SocketAddr::new(host, port),
                 token,
                 max_upload: max_upload_mib * 1024 * 1024,
                 ui_dir: None,
             };
             let rt = tokio::runtime::Runtime::new()?;
-            rt.block_on(quire::server::serve(engine, opts))?;
+            rt.block_on(quire_cli::server::serve(engine, opts))?;
             Ok(())
         }
         Cmd::Index { paths, json, data } => cli::index::index(&data.engine()?, &paths, json),

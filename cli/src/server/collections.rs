@@ -5,7 +5,7 @@ use axum::Json;
 use serde::Deserialize;
 
 use super::{blocking, ApiResult, AppState};
-use crate::engine::Collection;
+use quire::engine::Collection;
 
 /// A new collection, or the changes to one (absent fields stay as they are).
 #[derive(Debug, Deserialize)]

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::AppState;
-use crate::engine::{self, AskEvent, AskOverrides, AskRequest, ChatTurn};
+use quire::engine::{self, AskEvent, AskOverrides, AskRequest, ChatTurn};
 
 /// The prefix of every model name: `quire-` + a response mode.
 pub const PREFIX: &str = "quire-";
@@ -172,7 +172,7 @@ async fn chat_completions(State(st): State<AppState>, Json(req): Json<ChatReques
     };
     if let Err(e) = st.engine.check_ask(&ask) {
         let (status, code) = match e {
-            crate::Error::Invalid(ref m) if m.starts_with("unknown response mode") => {
+            quire::Error::Invalid(ref m) if m.starts_with("unknown response mode") => {
                 (StatusCode::NOT_FOUND, "model_not_found")
             }
             _ => (StatusCode::BAD_REQUEST, "invalid_request"),

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use crate::Error;
+use quire::Error;
 
 /// An error answered as JSON with the status that fits it.
 #[derive(Debug)]
