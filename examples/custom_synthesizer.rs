@@ -97,11 +97,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let port: u16 = args.get(1).map(|p| p.parse()).transpose()?.unwrap_or(8718);
         let opts = quire_cli::server::ServeOptions {
             addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-            token: None,
+            token: Some(quire_cli::server::random_token()?),
             max_upload: quire_cli::server::DEFAULT_MAX_UPLOAD,
             ui_dir: None,
+            allowed_hosts: Vec::new(),
         };
-        eprintln!("serving on http://{} with the mode {NAME}", opts.addr);
+        eprintln!("the mode {NAME} is in the UI's mode menu");
         tokio::runtime::Runtime::new()?.block_on(quire_cli::server::serve(Arc::new(engine), opts))?;
         return Ok(());
     }

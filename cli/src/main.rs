@@ -55,9 +55,21 @@ enum Cmd {
         /// 0 picks a free port.
         #[arg(long, default_value_t = 8717)]
         port: u16,
-        /// Access token; required to bind anything but loopback.
-        #[arg(long, env = "QUIRE_TOKEN")]
+        /// The access token (default: a random one, made at start and printed in the
+        /// address to open). `/api` takes it as the page's cookie or
+        /// `Authorization: Bearer`, `/v1` as a bearer.
+        #[arg(long, env = "QUIRE_TOKEN", conflicts_with = "no_token")]
         token: Option<String>,
+        /// Serve without an access token (loopback only). Then any program on this
+        /// machine, under any user, can read every indexed document and conversation
+        /// and add documents; web pages still cannot (the Host and Origin checks hold).
+        #[arg(long)]
+        no_token: bool,
+        /// Also answer requests for this host name (repeatable): the name a reverse
+        /// proxy forwards, or one of this machine's. Loopback names always are;
+        /// others are refused, against DNS rebinding.
+        #[arg(long = "allow-host", value_name = "NAME", env = "QUIRE_ALLOW_HOSTS", value_delimiter = ',')]
+        allow_hosts: Vec<String>,
         /// Largest upload in MiB.
         #[arg(long, default_value_t = 100)]
         max_upload_mib: usize,
@@ -271,9 +283,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             host,
             port,
             token,
+            no_token,
+            allow_hosts,
             max_upload_mib,
             data,
         } => {
+            let token = match (token, no_token) {
+                (_, true) => None,
+                (Some(t), false) => Some(t),
+                (None, false) => Some(
+                    quire_cli::server::random_token()
+                        .context("making the access token (/dev/urandom)")?,
+                ),
+            };
             let engine = std::sync::Arc::new(data.engine()?);
             // Finish what a killed or crashed run left queued, without being asked.
             quire::engine::spawn_resume(engine.clone());
@@ -282,6 +304,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 token,
                 max_upload: max_upload_mib * 1024 * 1024,
                 ui_dir: None,
+                allowed_hosts: allow_hosts,
             };
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(quire_cli::server::serve(engine, opts))?;

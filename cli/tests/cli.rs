@@ -34,9 +34,10 @@ fn an_unknown_subcommand_is_a_usage_error() {
 
 #[test]
 fn serving_beyond_loopback_without_a_token_is_refused() {
+    // `quire serve` makes a token by default; `--no-token` is for loopback only.
     let data = std::env::temp_dir().join(format!("quire-cli-test-{}", std::process::id()));
     let out = quire()
-        .args(["serve", "--host", "0.0.0.0", "--port", "0"])
+        .args(["serve", "--host", "0.0.0.0", "--port", "0", "--no-token"])
         .env("QUIRE_DATA_DIR", &data)
         .env_remove("QUIRE_TOKEN")
         .output()
@@ -45,4 +46,13 @@ fn serving_beyond_loopback_without_a_token_is_refused() {
     assert!(!out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("without an access token"), "{err}");
+}
+
+#[test]
+fn a_token_and_no_token_together_are_a_usage_error() {
+    let out = quire()
+        .args(["serve", "--token", "abc", "--no-token"])
+        .output()
+        .expect("quire runs");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }

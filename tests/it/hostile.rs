@@ -450,6 +450,7 @@ fn hostile_uploads_fail_alone_and_the_server_keeps_answering() {
         token: None,
         max_upload: quire_cli::server::DEFAULT_MAX_UPLOAD,
         ui_dir: Some(util::repo().join("ui")),
+        allowed_hosts: Vec::new(),
     };
     let app = quire_cli::server::router(engine.clone(), &opts);
     let listener = rt

@@ -24,6 +24,7 @@ mod queue;
 mod remote_llm;
 mod scope;
 mod server;
+mod server_guard;
 mod synth;
 mod synth_model;
 mod synth_parity;

@@ -550,12 +550,13 @@ struct ServeProcess {
 }
 
 impl ServeProcess {
-    /// `quire serve --port 0` over `data_dir`, its index in `store`; the address
-    /// from the line it prints once listening.
+    /// `quire serve --port 0 --no-token` over `data_dir`, its index in `store`; the
+    /// address from the line it prints once listening. (What is tested here is the
+    /// shared database; the token is tests/it/server_guard.rs's.)
     fn start(data_dir: &Path, store: &str) -> Self {
         use std::io::BufRead;
         let mut child = std::process::Command::new(crate::util::quire_exe())
-            .args(["serve", "--port", "0", "--store", store, "--data-dir"])
+            .args(["serve", "--port", "0", "--no-token", "--store", store, "--data-dir"])
             .arg(data_dir)
             .stdout(std::process::Stdio::piped())
             .spawn()

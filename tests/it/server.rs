@@ -63,6 +63,7 @@ pub(crate) fn start_on(
         token: None,
         max_upload,
         ui_dir: Some(util::repo().join("ui")),
+        allowed_hosts: Vec::new(),
     };
     let app = router(engine.clone(), &opts);
     let listener = rt

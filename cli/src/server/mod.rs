@@ -1,16 +1,18 @@
 //! `quire serve`: the HTTP + server-sent-events adapter over [`Engine`] that also
 //! serves `ui/` to a browser. It forwards requests and events; it holds no logic.
 //!
-//! It binds loopback by default. Any other address needs an access token, sent as the
-//! `x-quire-token` header or the `quire_token` cookie (set by opening `/?token=...`).
+//! It binds loopback by default and answers only its own page: the `Host`, `Origin`
+//! and access-token checks are [`guard`]'s. `quire serve` makes a random token at
+//! start unless one is given (`--token`) or refused (`--no-token`, loopback only).
 
 mod assets;
 mod collections;
 mod error;
+mod guard;
 mod openai;
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,6 +28,7 @@ use futures_util::stream::Stream;
 
 use quire::engine::{self, AskRequest, Conversation, ConversationInfo, Engine, Settings};
 pub use error::{ApiError, ApiResult};
+pub use guard::random_token;
 
 /// The Content-Security-Policy of every response: nothing but our own scripts and
 /// styles, no inline code, no remote sources. `worker-src 'self'`: the PDF viewer
@@ -42,10 +45,14 @@ pub const DEFAULT_MAX_UPLOAD: usize = 100 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub addr: SocketAddr,
-    /// Required when `addr` is not loopback.
+    /// The access token: `/api` takes it as the page's cookie or a bearer, `/v1` as a
+    /// bearer. `None` serves without one, which only loopback allows.
     pub token: Option<String>,
     pub max_upload: usize,
     pub ui_dir: Option<PathBuf>,
+    /// Host names answered besides loopback's (`--allow-host`): the name a reverse
+    /// proxy forwards, a name of the machine's.
+    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -54,6 +61,11 @@ struct AppState {
     ui_dir: Arc<PathBuf>,
     token: Option<Arc<str>>,
     max_upload: usize,
+    /// The address bound (a `Host` of that address is answered).
+    bound: IpAddr,
+    allowed_hosts: Arc<[String]>,
+    /// The token's cookie, named for the port: two servers on one host keep theirs.
+    cookie: Arc<str>,
 }
 
 /// The router, for tests and for [`serve`].
@@ -63,6 +75,9 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         ui_dir: Arc::new(opts.ui_dir.clone().unwrap_or_else(assets::find_ui_dir)),
         token: opts.token.as_deref().map(Arc::from),
         max_upload: opts.max_upload,
+        bound: opts.addr.ip(),
+        allowed_hosts: opts.allowed_hosts.clone().into(),
+        cookie: format!("quire_token_{}", opts.addr.port()).into(),
     };
     let api = Router::new()
         .route("/status", get(status))
@@ -101,15 +116,21 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         .nest("/api", api)
         .nest("/v1", openai::routes())
         .fallback(get(static_file))
-        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
         .with_state(state)
 }
 
 /// Bind and serve until Ctrl-C. Prints the URL once listening.
-pub async fn serve(engine: Arc<Engine>, opts: ServeOptions) -> quire::Result<()> {
-    if !opts.addr.ip().is_loopback() && opts.token.as_deref().is_none_or(str::is_empty) {
+pub async fn serve(engine: Arc<Engine>, mut opts: ServeOptions) -> quire::Result<()> {
+    if opts.token.as_deref() == Some("") {
+        return Err(quire::Error::Invalid(
+            "the access token is empty: pass a token, or --no-token on loopback".into(),
+        ));
+    }
+    if !opts.addr.ip().is_loopback() && opts.token.is_none() {
         return Err(quire::Error::Invalid(format!(
-            "refusing to serve on {} without an access token: pass --token (or bind 127.0.0.1)",
+            "refusing to serve on {} without an access token: drop --no-token, pass \
+             --token (or bind 127.0.0.1)",
             opts.addr
         )));
     }
@@ -119,9 +140,17 @@ pub async fn serve(engine: Arc<Engine>, opts: ServeOptions) -> quire::Result<()>
     let local = listener
         .local_addr()
         .map_err(|e| quire::Error::Invalid(e.to_string()))?;
+    // The cookie is named for the port actually bound (`--port 0` picks one).
+    opts.addr = local;
     match &opts.token {
-        Some(t) => println!("Quire is serving on http://{local}/?token={t}"),
-        None => println!("Quire is serving on http://{local}/"),
+        Some(t) => println!(
+            "Quire is serving on http://{local}/?token={t}\n  (open that address: it \
+             carries the access token; API clients send it as `Authorization: Bearer`)"
+        ),
+        None => println!(
+            "Quire is serving on http://{local}/\n  (no access token: any program on this \
+             machine can read and change the library)"
+        ),
     }
     let app = router(engine, &opts);
     axum::serve(listener, app)
@@ -130,67 +159,6 @@ pub async fn serve(engine: Arc<Engine>, opts: ServeOptions) -> quire::Result<()>
         })
         .await
         .map_err(|e| quire::Error::Invalid(format!("server: {e}")))
-}
-
-/// Security headers on every response, and the access token where one is set.
-async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
-    let mut set_cookie = None;
-    if let Some(token) = &st.token {
-        let query_token = req.uri().query().and_then(|q| {
-            q.split('&')
-                .find_map(|kv| kv.strip_prefix("token="))
-                .map(str::to_owned)
-        });
-        let header_token = req
-            .headers()
-            .get("x-quire-token")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        // OpenAI clients send their API key as a bearer token.
-        let bearer_token = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(|v| v.trim().to_owned());
-        let cookie_token = req
-            .headers()
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .find_map(|c| c.trim().strip_prefix("quire_token=").map(str::to_owned));
-        let ok = [&query_token, &header_token, &bearer_token, &cookie_token]
-            .iter()
-            .any(|t| t.as_deref() == Some(&**token));
-        if !ok {
-            return ApiError::new(StatusCode::UNAUTHORIZED, "an access token is required")
-                .into_response();
-        }
-        if query_token.is_some() {
-            set_cookie = Some(format!(
-                "quire_token={token}; HttpOnly; SameSite=Strict; Path=/"
-            ));
-        }
-    }
-    let mut resp = next.run(req).await;
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    if let Some(c) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
-        h.insert(header::SET_COOKIE, c);
-    }
-    resp
 }
 
 async fn static_file(State(st): State<AppState>, uri: axum::http::Uri) -> Response {
