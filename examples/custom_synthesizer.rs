@@ -103,7 +103,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             allowed_hosts: Vec::new(),
         };
         eprintln!("the mode {NAME} is in the UI's mode menu");
-        tokio::runtime::Runtime::new()?.block_on(quire_cli::server::serve(Arc::new(engine), opts))?;
+        tokio::runtime::Runtime::new()?
+            .block_on(quire_cli::server::serve(Arc::new(engine), opts))?;
         return Ok(());
     }
     let question = args.join(" ");

@@ -110,7 +110,15 @@ fn serve(quire: &Path) -> anyhow::Result<Served> {
     let dir = tempfile::tempdir()?;
     let mut child = Command::new(quire)
         // No token: what is measured is answering and indexing, not the check.
-        .args(["serve", "--host", "127.0.0.1", "--port", "0", "--no-token", "--data-dir"])
+        .args([
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-token",
+            "--data-dir",
+        ])
         .arg(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -68,7 +68,12 @@ enum Cmd {
         /// Also answer requests for this host name (repeatable): the name a reverse
         /// proxy forwards, or one of this machine's. Loopback names always are;
         /// others are refused, against DNS rebinding.
-        #[arg(long = "allow-host", value_name = "NAME", env = "QUIRE_ALLOW_HOSTS", value_delimiter = ',')]
+        #[arg(
+            long = "allow-host",
+            value_name = "NAME",
+            env = "QUIRE_ALLOW_HOSTS",
+            value_delimiter = ','
+        )]
         allow_hosts: Vec<String>,
         /// Largest upload in MiB.
         #[arg(long, default_value_t = 100)]

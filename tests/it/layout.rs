@@ -152,10 +152,7 @@ fn shells_use_only_the_engines_types() {
 fn synth_knows_no_store_or_retriever() {
     assert_none(
         "synth imports store, retrieve, engine or ingest",
-        violations(
-            &["src/synth"],
-            &["store", "retrieve", "engine", "ingest"],
-        ),
+        violations(&["src/synth"], &["store", "retrieve", "engine", "ingest"]),
     );
 }
 
@@ -203,8 +200,8 @@ fn cpu_and_text_are_below_everything() {
         violations(
             &["src/cpu", "src/text.rs"],
             &[
-                "llm", "embed", "retrieve", "engine", "store", "synth", "ingest",
-                "settings", "models",
+                "llm", "embed", "retrieve", "engine", "store", "synth", "ingest", "settings",
+                "models",
             ],
         ),
     );
@@ -239,7 +236,10 @@ fn only_the_server_names_axum() {
             bad.push(f.display().to_string());
         }
     }
-    assert_none("the core (src/) names axum, tauri or its command line (quire_cli)", bad);
+    assert_none(
+        "the core (src/) names axum, tauri or its command line (quire_cli)",
+        bad,
+    );
 }
 
 #[test]

@@ -267,7 +267,7 @@ fn the_cli_s_template_flags_reach_the_prompts() {
     use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
-    let quire = crate::util::quire_exe();
+    let quire = &crate::util::quire_exe();
     let st = Command::new(quire)
         .args(["index", "--json", "--data-dir"])
         .arg(dir.path())

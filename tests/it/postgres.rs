@@ -556,7 +556,15 @@ impl ServeProcess {
     fn start(data_dir: &Path, store: &str) -> Self {
         use std::io::BufRead;
         let mut child = std::process::Command::new(crate::util::quire_exe())
-            .args(["serve", "--port", "0", "--no-token", "--store", store, "--data-dir"])
+            .args([
+                "serve",
+                "--port",
+                "0",
+                "--no-token",
+                "--store",
+                store,
+                "--data-dir",
+            ])
             .arg(data_dir)
             .stdout(std::process::Stdio::piped())
             .spawn()

@@ -56,7 +56,11 @@ impl Serve {
     }
 
     fn cookie(&self) -> String {
-        format!("Cookie: quire_token_{}={}\r\n", self.addr.port(), self.token)
+        format!(
+            "Cookie: quire_token_{}={}\r\n",
+            self.addr.port(),
+            self.token
+        )
     }
 
     fn bearer(&self) -> String {
@@ -145,7 +149,12 @@ fn a_rebound_host_is_refused_on_every_route_even_with_the_token() {
             s.addr,
             "GET",
             path,
-            &format!("Host: evil.example:{}\r\n{}{}", s.addr.port(), s.cookie(), s.bearer()),
+            &format!(
+                "Host: evil.example:{}\r\n{}{}",
+                s.addr.port(),
+                s.cookie(),
+                s.bearer()
+            ),
             None,
         );
         assert_eq!(status, 403, "{path}: {body}");
@@ -206,7 +215,11 @@ fn what_the_browser_marks_cross_site_is_refused() {
             s.addr,
             "GET",
             "/api/conversations",
-            &format!("Host: {}\r\nSec-Fetch-Site: {site}\r\n{}", s.addr, s.cookie()),
+            &format!(
+                "Host: {}\r\nSec-Fetch-Site: {site}\r\n{}",
+                s.addr,
+                s.cookie()
+            ),
             None,
         );
         assert_eq!(status, 403, "{site}: {body}");
@@ -216,7 +229,11 @@ fn what_the_browser_marks_cross_site_is_refused() {
         s.addr,
         "GET",
         "/api/conversations",
-        &format!("Host: {}\r\nSec-Fetch-Site: same-origin\r\n{}", s.addr, s.cookie()),
+        &format!(
+            "Host: {}\r\nSec-Fetch-Site: same-origin\r\n{}",
+            s.addr,
+            s.cookie()
+        ),
         None,
     );
     assert_eq!(status, 200);
@@ -228,16 +245,24 @@ fn v1_needs_the_bearer_and_api_needs_the_cookie_or_the_bearer() {
     let host = format!("Host: {}\r\n", s.addr);
     // /v1 without the bearer (the cookie is the page's, not an API key's).
     for extra in [String::new(), s.cookie()] {
-        let (status, _, body) = request(s.addr, "GET", "/v1/models", &(host.clone() + &extra), None);
+        let (status, _, body) =
+            request(s.addr, "GET", "/v1/models", &(host.clone() + &extra), None);
         assert_eq!(status, 401, "{body}");
         assert!(body.contains("access token"), "{body}");
     }
-    let (status, _, body) = request(s.addr, "GET", "/v1/models", &(host.clone() + &s.bearer()), None);
+    let (status, _, body) = request(
+        s.addr,
+        "GET",
+        "/v1/models",
+        &(host.clone() + &s.bearer()),
+        None,
+    );
     assert_eq!(status, 200, "{body}");
     // /api without the cookie, or with a wrong one.
     let wrong = format!("Cookie: quire_token_{}=not-the-token\r\n", s.addr.port());
     for extra in [String::new(), wrong] {
-        let (status, _, body) = request(s.addr, "GET", "/api/status", &(host.clone() + &extra), None);
+        let (status, _, body) =
+            request(s.addr, "GET", "/api/status", &(host.clone() + &extra), None);
         assert_eq!(status, 401, "{body}");
     }
     // The token in the query opens only the page, not the API.
@@ -250,7 +275,8 @@ fn v1_needs_the_bearer_and_api_needs_the_cookie_or_the_bearer() {
     );
     assert_eq!(status, 401);
     for extra in [s.cookie(), s.bearer()] {
-        let (status, _, body) = request(s.addr, "GET", "/api/status", &(host.clone() + &extra), None);
+        let (status, _, body) =
+            request(s.addr, "GET", "/api/status", &(host.clone() + &extra), None);
         assert_eq!(status, 200, "{body}");
     }
     // A browser navigating without the token reads a page, not JSON.
@@ -296,10 +322,19 @@ fn the_pages_own_flow_takes_the_token_into_a_cookie_then_uploads_and_asks() {
     let page = host.clone() + &s.cookie() + "Sec-Fetch-Site: same-origin\r\n";
     let (status, _, body) = request(s.addr, "GET", "/", &page, None);
     assert_eq!(status, 200);
-    assert!(body.contains("<html") || body.contains("<!doctype"), "{body}");
+    assert!(
+        body.contains("<html") || body.contains("<!doctype"),
+        "{body}"
+    );
     let (ctype, bytes) = pdf();
     let from_page = page.clone() + &s.own_origin();
-    let (status, _, body) = request(s.addr, "POST", "/api/upload", &from_page, Some((&ctype, &bytes)));
+    let (status, _, body) = request(
+        s.addr,
+        "POST",
+        "/api/upload",
+        &from_page,
+        Some((&ctype, &bytes)),
+    );
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("finished"), "{body}");
     assert_eq!(s.documents().len(), 1);

@@ -178,8 +178,7 @@ fn cross_site(headers: &HeaderMap, host: &str) -> Option<String> {
 /// Equal in time that does not depend on where they differ.
 fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len()
-        && a
-            .bytes()
+        && a.bytes()
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0
@@ -252,8 +251,8 @@ pub(super) async fn guard(State(st): State<AppState>, req: Request, next: Next) 
         Some(Refusal::CrossSite(why))
     } else if let Some(token) = &st.token {
         let by_header = header_token(&headers).is_some_and(|t| same_secret(t, token));
-        let by_cookie = !v1
-            && cookie_token(&headers, &st.cookie).is_some_and(|t| same_secret(t, token));
+        let by_cookie =
+            !v1 && cookie_token(&headers, &st.cookie).is_some_and(|t| same_secret(t, token));
         let by_query = !api && !v1 && query_token(&req).is_some_and(|t| same_secret(&t, token));
         if by_query && reads_only {
             // The printed address: keep the token in a cookie, drop it from the bar.
@@ -263,10 +262,7 @@ pub(super) async fn guard(State(st): State<AppState>, req: Request, next: Next) 
             } else {
                 format!("{path}?{rest}")
             };
-            let cookie = format!(
-                "{}={token}; HttpOnly; SameSite=Strict; Path=/",
-                st.cookie
-            );
+            let cookie = format!("{}={token}; HttpOnly; SameSite=Strict; Path=/", st.cookie);
             let mut resp = (
                 StatusCode::SEE_OTHER,
                 [(header::LOCATION, location), (header::SET_COOKIE, cookie)],
@@ -372,7 +368,10 @@ mod tests {
     fn another_origin_or_site_is_cross_site() {
         let mut h = HeaderMap::new();
         assert_eq!(cross_site(&h, "127.0.0.1:8717"), None);
-        h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8717"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:8717"),
+        );
         assert_eq!(cross_site(&h, "127.0.0.1:8717"), None);
         assert!(cross_site(&h, "127.0.0.1:9000").is_some());
         h.insert(header::ORIGIN, HeaderValue::from_static("null"));
@@ -411,6 +410,9 @@ mod tests {
             r.headers()[header::CONTENT_TYPE],
             "text/html; charset=utf-8"
         );
-        assert_eq!(escape_html("<a href=\"x\">"), "&lt;a href=&quot;x&quot;&gt;");
+        assert_eq!(
+            escape_html("<a href=\"x\">"),
+            "&lt;a href=&quot;x&quot;&gt;"
+        );
     }
 }

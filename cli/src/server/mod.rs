@@ -17,18 +17,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Multipart, Path as UrlPath, Request, State};
+use axum::extract::{DefaultBodyLimit, Multipart, Path as UrlPath, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use futures_util::stream::Stream;
 
-use quire::engine::{self, AskRequest, Conversation, ConversationInfo, Engine, Settings};
 pub use error::{ApiError, ApiResult};
 pub use guard::random_token;
+use quire::engine::{self, AskRequest, Conversation, ConversationInfo, Engine, Settings};
 
 /// The Content-Security-Policy of every response: nothing but our own scripts and
 /// styles, no inline code, no remote sources. `worker-src 'self'`: the PDF viewer
