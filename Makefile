@@ -35,7 +35,7 @@ test:
 	$(STEP) setup scripts/setup.sh --test
 	$(STEP) fmt $(CARGO) fmt --all -- --check
 	$(STEP) build $(CARGO) build --workspace --all-targets
-	$(STEP) test-rust scripts/watchdog.sh 1800 $(CARGO) test --workspace
+	$(STEP) test-rust scripts/watchdog.sh 1800 $(CARGO) test --workspace --no-fail-fast
 	$(STEP) e2e-browser bash -c 'cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test'
 	$(STEP) e2e-window bash -c 'cd tests/e2e && xvfb-run -a npm run test:tauri'
 	$(STEP) package tests/package/run.sh

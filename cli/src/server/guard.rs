@@ -135,10 +135,11 @@ fn host_name(host: &str) -> String {
 }
 
 fn ip_of(name: &str) -> Option<IpAddr> {
-    name.trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse()
-        .ok()
+    // An IPv6 address is bracketed in a Host; an IPv4 one is bare.
+    match name.strip_prefix('[') {
+        Some(inner) => inner.strip_suffix(']')?.parse().ok().map(IpAddr::V6),
+        None => name.parse().ok().map(IpAddr::V4),
+    }
 }
 
 /// Whether the server answers to `host` (the `Host` header): a loopback name or
