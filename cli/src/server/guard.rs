@@ -54,15 +54,15 @@ impl Refusal {
     fn message(&self) -> String {
         match self {
             Refusal::Host(h) => format!(
-                "this Quire server answers only to its own address, not to the host `{h}`: \
+                "This Quire server answers only to its own address, not to the host `{h}`: \
                  open it as http://127.0.0.1 or http://localhost (a name of your own can be \
                  allowed with `quire serve --allow-host NAME`)"
             ),
             Refusal::CrossSite(why) => format!(
-                "refused a request from another web site ({why}): Quire's documents and \
+                "Quire refused a request from another web site ({why}): its documents and \
                  conversations answer only to its own page"
             ),
-            Refusal::Token => "an access token is required: open the address `quire serve` \
+            Refusal::Token => "An access token is required: open the address `quire serve` \
                  printed (it carries the token), or send `Authorization: Bearer TOKEN`"
                 .to_string(),
         }
