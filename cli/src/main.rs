@@ -58,7 +58,12 @@ enum Cmd {
         /// The access token (default: a random one, made at start and printed in the
         /// address to open). `/api` takes it as the page's cookie or
         /// `Authorization: Bearer`, `/v1` as a bearer.
-        #[arg(long, env = "QUIRE_TOKEN", hide_env_values = true, conflicts_with = "no_token")]
+        #[arg(
+            long,
+            env = "QUIRE_TOKEN",
+            hide_env_values = true,
+            conflicts_with = "no_token"
+        )]
         token: Option<String>,
         /// Serve without an access token (loopback only). Then any program on this
         /// machine, under any user, can read every indexed document and conversation
