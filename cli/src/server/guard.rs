@@ -232,7 +232,7 @@ fn cookie_token<'a>(headers: &'a HeaderMap, cookie: &str) -> Option<&'a str> {
 /// The middleware: the checks above in order, then the security headers on every
 /// response.
 pub(super) async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
-    let headers = req.headers().clone();
+    let headers = req.headers();
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
@@ -246,14 +246,14 @@ pub(super) async fn guard(State(st): State<AppState>, req: Request, next: Next) 
     let refusal = if !host_allowed(&host, st.bound, &st.allowed_hosts) {
         Some(Refusal::Host(host.clone()))
     } else if let Some(why) = (api || v1 || !reads_only)
-        .then(|| cross_site(&headers, &host))
+        .then(|| cross_site(headers, &host))
         .flatten()
     {
         Some(Refusal::CrossSite(why))
     } else if let Some(token) = &st.token {
-        let by_header = header_token(&headers).is_some_and(|t| same_secret(t, token));
+        let by_header = header_token(headers).is_some_and(|t| same_secret(t, token));
         let by_cookie =
-            !v1 && cookie_token(&headers, &st.cookie).is_some_and(|t| same_secret(t, token));
+            !v1 && cookie_token(headers, &st.cookie).is_some_and(|t| same_secret(t, token));
         let by_query = !api && !v1 && query_token(&req).is_some_and(|t| same_secret(&t, token));
         if by_query && reads_only {
             // The printed address: keep the token in a cookie, drop it from the bar.
@@ -281,7 +281,7 @@ pub(super) async fn guard(State(st): State<AppState>, req: Request, next: Next) 
         None
     };
     if let Some(r) = refusal {
-        let mut resp = r.into_response(&headers);
+        let mut resp = r.into_response(headers);
         secure(resp.headers_mut());
         if resp
             .headers()
