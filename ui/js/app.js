@@ -9,6 +9,7 @@ import { initScope, setDocuments, scopeRequest } from "./scope.js";
 import { modelsCard } from "./firstrun.js";
 import { initQueue, refresh as refreshQueue } from "./queue.js";
 import { setModes, modeList, showModeHelp, fillTemplates, readTemplates, fillCustomModes, readCustomModes, showCall } from "./synthesis.js";
+import { markSentences, summaryChip, quotesView, quotesLead } from "./support.js";
 
 
 const $ = (id) => document.getElementById(id);
@@ -251,6 +252,9 @@ function reopenedAnswer(m) {
   view.notes = m.notes || [];
   view.sources = m.sources || [];
   view.citations = m.citations || [];
+  view.quotes = m.quotes || [];
+  view.support = m.support || null;
+  view.failed = !!m.status && m.status !== "stopped";
   showScope(view, m.scope, m.relevance);
   if (m.searched_for) setSearchedFor(view, m.searched_for);
   for (const c of m.calls || []) {
@@ -260,6 +264,7 @@ function reopenedAnswer(m) {
     showCall(sv, c);
   }
   renderAnswer(view, m.content, { now: true });
+  showSupport(view);
   if (m.status) view.stats.textContent = m.status === "stopped" ? "Stopped." : m.status;
   else if (m.stats) view.stats.textContent = statsLine(m.stats);
   view.root.addEventListener("click", (e) => { if (!e.target.closest("button.cite")) showSources(view); });
@@ -305,9 +310,10 @@ function assistantMessage(mode) {
   const stats = el("div", { class: "stats" });
   const actions = el("span", { class: "actions" });
   const scope = el("span", { class: "scope-chip", hidden: true });
-  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`, scope, actions), searched, steps, body, stats);
+  const support = el("span", { class: "support-slot" });
+  const root = el("div", { class: "msg assistant streaming" }, el("div", { class: "who" }, `Quire · ${mode}`, scope, support, actions), searched, steps, body, stats);
   (state.group || $("messages")).append(root);
-  const view = { root, body, searched, steps, stats, scope, stepViews: new Map(), citations: [], text: "" };
+  const view = { root, body, searched, steps, stats, scope, supportSlot: support, mode, stepViews: new Map(), citations: [], quotes: [], support: null, text: "" };
   actions.append(
     el("button", { type: "button", class: "act", title: "Copy the answer as Markdown", onclick: (e) => copied(e, view.text) }, "Copy"),
     el("button", { type: "button", class: "act", title: "Copy the answer as plain text", onclick: (e) => copied(e, plainText(view.text)) }, "Copy text"),
@@ -442,6 +448,14 @@ function renderAnswer(view, text, { now = false } = {}) {
     const lang = langOf(view.text);
     if (lang) view.body.lang = lang;
     morph(view.body, renderMarkdown(view.text, citeHook(view)));
+    if (view.support) {
+      try {
+        markSentences(view.body, view.support, (span) => openSpan(view, span));
+      } catch (e) {
+        // The marks are a help; the answer is shown whatever happens to them.
+        console.error("support marks:", e);
+      }
+    }
   };
   if (now || document.hidden) {
     if (view.frame) cancelAnimationFrame(view.frame);
@@ -449,6 +463,39 @@ function renderAnswer(view, text, { now = false } = {}) {
   } else if (!view.frame) {
     view.frame = requestAnimationFrame(draw);
   }
+}
+
+/** How much of the answer the documents support: the header's summary, the sentences
+ *  marked (./support.js), and "From your documents" below the answer, or above it when
+ *  the answer is mostly unsupported, failed or not found. */
+function showSupport(view) {
+  clear(view.supportSlot).append(summaryChip(view.support) || "");
+  if (view.support && view.text) renderAnswer(view, view.text, { now: true });
+  showQuotes(view);
+}
+
+function showQuotes(view) {
+  view.quotesBox?.remove();
+  view.quotesBox = null;
+  // An extractive answer is the quotes themselves.
+  if (view.mode === "extractive") return;
+  const notFound = view.root.classList.contains("not-found");
+  const lead = quotesLead({ support: view.support, failed: view.failed, notFound });
+  const why = notFound ? "Your documents do not seem to answer this; these are their closest passages."
+    : view.failed ? "There is no answer from the model; these passages of your documents answer the question best."
+      : lead ? "Most of the answer below is not in your documents; these passages are." : "";
+  const box = quotesView(view.quotes, (q) => openSpan(view, q), { lead, why });
+  if (!box) return;
+  view.quotesBox = box;
+  if (lead) view.body.before(box);
+  else view.body.after(box);
+}
+
+/** Open a span (a quote, or the passage that supports a sentence) in the viewer at its
+ *  page, the span highlighted. */
+function openSpan(view, span) {
+  showSources(view);
+  openDocument({ docId: span.doc_id, name: span.file, page: span.page, passage: span.text });
 }
 
 /** Draw the answer's text now if a frame is still pending. */
@@ -615,6 +662,8 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
         showSources(view);
         break;
       case "citations": view.citations = ev.citations; showSources(view); break;
+      case "quotes": view.quotes = ev.quotes || []; showQuotes(view); break;
+      case "support": view.support = ev.support || null; showSupport(view); break;
       case "step": {
         const sv = stepView(view, ev);
         if (ev.final) finalStep = ev.step;
@@ -644,6 +693,8 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
       case "error":
         flush(view);
         view.body.append(el("div", { class: "error" }, ev.message));
+        view.failed = true;
+        showQuotes(view);
         break;
       default: break;
     }
@@ -669,6 +720,8 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
   } catch (e) {
     flush(view);
     view.body.append(el("div", { class: "error" }, e.message));
+    view.failed = true;
+    showQuotes(view);
   } finally {
     flush(view);
     view.root.classList.remove("streaming");
