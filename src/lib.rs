@@ -20,6 +20,7 @@ pub mod models;
 pub mod retrieve;
 pub mod settings;
 pub mod store;
+pub mod support;
 pub mod synth;
 pub mod text;
 

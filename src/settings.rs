@@ -167,6 +167,10 @@ impl CustomMode {
 }
 
 /// Whether `name` can name a mode: 1–40 letters, digits, `_` or `-`.
+/// Quire's own response mode: the source sentences that best answer the question,
+/// quoted, with no LLM call.
+pub const EXTRACTIVE: &str = "extractive";
+
 pub fn valid_mode_name(name: &str) -> bool {
     (1..=40).contains(&name.len())
         && name
@@ -191,9 +195,10 @@ impl Settings {
     pub fn validate_with(&self, library_modes: &[String]) -> Result<()> {
         let bad = |m: String| Err(Error::Invalid(m));
         let builtin = |n: &str| {
-            crate::synth::ResponseMode::ALL
-                .iter()
-                .any(|m| m.name() == n)
+            n == EXTRACTIVE
+                || crate::synth::ResponseMode::ALL
+                    .iter()
+                    .any(|m| m.name() == n)
         };
         let mut custom_names: Vec<&str> = Vec::new();
         for c in &self.custom_modes {

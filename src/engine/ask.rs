@@ -21,6 +21,7 @@ use crate::retrieve::{
 };
 use crate::settings::Settings;
 use crate::store::conversations;
+use crate::support::{self, Span, Support};
 use crate::synth::{self, Event, Node, RunOptions, Templates};
 use crate::{Error, Result};
 
@@ -338,6 +339,12 @@ impl Engine {
         if let Some(r) = &record.relevance {
             extra.insert("relevance".into(), json!(r));
         }
+        if !record.quotes.is_empty() {
+            extra.insert("quotes".into(), json!(record.quotes));
+        }
+        if let Some(s) = &record.support {
+            extra.insert("support".into(), json!(s));
+        }
         extra.insert("sources".into(), json!(record.sources));
         if let Some(stats) = &record.stats {
             extra.insert("stats".into(), json!(stats));
@@ -380,7 +387,15 @@ impl Engine {
             || settings.num_queries > 1
             || condensing
             || settings.rerank;
-        let llm = if needs_llm { Some(self.llm()?) } else { None };
+        // A model that fails to load stops the answer only where it is needed: before
+        // retrieval when a step there uses it, else after the quotes are shown.
+        let needs_llm_first = settings.num_queries > 1 || condensing;
+        let (llm, llm_error) = match needs_llm.then(|| self.llm()) {
+            Some(Ok(l)) => (Some(l), None),
+            Some(Err(e)) if needs_llm_first => return Err(e),
+            Some(Err(e)) => (None, Some(e)),
+            None => (None, None),
+        };
         let llm_dyn: Option<&dyn Llm> = llm.as_deref();
         let mut steps = 0usize;
 
@@ -544,6 +559,13 @@ impl Engine {
             scope: turn.scope.label.clone(),
             relevance: record.relevance.clone(),
         })?;
+        // The source sentences that best answer the question, shown before (and
+        // whatever) the model writes.
+        let quotes = self.quotes_for(&searched, &record.sources);
+        if !quotes.is_empty() {
+            record.quotes = quotes.clone();
+            send(AskEvent::Quotes { quotes })?;
+        }
         if !covered {
             record.stats = Some(AskStats {
                 secs: t0.elapsed().as_secs_f64(),
@@ -551,6 +573,21 @@ impl Engine {
                 ..AskStats::default()
             });
             return Ok(relevance::not_found_answer(turn.question));
+        }
+        if matches!(request.resolved, Resolved::Extractive) {
+            let answer = support::quotes::as_answer(&record.quotes);
+            let support = support::quotes::support_of(&answer, &record.quotes);
+            record.support = Some(support.clone());
+            send(AskEvent::Support { support })?;
+            record.stats = Some(AskStats {
+                secs: t0.elapsed().as_secs_f64(),
+                llm_calls: record.calls.len(),
+                ..AskStats::default()
+            });
+            return Ok(answer);
+        }
+        if let Some(e) = llm_error {
+            return Err(e);
         }
 
         // 5. Synthesis: numbered sources when citing. A follow-up under
@@ -628,6 +665,10 @@ impl Engine {
             cancel,
             &mut on_event,
         )?;
+        // Every sentence of the answer, checked against the sources.
+        let support = self.support_for(&response.answer, &record.sources, &record.citations);
+        record.support = Some(support.clone());
+        send(AskEvent::Support { support })?;
         let secs = t0.elapsed().as_secs_f64();
         let calls = &record.calls;
         let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();
@@ -762,6 +803,8 @@ struct Record {
     condense_secs: Option<f64>,
     rerank_secs: Option<f64>,
     sources: Vec<Source>,
+    quotes: Vec<Span>,
+    support: Option<Support>,
     calls: Vec<synth::LlmCall>,
     /// Answer text streamed so far.
     partial: String,

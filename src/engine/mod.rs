@@ -19,6 +19,7 @@ mod indexing;
 mod models;
 mod modes;
 mod scope;
+mod support;
 mod types;
 mod uploads;
 

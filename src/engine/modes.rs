@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::Engine;
-use crate::settings::{valid_mode_name, Settings};
+use crate::settings::{valid_mode_name, Settings, EXTRACTIVE};
 use crate::synth::{Blocks, Composed, ResponseMode, Synthesizer};
 use crate::{Error, Result};
 
@@ -35,6 +35,8 @@ pub enum ModeKind {
     Library,
     /// Composed in Settings.
     Custom,
+    /// Quire's own, beside LlamaIndex's (`extractive`).
+    Quire,
 }
 
 /// A mode as the mode list shows it.
@@ -61,6 +63,8 @@ pub(super) enum Resolved {
     /// A built-in or composed mode: its blocks (a built-in mode runs as its blocks).
     Blocks(Blocks),
     Library(Arc<dyn Synthesizer>),
+    /// Quire's `extractive` mode: the quotes are the answer, no synthesizer runs.
+    Extractive,
 }
 
 impl Resolved {
@@ -77,6 +81,12 @@ impl Resolved {
                 answer_filter: settings.structured_answer_filtering,
             }),
             Resolved::Library(s) => s.clone(),
+            // Never run (the engine answers with the quotes); checks pass as no_text's.
+            Resolved::Extractive => Arc::new(Composed {
+                blocks: Blocks::of(ResponseMode::NoText),
+                templates,
+                answer_filter: false,
+            }),
         }
     }
 
@@ -85,6 +95,7 @@ impl Resolved {
         match self {
             Resolved::Blocks(blocks) => blocks.combine != crate::synth::Combine::None,
             Resolved::Library(_) => true,
+            Resolved::Extractive => false,
         }
     }
 }
@@ -106,7 +117,9 @@ impl Engine {
                 "mode name {name:?}: use 1-40 letters, digits, '_' or '-'"
             )));
         }
-        if name.parse::<ResponseMode>().is_ok() || self.synthesizers.iter().any(|r| r.name == name)
+        if name.parse::<ResponseMode>().is_ok()
+            || name == EXTRACTIVE
+            || self.synthesizers.iter().any(|r| r.name == name)
         {
             return Err(Error::Invalid(format!(
                 "mode name '{name}' is already taken"
@@ -138,6 +151,12 @@ impl Engine {
                 uses_llm: *m != ResponseMode::NoText,
             })
             .collect();
+        out.push(ModeInfo {
+            name: EXTRACTIVE.into(),
+            description: "Quotes the source sentences that best answer the question; no LLM call (Quire's own).".into(),
+            kind: ModeKind::Quire,
+            uses_llm: false,
+        });
         out.extend(self.synthesizers.iter().map(|r| ModeInfo {
             name: r.name.clone(),
             description: r.description.clone(),
@@ -157,6 +176,9 @@ impl Engine {
     pub(super) fn resolve_mode(&self, name: &str, settings: &Settings) -> Result<Resolved> {
         if let Ok(m) = name.parse::<ResponseMode>() {
             return Ok(Resolved::Blocks(Blocks::of(m)));
+        }
+        if name == EXTRACTIVE {
+            return Ok(Resolved::Extractive);
         }
         if let Some(r) = self.synthesizers.iter().find(|r| r.name == name) {
             return Ok(Resolved::Library(r.synth.clone()));

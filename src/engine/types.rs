@@ -261,6 +261,15 @@ pub enum AskEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         relevance: Option<Relevance>,
     },
+    /// The source sentences that best answer the question ("From your documents"):
+    /// sent with the sources, before any answer is written.
+    Quotes {
+        quotes: Vec<crate::support::Span>,
+    },
+    /// Every sentence of the finished answer, checked against the sources.
+    Support {
+        support: crate::support::Support,
+    },
     /// The numbered sources a citing answer's `[N]` markers refer to.
     Citations {
         citations: Vec<Citation>,

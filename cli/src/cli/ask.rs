@@ -125,6 +125,8 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
     let mut out = std::io::stdout().lock();
     let mut sources = Vec::new();
     let mut citations = Vec::new();
+    let mut quotes = Vec::new();
+    let mut support = None;
     let mut conversation = req.conversation_id.unwrap_or_default();
     let mut on = |ev: AskEvent| -> bool {
         if let AskEvent::Started {
@@ -161,6 +163,8 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
                 sources = s;
             }
             AskEvent::Citations { citations: c } => citations = c,
+            AskEvent::Quotes { quotes: q } => quotes = q,
+            AskEvent::Support { support: s } => support = Some(s),
             AskEvent::Step { step, label, .. } if args.show_prompts => {
                 eprintln!("\n--- step {step}: {label} ---");
             }
@@ -229,8 +233,40 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
                 eprintln!("  source {} is in [{}]", c.number, i + 1);
             }
         }
+        print_support(&quotes, support.as_ref());
     }
     Ok(conversation)
+}
+
+/// "From your documents" and the support check, after the sources.
+fn print_support(quotes: &[quire::support::Span], support: Option<&quire::support::Support>) {
+    use quire::support::Verdict;
+    if !quotes.is_empty() {
+        eprintln!("\nFrom your documents:");
+        for q in quotes {
+            let text = q.text.split_whitespace().collect::<Vec<_>>().join(" ");
+            eprintln!("  \"{text}\" ({}, p. {})", q.file, q.page);
+        }
+    }
+    let Some(s) = support else { return };
+    eprintln!("\nChecked against the sources: {}", s.summary);
+    for x in &s.sentences {
+        let mark = match x.verdict {
+            Verdict::Supported => "supported",
+            Verdict::Partly => "partly",
+            Verdict::NotFound => "NOT FOUND in the sources",
+            Verdict::NoClaim => continue,
+        };
+        let at = x
+            .span
+            .as_ref()
+            .map(|p| format!(" ({}, p. {})", p.file, p.page))
+            .unwrap_or_default();
+        eprintln!("  [{mark}]{at} {}", x.text);
+        if let Some(n) = &x.note {
+            eprintln!("      {n}");
+        }
+    }
 }
 
 /// `quire chat`: an interactive conversation on stdin, one question a line (the
@@ -286,6 +322,7 @@ pub fn modes(engine: &Engine, json: bool) -> anyhow::Result<()> {
             quire::engine::ModeKind::Builtin => "built-in",
             quire::engine::ModeKind::Library => "registered",
             quire::engine::ModeKind::Custom => "custom",
+            quire::engine::ModeKind::Quire => "Quire's own",
         };
         println!("{:<20} {:<10} {}", m.name, kind, m.description);
     }

@@ -199,6 +199,10 @@ async fn chat_completions(State(st): State<AppState>, Json(req): Json<ChatReques
 struct Extra {
     id: String,
     sources: Value,
+    /// The quotes and the support check (Quire's own fields; plain OpenAI clients
+    /// ignore them).
+    quotes: Value,
+    support: Value,
     conversation_id: Option<i64>,
 }
 
@@ -216,12 +220,24 @@ impl Extra {
             AskEvent::Sources { sources, .. } => {
                 self.sources = serde_json::to_value(sources).unwrap_or(Value::Null)
             }
+            AskEvent::Quotes { quotes } => {
+                self.quotes = serde_json::to_value(quotes).unwrap_or(Value::Null)
+            }
+            AskEvent::Support { support } => {
+                self.support = serde_json::to_value(support).unwrap_or(Value::Null)
+            }
             _ => {}
         }
     }
 
     fn quire(&self, message_id: Option<i64>) -> Value {
-        json!({ "sources": self.sources, "conversation_id": self.conversation_id, "message_id": message_id })
+        json!({
+            "sources": self.sources,
+            "quotes": self.quotes,
+            "support": self.support,
+            "conversation_id": self.conversation_id,
+            "message_id": message_id,
+        })
     }
 }
 

@@ -1,0 +1,88 @@
+//! An answer you can check, as the engine makes it: the quotes ("From your
+//! documents") for a question and the support check of a finished answer, over the
+//! answer's sources, with every span moved to the page of its source that holds it.
+
+use super::{Citation, Engine, Source};
+use crate::support::{self, Cited, Passage, Span, Support};
+
+impl Engine {
+    /// The source sentences that best answer `searched` (the standalone question).
+    pub(super) fn quotes_for(&self, searched: &str, sources: &[Source]) -> Vec<Span> {
+        let mut quotes = support::quotes(searched, &passages(sources));
+        for q in &mut quotes {
+            self.place(q, sources);
+        }
+        quotes
+    }
+
+    /// Every sentence of `answer` checked against `sources` and, for its `[N]`
+    /// markers, against the numbered `citations`.
+    pub(super) fn support_for(
+        &self,
+        answer: &str,
+        sources: &[Source],
+        citations: &[Citation],
+    ) -> Support {
+        let cited: Vec<Cited<'_>> = citations
+            .iter()
+            .map(|c| Cited {
+                number: c.number,
+                chunk_id: c.chunk_id,
+                text: &c.text,
+            })
+            .collect();
+        let mut checked = support::check_answer(answer, &passages(sources), &cited);
+        for s in &mut checked.sentences {
+            if let Some(span) = &mut s.span {
+                self.place(span, sources);
+            }
+        }
+        checked
+    }
+
+    /// Move `span` to the page of its source that holds its words (a source can run
+    /// over a page break); it stays on the source's first page when none does.
+    fn place(&self, span: &mut Span, sources: &[Source]) {
+        let Some(src) = sources.get(span.source) else {
+            return;
+        };
+        if src.page_end <= src.page_start {
+            return;
+        }
+        let want = letters(&span.text);
+        let head: String = want.chars().take(60).collect();
+        if head.is_empty() {
+            return;
+        }
+        for page in src.page_start..=src.page_end {
+            if let Ok(Some(text)) = self.store().page_text(src.doc_id, page) {
+                if letters(&text).contains(&head) {
+                    span.page = page;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The answer's sources as the check reads them.
+fn passages(sources: &[Source]) -> Vec<Passage<'_>> {
+    sources
+        .iter()
+        .map(|s| Passage {
+            chunk_id: s.chunk_id,
+            doc_id: s.doc_id,
+            file: &s.file,
+            page: s.page_start,
+            text: &s.text,
+        })
+        .collect()
+}
+
+/// Letters and digits only, lower case: the same words however lines were broken.
+fn letters(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}

@@ -1,0 +1,407 @@
+//! Answers you can check: for every sentence of an answer, the passage of the sources
+//! that supports it, and whether it does — **supported**, **partly**, or **not found
+//! in the sources** — and, for a sentence that cites `[N]`, whether source N says it
+//! (or another source does). Also the source sentences that best answer the question
+//! ([`quotes`]), which the answer shows as "From your documents" and the `extractive`
+//! mode answers with.
+//!
+//! The check reads words, not the model: a sentence's content terms (the BM25
+//! analyzer's, CJK bigrams, framing words left out) weighted by how rare each is among
+//! the sources, and the share of that weight the best window of one to three source
+//! sentences holds ([`terms::coverage`]); every number the sentence states must be in
+//! that window. Thresholds are calibrated on `bench/data/support.jsonl`'s tuning half
+//! (`quire bench support`). No peer checks this at answer time; it costs a few
+//! milliseconds per answer.
+
+pub mod quotes;
+pub mod sentences;
+pub mod terms;
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+pub use quotes::quotes;
+use sentences::{char_offset, Lines};
+use terms::{all_terms, coverage, Claim, Weights};
+
+/// At or above this coverage, with every number found, a sentence is supported.
+pub const SUPPORTED: f32 = 0.70;
+/// At or above this, partly supported; below, not found in the sources.
+pub const PARTLY: f32 = 0.45;
+
+/// How far the sources bear a sentence out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Supported,
+    Partly,
+    NotFound,
+    /// No content words to check ("Here is how:"); not counted.
+    NoClaim,
+}
+
+/// A source passage the check (or the quotes) points at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Span {
+    /// The source's index in the answer's sources.
+    pub source: usize,
+    pub chunk_id: i64,
+    pub doc_id: i64,
+    pub file: String,
+    /// The page the passage is on (1-based).
+    pub page: u32,
+    /// Char offsets in the source's text.
+    pub start: usize,
+    pub end: usize,
+    pub text: String,
+    /// How well it matches (coverage of the sentence, or of the question's terms).
+    pub score: f32,
+}
+
+/// A cited source that does not say what the sentence says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WrongCitation {
+    pub cited: usize,
+    /// A cited number whose source does support the sentence, if one does.
+    pub better: Option<usize>,
+}
+
+/// One sentence of the answer, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SentenceSupport {
+    pub text: String,
+    /// Char offsets in the answer.
+    pub start: usize,
+    pub end: usize,
+    pub verdict: Verdict,
+    pub score: f32,
+    pub span: Option<Span>,
+    pub cited: Vec<usize>,
+    pub wrong_citation: Option<WrongCitation>,
+    /// What the reader is told beyond the verdict: a wrong citation, a number not in
+    /// the sources.
+    pub note: Option<String>,
+}
+
+/// A whole answer, checked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Support {
+    pub sentences: Vec<SentenceSupport>,
+    pub supported: usize,
+    pub partly: usize,
+    pub not_found: usize,
+    /// Sentences with a claim (all but `no_claim`).
+    pub checked: usize,
+    /// "4 of 5 sentences found in your documents".
+    pub summary: String,
+    /// Seconds the check took.
+    pub secs: f64,
+}
+
+/// A source as the check reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Passage<'a> {
+    pub chunk_id: i64,
+    pub doc_id: i64,
+    pub file: &'a str,
+    /// The first page the source is on; [`Span::page`] starts as this, and the engine
+    /// moves it to the page that holds the span.
+    pub page: u32,
+    pub text: &'a str,
+}
+
+/// A numbered source of a citing answer (`[number]` points at `text`, a piece of the
+/// source with `chunk_id`).
+#[derive(Debug, Clone, Copy)]
+pub struct Cited<'a> {
+    pub number: usize,
+    pub chunk_id: i64,
+    pub text: &'a str,
+}
+
+/// A window of one to three consecutive sentences of a source, with its terms.
+pub(crate) struct Window {
+    pub source: usize,
+    /// Byte range in the source text.
+    pub start: usize,
+    pub end: usize,
+    pub terms: HashSet<String>,
+    pub numbers: HashSet<String>,
+    /// Sentences in the window, less one (a small price on wider windows).
+    pub extra: usize,
+}
+
+/// Every window of up to `width` sentences of every passage.
+pub(crate) fn windows(passages: &[Passage<'_>], width: usize) -> Vec<Window> {
+    let mut out = Vec::new();
+    for (si, p) in passages.iter().enumerate() {
+        let sents = sentences::split(p.text, Lines::Layout);
+        let terms: Vec<HashSet<String>> = sents.iter().map(|s| all_terms(s.text)).collect();
+        let nums: Vec<Vec<String>> = sents.iter().map(|s| terms::numbers(s.text)).collect();
+        for i in 0..sents.len() {
+            let mut t = HashSet::new();
+            let mut n = HashSet::new();
+            for k in 0..width.min(sents.len() - i) {
+                t.extend(terms[i + k].iter().cloned());
+                n.extend(nums[i + k].iter().cloned());
+                out.push(Window {
+                    source: si,
+                    start: sents[i].start,
+                    end: sents[i + k].end,
+                    terms: t.clone(),
+                    numbers: n.clone(),
+                    extra: k,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Rarity over the single sentences of the windows.
+pub(crate) fn sentence_weights(windows: &[Window]) -> Weights {
+    Weights::over(windows.iter().filter(|w| w.extra == 0).map(|w| &w.terms))
+}
+
+/// The best window for `claim`: highest coverage less a little per extra sentence,
+/// numbers that are missing cost a lot. Returns (index, coverage, numbers missing).
+fn best_window(
+    claim: &Claim,
+    windows: &[Window],
+    w: &Weights,
+    only: Option<&dyn Fn(&Window) -> bool>,
+) -> Option<(usize, f32, Vec<String>)> {
+    let mut best: Option<(usize, f32, Vec<String>, f32)> = None;
+    for (i, win) in windows.iter().enumerate() {
+        if only.is_some_and(|f| !f(win)) {
+            continue;
+        }
+        let cov = coverage(&claim.terms, &win.terms, w);
+        let missing: Vec<String> = claim
+            .numbers
+            .iter()
+            .filter(|n| !win.numbers.contains(*n))
+            .cloned()
+            .collect();
+        let rank = cov - 0.03 * win.extra as f32 - 0.5 * missing.len() as f32;
+        if best.as_ref().is_none_or(|b| rank > b.3) {
+            best = Some((i, cov, missing, rank));
+        }
+    }
+    best.map(|(i, c, m, _)| (i, c, m))
+}
+
+fn verdict(cov: f32, missing: &[String]) -> Verdict {
+    if !missing.is_empty() {
+        // A number the sources do not state: the claim is not theirs.
+        if cov >= SUPPORTED {
+            Verdict::Partly
+        } else {
+            Verdict::NotFound
+        }
+    } else if cov >= SUPPORTED {
+        Verdict::Supported
+    } else if cov >= PARTLY {
+        Verdict::Partly
+    } else {
+        Verdict::NotFound
+    }
+}
+
+/// The span of window `win` of `passages`.
+pub(crate) fn span_of(passages: &[Passage<'_>], win: &Window, score: f32) -> Span {
+    let p = &passages[win.source];
+    Span {
+        source: win.source,
+        chunk_id: p.chunk_id,
+        doc_id: p.doc_id,
+        file: p.file.to_string(),
+        page: p.page,
+        start: char_offset(p.text, win.start),
+        end: char_offset(p.text, win.end),
+        text: p.text[win.start..win.end].to_string(),
+        score,
+    }
+}
+
+/// Check every sentence of `answer` against `passages` (the answer's sources, in
+/// order) and, for `[N]` markers, against `cited` (the numbered sources).
+pub fn check_answer(answer: &str, passages: &[Passage<'_>], cited: &[Cited<'_>]) -> Support {
+    let t0 = std::time::Instant::now();
+    let wins = windows(passages, 3);
+    let w = sentence_weights(&wins);
+    // The numbered sources, as windows over their own text.
+    let cited_passages: Vec<Passage<'_>> = cited
+        .iter()
+        .map(|c| Passage {
+            chunk_id: c.chunk_id,
+            doc_id: 0,
+            file: "",
+            page: 0,
+            text: c.text,
+        })
+        .collect();
+    let cited_wins = windows(&cited_passages, 3);
+    let mut out = Support::default();
+    for s in sentences::split(answer, Lines::Blocks) {
+        let checked = check_one(s.text, passages, &wins, &w, cited, &cited_wins);
+        out.sentences.push(SentenceSupport {
+            start: char_offset(answer, s.start),
+            end: char_offset(answer, s.end),
+            ..checked
+        });
+    }
+    out.tally();
+    out.secs = t0.elapsed().as_secs_f64();
+    out
+}
+
+/// Check one sentence (as [`check_answer`] does each).
+pub fn check_sentence(
+    sentence: &str,
+    passages: &[Passage<'_>],
+    cited: &[Cited<'_>],
+) -> SentenceSupport {
+    let wins = windows(passages, 3);
+    let w = sentence_weights(&wins);
+    let cited_passages: Vec<Passage<'_>> = cited
+        .iter()
+        .map(|c| Passage {
+            chunk_id: c.chunk_id,
+            doc_id: 0,
+            file: "",
+            page: 0,
+            text: c.text,
+        })
+        .collect();
+    let cited_wins = windows(&cited_passages, 3);
+    check_one(sentence, passages, &wins, &w, cited, &cited_wins)
+}
+
+fn check_one(
+    sentence: &str,
+    passages: &[Passage<'_>],
+    wins: &[Window],
+    w: &Weights,
+    cited: &[Cited<'_>],
+    cited_wins: &[Window],
+) -> SentenceSupport {
+    let claim = Claim::of(sentence);
+    let mut out = SentenceSupport {
+        text: sentence.to_string(),
+        start: 0,
+        end: sentence.chars().count(),
+        verdict: Verdict::NoClaim,
+        score: 0.0,
+        span: None,
+        cited: claim.cited.clone(),
+        wrong_citation: None,
+        note: None,
+    };
+    if claim.is_empty() || claim.is_lead_in(sentence) {
+        return out;
+    }
+    // The cited sources first: a span there is the one the reader expects.
+    let cited_chunks: HashSet<i64> = claim
+        .cited
+        .iter()
+        .filter_map(|n| cited.iter().find(|c| c.number == *n).map(|c| c.chunk_id))
+        .collect();
+    let in_cited = |win: &Window| cited_chunks.contains(&passages[win.source].chunk_id);
+    let overall = best_window(&claim, wins, w, None);
+    let preferred = if cited_chunks.is_empty() {
+        None
+    } else {
+        best_window(&claim, wins, w, Some(&in_cited))
+    };
+    let chosen = match (&overall, &preferred) {
+        (Some(o), Some(p)) if verdict(p.1, &p.2) == verdict(o.1, &o.2) => Some(p.clone()),
+        (Some(o), _) => Some(o.clone()),
+        _ => None,
+    };
+    if let Some((i, cov, missing)) = chosen {
+        out.verdict = verdict(cov, &missing);
+        out.score = cov;
+        if out.verdict != Verdict::NotFound || cov >= PARTLY / 2.0 {
+            out.span = Some(span_of(passages, &wins[i], cov));
+        }
+        if !missing.is_empty() {
+            out.note = Some(format!(
+                "{} not in the sources",
+                if missing.len() == 1 {
+                    format!("the number {}", missing[0])
+                } else {
+                    format!("the numbers {}", missing.join(", "))
+                }
+            ));
+        }
+    } else {
+        out.verdict = Verdict::NotFound;
+    }
+    // Each marker: does its numbered source hold the claim?
+    let cov_of = |number: usize| -> Option<f32> {
+        let idx = cited.iter().position(|c| c.number == number)?;
+        let only = |win: &Window| win.source == idx;
+        best_window(&claim, cited_wins, w, Some(&only)).map(|(_, c, m)| {
+            if m.is_empty() {
+                c
+            } else {
+                c.min(PARTLY - 0.01)
+            }
+        })
+    };
+    for &n in &claim.cited {
+        let Some(c) = cov_of(n) else {
+            out.wrong_citation = Some(WrongCitation {
+                cited: n,
+                better: None,
+            });
+            out.note = Some(format!("cites [{n}], but there is no source [{n}]"));
+            break;
+        };
+        if c >= PARTLY {
+            continue;
+        }
+        let better = cited
+            .iter()
+            .filter(|o| o.number != n)
+            .filter_map(|o| cov_of(o.number).map(|c| (o.number, c)))
+            .filter(|&(_, c)| c >= SUPPORTED)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(m, _)| m);
+        out.note = Some(match better {
+            Some(m) => format!("cited [{n}], but [{n}] does not say this; [{m}] does"),
+            None => format!("cited [{n}], but [{n}] does not say this"),
+        });
+        out.wrong_citation = Some(WrongCitation { cited: n, better });
+        break;
+    }
+    out
+}
+
+impl Support {
+    /// Count the verdicts and write the summary.
+    pub fn tally(&mut self) {
+        let count = |v: Verdict| self.sentences.iter().filter(|s| s.verdict == v).count();
+        self.supported = count(Verdict::Supported);
+        self.partly = count(Verdict::Partly);
+        self.not_found = count(Verdict::NotFound);
+        self.checked = self.supported + self.partly + self.not_found;
+        self.summary = summary(self.supported, self.checked);
+    }
+}
+
+/// "4 of 5 sentences found in your documents".
+pub fn summary(supported: usize, checked: usize) -> String {
+    match checked {
+        0 => "no sentence to check".into(),
+        1 if supported == 1 => "the sentence is found in your documents".into(),
+        1 => "the sentence is not found in your documents".into(),
+        n if supported == n => format!("all {n} sentences found in your documents"),
+        n => format!("{supported} of {n} sentences found in your documents"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

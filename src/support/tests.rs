@@ -1,0 +1,168 @@
+//! The checker on hand-made cases.
+
+use super::*;
+
+const CHEM: &str = "The main command is \\ch{...}, for example \\ch{H2O} for water. \
+Blanks in the input only separate the parts of a formula; a blank never becomes a blank \
+in the output. Use <-> for a resonance arrow and <=> for an equilibrium arrow.";
+const APT: &str = "To keep a package at its version, run apt-mark hold with the package's \
+name. The Debian archive has 21 sections. Packages are upgraded with apt full-upgrade.";
+const CTEX: &str = "如果要注释掉一大段内容，可以用 \\iffalse 和 \\fi 把它包起来。\
+也可以加载 verbatim 宏包，使用 comment 环境。";
+
+fn passages() -> Vec<Passage<'static>> {
+    vec![
+        Passage {
+            chunk_id: 10,
+            doc_id: 1,
+            file: "chemformula-manual.pdf",
+            page: 3,
+            text: CHEM,
+        },
+        Passage {
+            chunk_id: 20,
+            doc_id: 2,
+            file: "debian-faq.en.pdf",
+            page: 40,
+            text: APT,
+        },
+        Passage {
+            chunk_id: 30,
+            doc_id: 3,
+            file: "ctex-faq.pdf",
+            page: 15,
+            text: CTEX,
+        },
+    ]
+}
+
+fn check(s: &str) -> SentenceSupport {
+    check_sentence(s, &passages(), &[])
+}
+
+#[test]
+fn a_sentence_copied_verbatim_is_supported_at_its_place() {
+    let s = check("Blanks in the input only separate the parts of a formula.");
+    assert_eq!(s.verdict, Verdict::Supported, "{s:?}");
+    let span = s.span.unwrap();
+    assert_eq!(
+        (span.source, span.file.as_str(), span.page),
+        (0, "chemformula-manual.pdf", 3)
+    );
+    assert!(
+        span.text.starts_with("Blanks in the input"),
+        "{}",
+        span.text
+    );
+    let start = CHEM.chars().take(span.start).count();
+    assert_eq!(
+        CHEM.chars().skip(start).take(6).collect::<String>(),
+        "Blanks"
+    );
+}
+
+#[test]
+fn a_changed_number_is_not_supported() {
+    assert_eq!(
+        check("The Debian archive has 21 sections.").verdict,
+        Verdict::Supported
+    );
+    let s = check("The Debian archive has 12 sections.");
+    assert_ne!(s.verdict, Verdict::Supported, "{s:?}");
+    assert!(s.note.as_deref().unwrap_or("").contains("12"), "{s:?}");
+}
+
+#[test]
+fn a_swapped_name_and_an_invented_claim_are_not_found() {
+    let s = check("To keep a package at its version, run dpkg-freeze with its name.");
+    assert_ne!(s.verdict, Verdict::Supported, "{s:?}");
+    let s = check("Chemformula was written by Donald Knuth in Stanford for TeXbook readers.");
+    assert_eq!(s.verdict, Verdict::NotFound, "{s:?}");
+}
+
+#[test]
+fn a_close_paraphrase_is_supported_and_framing_words_do_not_count() {
+    let s = check(
+        "Based on the context, an equilibrium arrow is written <=> and a resonance arrow <->.",
+    );
+    assert_eq!(s.verdict, Verdict::Supported, "{s:?}");
+    assert_eq!(check("Here is what I found:").verdict, Verdict::NoClaim);
+}
+
+#[test]
+fn chinese_sentences_are_checked_by_bigrams() {
+    let s = check("可以用 \\iffalse 和 \\fi 把一大段内容包起来。");
+    assert_eq!(s.verdict, Verdict::Supported, "{s:?}");
+    assert_eq!(s.span.unwrap().file, "ctex-faq.pdf");
+    let s = check("可以用 \\begin{ignore} 环境一次性删除整章的页眉。");
+    assert_ne!(s.verdict, Verdict::Supported, "{s:?}");
+}
+
+#[test]
+fn a_wrong_marker_names_the_source_that_does_say_it() {
+    let cited = [
+        Cited {
+            number: 1,
+            chunk_id: 10,
+            text: CHEM,
+        },
+        Cited {
+            number: 2,
+            chunk_id: 20,
+            text: APT,
+        },
+    ];
+    let right = check_sentence("Use <-> for a resonance arrow [1].", &passages(), &cited);
+    assert_eq!(right.verdict, Verdict::Supported);
+    assert!(right.wrong_citation.is_none(), "{right:?}");
+    let wrong = check_sentence("Use <-> for a resonance arrow [2].", &passages(), &cited);
+    assert_eq!(
+        wrong.wrong_citation,
+        Some(WrongCitation {
+            cited: 2,
+            better: Some(1)
+        })
+    );
+    assert_eq!(
+        wrong.note.as_deref(),
+        Some("cited [2], but [2] does not say this; [1] does")
+    );
+    let missing = check_sentence("Resonance arrows are <-> [7].", &passages(), &cited);
+    assert_eq!(missing.wrong_citation.unwrap().cited, 7);
+}
+
+#[test]
+fn a_whole_answer_is_tallied_with_offsets_in_chars() {
+    let answer = "结论如下：\n- The Debian archive has 21 sections.\n- Chemformula was invented on Mars in 1802.";
+    let s = check_answer(answer, &passages(), &[]);
+    let verdicts: Vec<Verdict> = s.sentences.iter().map(|x| x.verdict).collect();
+    assert_eq!(
+        verdicts,
+        vec![Verdict::NoClaim, Verdict::Supported, Verdict::NotFound]
+    );
+    assert_eq!((s.supported, s.checked), (1, 2));
+    assert_eq!(s.summary, "1 of 2 sentences found in your documents");
+    let chars: Vec<char> = answer.chars().collect();
+    let second = &s.sentences[1];
+    assert_eq!(
+        chars[second.start..second.end].iter().collect::<String>(),
+        second.text
+    );
+}
+
+#[test]
+fn quotes_answer_the_question_from_the_best_place() {
+    let q = quotes(
+        "How do I get a resonance arrow in chemformula?",
+        &passages(),
+    );
+    assert!(!q.is_empty() && q.len() <= quotes::MAX_QUOTES);
+    assert!(q[0].text.contains("<->"), "{q:?}");
+    let q = quotes("怎么注释掉一大段内容？", &passages());
+    assert!(q[0].text.contains("iffalse"), "{q:?}");
+    let a = quotes::as_answer(&q[..1]);
+    assert!(
+        a.starts_with("> ") && a.ends_with("(ctex-faq.pdf, p. 15)"),
+        "{a}"
+    );
+}
