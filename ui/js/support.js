@@ -143,10 +143,11 @@ export function markSentences(body, support, open) {
     const label = verdictLabel(s);
     const spans = all.filter((x) => x.owner === p).map((x) => x.span).reverse();
     const openIt = s.span && (s.verdict === "supported" || s.verdict === "partly") ? () => open(s.span) : null;
+    const why = s.note && !s.wrong_citation ? ` (${s.note})` : "";
     spans.forEach((span, i) => {
       span.className = `sent ${label.cls}`;
       span.dataset.sentence = String(p.r.index);
-      span.title = label.title;
+      span.title = label.title + why;
       if (!openIt) return;
       span.classList.add("linked");
       span.addEventListener("click", openIt);
@@ -160,8 +161,10 @@ export function markSentences(body, support, open) {
       }
     });
     const after = [];
-    if (label.tag) after.push(el("span", { class: `support-tag ${label.cls}` }, label.tag));
-    if (s.note) after.push(el("span", { class: "support-note", role: "note" }, s.note));
+    if (label.tag) after.push(el("span", { class: `support-tag ${label.cls}`, title: label.title + why }, label.tag));
+    // A wrong [N] is said on the page; any other note (why a sentence was not found)
+    // goes with the sentence's and the tag's titles.
+    if (s.note && s.wrong_citation) after.push(el("span", { class: "support-note wrong-cite", role: "note" }, s.note));
     if (after.length) outermost(spans[spans.length - 1]).after(...after);
   }
   return pieces.length;
