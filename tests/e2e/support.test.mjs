@@ -110,6 +110,17 @@ async function axeBothThemes(state) {
   assert.deepEqual(bad, [], `${state}: serious or critical accessibility violations:\n${bad.join("\n")}`);
 }
 
+/** Change the settings as the Settings dialog saves them. */
+async function saveSettings(patch) {
+  const saved = await page.evaluate(async (patch) => {
+    const s = await (await fetch("/api/settings")).json();
+    for (const k of ["models", "embedders", "index_embedders", "modes", "default_templates"]) delete s[k];
+    const r = await fetch("/api/settings", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...s, ...patch }) });
+    return { ok: r.ok, body: await r.text() };
+  }, patch);
+  assert.ok(saved.ok, saved.body);
+}
+
 /** The marks on the answer `msg`, as the test reads them. */
 async function checkMarks(msg) {
   // The header's summary.
@@ -165,15 +176,11 @@ test("the scripted answer shows its marks, its summary and its quotes", async ()
   const pdf = join(dataDir, "lighthouse.pdf");
   makePdf(pdf, PAGES);
   await upload(page, pdf, "lighthouse", 120_000);
-  // The scripted server answers; citations on, in small numbered sources.
-  const saved = await page.evaluate(async (server) => {
-    const s = await (await fetch("/api/settings")).json();
-    for (const k of ["models", "embedders", "index_embedders", "modes", "default_templates"]) delete s[k];
-    Object.assign(s, { llm_server: server, llm_server_model: "", llm_server_context: 0, cite_sources: true, citation_chunk_size: 32, rerank: false, num_queries: 1 });
-    const r = await fetch("/api/settings", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(s) });
-    return { ok: r.ok, body: await r.text() };
-  }, llm.url);
-  assert.ok(saved.ok, saved.body);
+  // The scripted server answers; citations on, in small numbered sources. The "not
+  // found" check is off (0) here: what it refuses is not this suite's subject, and
+  // the last test turns it on as high as it goes to get a "not found" for certain.
+  await saveSettings({ llm_server: llm.url, llm_server_model: "", llm_server_context: 0, cite_sources: true,
+    citation_chunk_size: 32, rerank: false, num_queries: 1, not_found_threshold: 0 });
   await page.reload();
   await page.waitForSelector("#mode option", { state: "attached" });
   // The toolbar's Cite switch shows the setting once the settings have loaded.
@@ -181,7 +188,7 @@ test("the scripted answer shows its marks, its summary and its quotes", async ()
   await page.click("#new-chat");
   msg = await askIn(page, "compact", QUESTION, 120_000);
   assert.equal(await msg.locator(".error").count(), 0, await msg.innerText());
-  assert.ok(llm.requests.some((r) => /completions/.test(r.path)), "the scripted server was asked");
+  assert.ok(llm.requests.some((r) => /completions/.test(r.path)), `the scripted server was not asked: ${await msg.innerText()}`);
   await checkMarks(msg);
   // Mostly supported (2 of 3): the quotes follow the answer.
   assert.ok(await msg.evaluate((m) => m.querySelector(".body").compareDocumentPosition(m.querySelector(".quotes")) & Node.DOCUMENT_POSITION_FOLLOWING));
@@ -264,5 +271,29 @@ test("a mostly unsupported answer, and a failed one, lead with the quotes; a rel
   await page.locator("#conversations li .name", { hasText: "museum" }).click();
   await page.locator(".msg.assistant .support-summary").waitFor();
   assert.ok(await quotesFirst(page.locator(".msg.assistant").last()), "reopened, the doubtful answer's quotes do not lead");
+  assert.deepEqual(pageErrors, []);
+});
+
+test("a 'not found' answer leads with the closest quotes; an extractive answer is its quotes, each a link", async () => {
+  await saveSettings({ not_found_threshold: 1 });
+  await page.click("#new-chat");
+  const none = await askIn(page, "compact", "What is a good recipe for banana bread with walnuts?", 120_000);
+  assert.ok(await none.evaluate((m) => m.classList.contains("not-found")), await none.innerText());
+  assert.ok(await quotesFirst(none), "the quotes do not lead a 'not found' answer");
+  assert.match(await none.locator(".quotes-why").innerText(), /do not seem to answer this/);
+  await page.screenshot({ path: join(shots, "16-support-not-found-light.png") });
+  await saveSettings({ not_found_threshold: 0 });
+  await page.click("#new-chat");
+  const extractive = await askIn(page, "extractive", QUESTION, 120_000);
+  assert.equal(await extractive.locator(".error").count(), 0, await extractive.innerText());
+  // No "From your documents" under an answer that is the quotes themselves.
+  assert.equal(await extractive.locator(".quotes").count(), 0);
+  const links = await extractive.locator(".body .sent.supported.linked[role=link]").count();
+  assert.ok(links >= 1, await extractive.locator(".body").innerHTML());
+  assert.match(await extractive.locator(".support-summary").innerText(), /^(all \d+|1) sentences? found in your documents$|^(\d+) of \2 sentences found in your documents$/);
+  await page.screenshot({ path: join(shots, "16-support-extractive-light.png") });
+  await extractive.locator(".body .sent.supported.linked").first().click();
+  await page.waitForSelector("#viewer .pdf-page[data-rendered] .hl", { timeout: 60_000 });
+  await page.click("#viewer-close");
   assert.deepEqual(pageErrors, []);
 });

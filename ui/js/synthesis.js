@@ -1,8 +1,9 @@
 // The synthesizer's knobs in the UI: the mode dropdown filled from the engine's list
-// (built-in, registered and custom modes), the Settings dialog's templates (each shown
-// with its default, with a reset) and its custom-mode editor (a mode composed from the
-// built-in modes' building blocks), and a step's extra views in the inspector (what
-// the model read after its chat template, token counts, the filter's verdict).
+// (LlamaIndex's built-in modes, Quire's own, registered and custom modes), the
+// Settings dialog's templates (each shown with its default, with a reset) and its
+// custom-mode editor (a mode composed from the built-in modes' building blocks), and a
+// step's extra views in the inspector (what the model read after its chat template,
+// token counts, the filter's verdict).
 // Renders text only through ./dom.js.
 import { el, clear } from "./dom.js";
 
@@ -27,7 +28,7 @@ export function setModes(list, preferred) {
   const sel = $("mode");
   const keep = sel.value || preferred;
   clear(sel);
-  const groups = [["builtin", "LlamaIndex modes"], ["library", "Registered"], ["custom", "Your modes"]];
+  const groups = [["builtin", "LlamaIndex modes"], ["quire", "Quire's own"], ["library", "Registered"], ["custom", "Your modes"]];
   for (const [kind, label] of groups) {
     const of = modes.filter((m) => m.kind === kind);
     if (!of.length) continue;
