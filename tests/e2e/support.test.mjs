@@ -141,6 +141,10 @@ async function checkMarks(msg) {
   const note = msg.locator(".body .support-note.wrong-cite");
   assert.equal(await note.count(), 1, await msg.locator(".body").innerHTML());
   assert.match(await note.innerText(), /^cited \[\d+\], but \[\d+\] does not say this/);
+  // and the wrong marker is marked, its title saying why.
+  const wrong = msg.locator(".body button.cite.wrong");
+  assert.equal(await wrong.count(), 1, await msg.locator(".body").innerHTML());
+  assert.match(await wrong.getAttribute("title"), /does not say this/);
   // The answer's words are all still there, in order.
   const text = (await msg.locator(".body").innerText()).replace(/\s+/g, " ");
   for (const s of [SUPPORTED, INVENTED, MISCITED]) assert.ok(text.includes(s.replace(/\.$/, "")), `${s} missing from: ${text}`);

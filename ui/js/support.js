@@ -113,8 +113,9 @@ export function markSentences(body, support, open) {
     const d = map.nodes[k1].data;
     while (to < d.length && PUNCT.test(d[to])) to++;
     const list = [];
+    const buttons = [];
     for (let k = k0; k <= k1; k++) {
-      if (inButton(map.nodes[k])) continue;
+      if (inButton(map.nodes[k])) { buttons.push(map.nodes[k].parentElement.closest("button")); continue; }
       const d = map.nodes[k].data;
       let a = k === k0 ? from : 0;
       let b = k === k1 ? to : d.length;
@@ -124,7 +125,7 @@ export function markSentences(body, support, open) {
       while (b > a && /\s/.test(d[b - 1])) b--;
       if (b > a) list.push({ k, from: a, to: b });
     }
-    if (list.length) pieces.push({ r, list });
+    if (list.length) pieces.push({ r, list, buttons });
   }
   // Wrap from the last piece back, so that the offsets still to wrap stay valid.
   const all = pieces.flatMap((p) => p.list.map((x) => ({ ...x, owner: p })));
@@ -164,7 +165,15 @@ export function markSentences(body, support, open) {
     if (label.tag) after.push(el("span", { class: `support-tag ${label.cls}`, title: label.title + why }, label.tag));
     // A wrong [N] is said on the page; any other note (why a sentence was not found)
     // goes with the sentence's and the tag's titles.
-    if (s.note && s.wrong_citation) after.push(el("span", { class: "support-note wrong-cite", role: "note" }, s.note));
+    if (s.note && s.wrong_citation) {
+      after.push(el("span", { class: "support-note wrong-cite", role: "note" }, s.note));
+      // The marker itself says so too.
+      for (const b of p.buttons) {
+        if (b.dataset.n !== String(s.wrong_citation.cited)) continue;
+        b.classList.add("wrong");
+        b.title = `${b.title}: ${s.note}`;
+      }
+    }
     if (after.length) outermost(spans[spans.length - 1]).after(...after);
   }
   return pieces.length;
