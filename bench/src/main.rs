@@ -147,24 +147,34 @@ enum BenchCmd {
     /// answering page in the top k as typed, condensed with the history, and each
     /// reranked by the LLM; and the seconds condensing and reranking add.
     Conversations(ConversationsArgs),
-    /// The "not found" signal (closest chunk's cosine) on the corpus questions and on
-    /// questions the corpus does not answer, and the threshold it calibrates.
+    /// The honest "not found" check over a library: how many questions it does not
+    /// answer are refused, and how many it answers are wrongly refused, per half
+    /// (tuning, held-out), kind (near, far) and language, with each question's signals.
     NotFound {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
-        /// A Quire index of the corpus (made here from `--pdfs` when empty).
+        /// A Quire library (made here from `--pdfs` when empty;
+        /// `scripts/big-library.sh` builds the 1k, 5k and 30k-chunk ones).
         #[arg(long)]
         data_dir: PathBuf,
         #[arg(long, default_value = "../shared/corpus/pdfs")]
         pdfs: PathBuf,
+        /// The corpus questions (answerable).
         #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
         questions: PathBuf,
+        /// Chinese questions the corpus answers.
+        #[arg(long, default_value = "bench/data/questions-zh.jsonl")]
+        questions_zh: PathBuf,
+        /// Questions the library does not answer (near and far, English and Chinese).
         #[arg(long, default_value = "bench/data/unanswerable.jsonl")]
         unanswerable: PathBuf,
         /// Generic questions any document answers (summaries, authorship).
         #[arg(long, default_value = "bench/data/generic.jsonl")]
         generic: PathBuf,
+        /// Each question's half: tuning or held-out.
+        #[arg(long, default_value = "bench/data/not_found_split.json")]
+        split: PathBuf,
         /// The embedding model (folder name or path) instead of the settings'.
         #[arg(long)]
         embedder: Option<String>,
@@ -301,15 +311,17 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             generic,
             embedder,
         } => {
-            let r = quire_bench::not_found::run(
-                &data_dir,
-                &pdfs,
-                &questions,
-                &generic,
-                &unanswerable,
-                embedder.as_deref(),
-                |m| eprintln!("{m}"),
-            )?;
+            let sets = quire_bench::not_found::Sets {
+                corpus: &questions,
+                zh: &questions_zh,
+                generic: &generic,
+                unanswerable: &unanswerable,
+                split: &split,
+            };
+            let r =
+                quire_bench::not_found::run(&data_dir, &pdfs, &sets, embedder.as_deref(), |m| {
+                    eprintln!("{m}")
+                })?;
             emit(&r, json)
         }
         BenchCmd::RetrievalScale {
@@ -322,8 +334,10 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             json,
             store,
             pdfs,
+            questions_zh,
             questions,
             reps,
+            split,
         } => {
             let emb = quire::embed::bert::BertEmbedder::open(&quire::models::default_embedder()?)?;
             eprintln!(

@@ -294,6 +294,30 @@ impl Bm25Index {
         ids
     }
 
+    /// Each distinct term of `query` with the IDF [`Self::search`] gives it and the
+    /// chunks holding it; a term no chunk holds gets the IDF of a term in none.
+    pub fn term_weights(&self, query: &str) -> Vec<super::TermWeight> {
+        let n = self.len() as f32;
+        let mut out: Vec<super::TermWeight> = Vec::new();
+        text::analyze(query, |t| {
+            if out.iter().any(|w| w.term == t) {
+                return;
+            }
+            let chunks = self
+                .vocab
+                .get(t)
+                .map_or(0, |&id| self.postings_of(id).0.len());
+            let df = chunks as f32;
+            out.push(super::TermWeight {
+                term: t.to_string(),
+                idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln(),
+                chunks,
+                of: self.len(),
+            });
+        });
+        out
+    }
+
     /// The `k` best chunks for `query`, best first; chunks sharing no term with
     /// the query are never returned. Ties go to the earlier chunk.
     pub fn search(&self, query: &str, k: usize, filter: Option<&DocFilter>) -> Vec<Hit> {
@@ -337,6 +361,9 @@ impl Bm25Index {
 impl Retriever for Bm25Index {
     fn name(&self) -> &str {
         "bm25"
+    }
+    fn term_weights(&self, query: &str) -> Vec<super::TermWeight> {
+        self.term_weights(query)
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
         Ok(self.search(query, top_k, filter))

@@ -74,6 +74,26 @@ pub trait Retriever: Send + Sync {
         let _ = query;
         true
     }
+    /// For a retriever that weighs query terms (BM25): each distinct term of `query`
+    /// with its weight over the whole index, for the "not found" check
+    /// ([`relevance`]). Empty for the others.
+    fn term_weights(&self, query: &str) -> Vec<TermWeight> {
+        let _ = query;
+        Vec::new()
+    }
+}
+
+/// One query term as a term-weighing retriever sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TermWeight {
+    /// The analyzed term (stemmed word, CJK character or bigram).
+    pub term: String,
+    /// Its inverse document frequency, as the retriever weighs it.
+    pub idf: f32,
+    /// Chunks holding it (0: the library never uses it).
+    pub chunks: usize,
+    /// Chunks in the index.
+    pub of: usize,
 }
 
 impl<T: Retriever + ?Sized> Retriever for &T {
@@ -85,6 +105,9 @@ impl<T: Retriever + ?Sized> Retriever for &T {
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
         (**self).retrieve(query, top_k, filter)
+    }
+    fn term_weights(&self, query: &str) -> Vec<TermWeight> {
+        (**self).term_weights(query)
     }
 }
 
@@ -249,6 +272,10 @@ pub struct Retrieval {
     /// kept it: how close the closest chunk came ([`relevance`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub best: Vec<BestHit>,
+    /// The user's question's terms as the first term-weighing retriever (BM25) weighs
+    /// them; empty without one. Not serialized.
+    #[serde(skip)]
+    pub term_weights: Vec<TermWeight>,
 }
 
 /// The best hit of one (query, retriever) list.
@@ -301,6 +328,7 @@ pub fn retrieve(
     let mut lists = Vec::with_capacity(queries.len() * retrievers.len());
     let mut skipped = Vec::new();
     let mut best = Vec::new();
+    let mut term_weights = Vec::new();
     for (qi, q) in queries.iter().enumerate() {
         let covered: Vec<bool> = retrievers.iter().map(|r| r.covers(q)).collect();
         let route = opts.route_by_language && covered.iter().any(|&c| c);
@@ -311,6 +339,9 @@ pub fn retrieve(
                 continue;
             }
             let hits = r.retrieve(q, candidates, opts.filter.as_ref())?;
+            if qi == 0 && term_weights.is_empty() {
+                term_weights = r.term_weights(q);
+            }
             if let Some(h) = hits.first() {
                 best.push(BestHit {
                     query: qi,
@@ -334,6 +365,7 @@ pub fn retrieve(
         nodes,
         skipped,
         best,
+        term_weights,
     })
 }
 
