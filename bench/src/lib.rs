@@ -24,6 +24,7 @@ pub mod pdftotext;
 pub mod retrieval;
 pub mod serving;
 pub mod store;
+pub mod support;
 
 use std::path::{Path, PathBuf};
 

@@ -179,6 +179,31 @@ enum BenchCmd {
         #[arg(long)]
         embedder: Option<String>,
     },
+    /// The support check on the labelled set (bench/data/support.jsonl): "supported"
+    /// precision, "not found" recall, wrong-citation recall per half, and its time
+    /// per answer; with --data-dir, the corpus questions through the engine (key terms
+    /// in the answer, in the answer plus its quotes; the extractive mode).
+    Support {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value = "bench/data/support.jsonl")]
+        labelled: PathBuf,
+        /// A Quire library to ask the corpus questions in (the corpus is indexed into
+        /// it when empty); without it only the labelled set is scored.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+        questions: PathBuf,
+        /// The corpus questions' tuning half (its `tune` list).
+        #[arg(long, default_value = "bench/data/not_found_split.json")]
+        split: PathBuf,
+        /// Print the labelled sentences of this half (`tune`) the checker gets wrong.
+        #[arg(long)]
+        show: Option<String>,
+    },
     /// A bounded load test of `quire serve` on loopback: N clients asking at once while
     /// a batch of PDFs indexes; every answer checked against what the server kept.
     /// Asks a minute, time to first token, queueing delay, and the server's memory.
@@ -307,8 +332,10 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             data_dir,
             pdfs,
             questions,
+            questions_zh,
             unanswerable,
             generic,
+            split,
             embedder,
         } => {
             let sets = quire_bench::not_found::Sets {
@@ -330,14 +357,38 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             queries,
         } => retrieval_scale(json, &sizes, queries),
         BenchCmd::ServeLoad(a) => serve_load(a),
+        BenchCmd::Support {
+            json,
+            labelled,
+            data_dir,
+            pdfs,
+            questions,
+            split,
+            show,
+        } => {
+            use quire_bench::support;
+            let (checker, ms) = support::check_labelled(&labelled, show.as_deref())?;
+            let mut r = support::Report {
+                cpu: support::cpu_name(),
+                checker,
+                check_ms_median: quire_bench::answer::median(&ms),
+                check_ms_max: ms.iter().copied().fold(0.0, f64::max),
+                ..Default::default()
+            };
+            if let Some(dir) = data_dir {
+                let (answers, model) =
+                    support::answer_figures(&dir, &pdfs, &questions, &split, |m| eprintln!("{m}"))?;
+                r.answers = answers;
+                r.model = Some(model);
+            }
+            emit(&r, json)
+        }
         BenchCmd::Store {
             json,
             store,
             pdfs,
-            questions_zh,
             questions,
             reps,
-            split,
         } => {
             let emb = quire::embed::bert::BertEmbedder::open(&quire::models::default_embedder()?)?;
             eprintln!(

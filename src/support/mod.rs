@@ -28,7 +28,7 @@ use terms::{all_terms, coverage, Claim, Weights};
 /// At or above this coverage, with every number found, a sentence is supported.
 pub const SUPPORTED: f32 = 0.70;
 /// At or above this, partly supported; below, not found in the sources.
-pub const PARTLY: f32 = 0.45;
+pub const PARTLY: f32 = 0.60;
 
 /// How far the sources bear a sentence out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +128,8 @@ pub(crate) struct Window {
     pub end: usize,
     pub terms: HashSet<String>,
     pub numbers: HashSet<String>,
+    /// The window's text (for the clause-level checks).
+    pub text: String,
     /// Sentences in the window, less one (a small price on wider windows).
     pub extra: usize,
 }
@@ -151,6 +153,7 @@ pub(crate) fn windows(passages: &[Passage<'_>], width: usize) -> Vec<Window> {
                     end: sents[i + k].end,
                     terms: t.clone(),
                     numbers: n.clone(),
+                    text: p.text[sents[i].start..sents[i + k].end].to_string(),
                     extra: k,
                 });
             }
@@ -164,37 +167,108 @@ pub(crate) fn sentence_weights(windows: &[Window]) -> Weights {
     Weights::over(windows.iter().filter(|w| w.extra == 0).map(|w| &w.terms))
 }
 
-/// The best window for `claim`: highest coverage less a little per extra sentence,
-/// numbers that are missing cost a lot. Returns (index, coverage, numbers missing).
+/// The numbers and names of `claim` that window `win` lacks.
+fn missing_in(claim: &Claim, win: &Window) -> Vec<String> {
+    let numbers = claim
+        .numbers
+        .iter()
+        .filter(|n| !win.numbers.contains(*n))
+        .cloned();
+    let names = claim
+        .names
+        .iter()
+        .filter(|n| !n.iter().all(|t| win.terms.contains(t)))
+        .map(|n| n.join(" "));
+    numbers.chain(names).collect()
+}
+
+/// Whether the clause of `text` closest to `claim` (most of its terms) says no
+/// where the claim does not, or the other way round.
+fn negation_differs(claim: &Claim, text: &str) -> bool {
+    let clause = text
+        .split(|c: char| ";,，；。:：!?！？\n".contains(c))
+        .map(|c| {
+            let t = all_terms(c);
+            (claim.terms.iter().filter(|x| t.contains(*x)).count(), c)
+        })
+        .filter(|&(n, _)| n > 0)
+        .max_by_key(|&(n, _)| n);
+    clause.is_some_and(|(_, c)| terms::negated(c) != claim.negated)
+}
+
+/// How a window bears out a claim.
+#[derive(Debug, Clone)]
+struct Fit {
+    index: usize,
+    coverage: f32,
+    /// Numbers and names of the claim the window lacks.
+    missing: Vec<String>,
+    /// Of those, the ones no source holds at all.
+    nowhere: usize,
+    /// The claim says no where the window does not, or the other way round.
+    negation_differs: bool,
+}
+
+/// The best window for `claim`: highest coverage less a little per extra sentence;
+/// a missing number or name costs a lot.
 fn best_window(
     claim: &Claim,
     windows: &[Window],
     w: &Weights,
     only: Option<&dyn Fn(&Window) -> bool>,
-) -> Option<(usize, f32, Vec<String>)> {
-    let mut best: Option<(usize, f32, Vec<String>, f32)> = None;
+) -> Option<Fit> {
+    let mut best: Option<(Fit, f32)> = None;
     for (i, win) in windows.iter().enumerate() {
         if only.is_some_and(|f| !f(win)) {
             continue;
         }
         let cov = coverage(&claim.terms, &win.terms, w);
-        let missing: Vec<String> = claim
-            .numbers
-            .iter()
-            .filter(|n| !win.numbers.contains(*n))
-            .cloned()
-            .collect();
+        let missing = missing_in(claim, win);
         let rank = cov - 0.03 * win.extra as f32 - 0.5 * missing.len() as f32;
-        if best.as_ref().is_none_or(|b| rank > b.3) {
-            best = Some((i, cov, missing, rank));
+        if best.as_ref().is_none_or(|b| rank > b.1) {
+            let fit = Fit {
+                index: i,
+                coverage: cov,
+                nowhere: 0,
+                negation_differs: false,
+                missing,
+            };
+            best = Some((fit, rank));
         }
     }
-    best.map(|(i, c, m, _)| (i, c, m))
+    let (mut fit, _) = best?;
+    let win = &windows[fit.index];
+    fit.negation_differs = negation_differs(claim, &win.text);
+    fit.nowhere = fit
+        .missing
+        .iter()
+        .filter(|m| {
+            let terms: Vec<&str> = m.split(' ').collect();
+            !windows
+                .iter()
+                .any(|win| win.numbers.contains(*m) || terms.iter().all(|t| win.terms.contains(*t)))
+        })
+        .count();
+    Some(fit)
+}
+
+fn verdict_of(fit: &Fit) -> Verdict {
+    let v = verdict(fit.coverage, &fit.missing);
+    if !fit.missing.is_empty() && fit.coverage >= PARTLY {
+        // The passage the sentence is closest to states another number or name: the
+        // typical wrong claim (2 for 3, \\tag for \\numberwithin).
+        Verdict::NotFound
+    } else if v == Verdict::Supported && fit.negation_differs {
+        // The passage says the opposite.
+        Verdict::NotFound
+    } else {
+        v
+    }
 }
 
 fn verdict(cov: f32, missing: &[String]) -> Verdict {
     if !missing.is_empty() {
-        // A number the sources do not state: the claim is not theirs.
+        // A number or name the passage does not state.
         if cov >= SUPPORTED {
             Verdict::Partly
         } else {
@@ -316,23 +390,26 @@ fn check_one(
         best_window(&claim, wins, w, Some(&in_cited))
     };
     let chosen = match (&overall, &preferred) {
-        (Some(o), Some(p)) if verdict(p.1, &p.2) == verdict(o.1, &o.2) => Some(p.clone()),
+        (Some(o), Some(p)) if verdict_of(p) == verdict_of(o) => Some(p.clone()),
         (Some(o), _) => Some(o.clone()),
         _ => None,
     };
-    if let Some((i, cov, missing)) = chosen {
-        out.verdict = verdict(cov, &missing);
-        out.score = cov;
-        if out.verdict != Verdict::NotFound || cov >= PARTLY / 2.0 {
-            out.span = Some(span_of(passages, &wins[i], cov));
+    if let Some(fit) = chosen {
+        out.verdict = verdict_of(&fit);
+        out.score = fit.coverage;
+        if out.verdict != Verdict::NotFound || fit.coverage >= PARTLY / 2.0 {
+            out.span = Some(span_of(passages, &wins[fit.index], fit.coverage));
         }
-        if !missing.is_empty() {
+        if !fit.missing.is_empty() {
+            let quoted: Vec<String> = fit.missing.iter().map(|m| format!("\"{m}\"")).collect();
             out.note = Some(format!(
-                "{} not in the sources",
-                if missing.len() == 1 {
-                    format!("the number {}", missing[0])
+                "{} {} not in {}",
+                quoted.join(", "),
+                if quoted.len() == 1 { "is" } else { "are" },
+                if fit.nowhere > 0 {
+                    "the sources"
                 } else {
-                    format!("the numbers {}", missing.join(", "))
+                    "this passage"
                 }
             ));
         }
@@ -343,11 +420,11 @@ fn check_one(
     let cov_of = |number: usize| -> Option<f32> {
         let idx = cited.iter().position(|c| c.number == number)?;
         let only = |win: &Window| win.source == idx;
-        best_window(&claim, cited_wins, w, Some(&only)).map(|(_, c, m)| {
-            if m.is_empty() {
-                c
+        best_window(&claim, cited_wins, w, Some(&only)).map(|fit| {
+            if fit.missing.is_empty() {
+                fit.coverage
             } else {
-                c.min(PARTLY - 0.01)
+                fit.coverage.min(PARTLY - 0.01)
             }
         })
     };

@@ -37,6 +37,13 @@ pub struct Claim {
     pub numbers: Vec<String>,
     /// The `[N]` markers, in order, without repeats.
     pub cited: Vec<usize>,
+    /// Names the claim turns on, each as its analyzer terms: commands (`\ch`), code
+    /// (`` `apt-mark hold` ``), and words written as names (`pdfTeX`, `Type1`, `DVI`).
+    /// Swapping one for another is the typical wrong claim, so each must be there.
+    pub names: Vec<Vec<String>>,
+    /// Whether it says no (not, never, 不, 没有): a claim and its negation share
+    /// every other word.
+    pub negated: bool,
 }
 
 /// The distinct terms of `text` that can carry a claim: analyzer terms, less framing
@@ -139,15 +146,94 @@ pub fn strip_citations(text: &str) -> (String, Vec<usize>) {
     (out, cited)
 }
 
+/// `text` without a leading list number ("2. ", "3) ").
+fn without_list_number(text: &str) -> &str {
+    let t = text.trim_start();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if (1..=3).contains(&digits) {
+        let rest = &t[digits..];
+        if let Some(r) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
+            return r;
+        }
+    }
+    t
+}
+
+/// The names in `text` (see [`Claim::names`]), each as its analyzer terms.
+pub fn names(text: &str) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut push = |name: &str| {
+        let mut t = Vec::new();
+        analyze(name, |x| t.push(x.to_string()));
+        if !t.is_empty() && !out.contains(&t) {
+            out.push(t);
+        }
+    };
+    // Code spans.
+    let mut parts = text.split('`');
+    parts.next();
+    while let (Some(code), Some(_)) = (parts.next(), parts.next()) {
+        if code.chars().count() <= 60 {
+            push(code);
+        }
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '\\' && chars.get(i + 1).is_some_and(|c| c.is_ascii_alphabetic()) {
+            let j = (i + 1..chars.len())
+                .find(|&j| !chars[j].is_ascii_alphabetic() && chars[j] != '@')
+                .unwrap_or(chars.len());
+            push(&chars[i + 1..j].iter().collect::<String>());
+            i = j;
+            continue;
+        }
+        if chars[i].is_ascii_alphanumeric() && (i == 0 || !chars[i - 1].is_ascii_alphanumeric()) {
+            let j = (i..chars.len())
+                .find(|&j| !chars[j].is_ascii_alphanumeric())
+                .unwrap_or(chars.len());
+            let w: String = chars[i..j].iter().collect();
+            let upper_inside = w.chars().skip(1).any(|c| c.is_ascii_uppercase());
+            let letters = w.chars().filter(char::is_ascii_alphabetic).count();
+            let digits = w.chars().filter(char::is_ascii_digit).count();
+            let after_backslash = i > 0 && chars[i - 1] == '\\';
+            if !after_backslash && letters >= 2 && (upper_inside || (digits > 0 && letters > 0)) {
+                push(&w);
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Whether `text` says no.
+pub fn negated(text: &str) -> bool {
+    const EN: &[&str] = &[
+        "not", "no", "never", "cannot", "without", "neither", "nor", "none",
+    ];
+    let lower = text.to_lowercase();
+    let en = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| EN.contains(&w) || w.ends_with("n't"));
+    en || ["不", "没", "无法", "未", "非"]
+        .iter()
+        .any(|z| text.contains(z))
+}
+
 impl Claim {
     /// What `sentence` claims.
     pub fn of(sentence: &str) -> Self {
         let (plain, cited) = strip_citations(sentence);
         // A list number at the start is not a claim's number.
+        let plain = without_list_number(&plain);
         Claim {
-            terms: content_terms(&plain),
-            numbers: numbers(&plain),
+            terms: content_terms(plain),
+            numbers: numbers(plain),
             cited,
+            names: names(plain),
+            negated: negated(plain),
         }
     }
 
@@ -225,6 +311,22 @@ mod tests {
         assert!(c.terms.contains(&"iffals".to_string()) && c.terms.contains(&"包起".to_string()));
         assert!(!c.terms.contains(&"根据".to_string()) && !c.terms.contains(&"包".to_string()));
         assert_eq!(c.cited, vec![1, 3]);
+    }
+
+    #[test]
+    fn names_are_commands_code_and_words_written_as_names() {
+        assert_eq!(
+            names("Use `apt-mark hold` or \\CJKindent with pdfTeX, Type1 fonts and DVI files, not foo."),
+            vec![
+                vec!["apt".to_string(), "mark".into(), "hold".into()],
+                vec!["cjkindent".to_string()],
+                vec!["pdftex".to_string()],
+                vec!["type1".to_string()],
+                vec!["dvi".to_string()],
+            ]
+        );
+        assert!(negated("This is not so") && negated("没有括号") && !negated("It is so."));
+        assert_eq!(Claim::of("2. Edit the file").numbers, Vec::<String>::new());
     }
 
     #[test]
