@@ -23,7 +23,9 @@
 //!   set apart: they name nothing to look for and are never refused.
 //!
 //! A question with CJK characters is judged by the unknown share alone (the English
-//! embedder does not read it): refused from [`UNKNOWN_SHARE`] up.
+//! embedder does not read it): refused from [`UNKNOWN_SHARE`] up. A library under
+//! [`FULL_VOCABULARY`] chunks weighs missing words less and holds the cosine to a
+//! lower threshold, nearer the [`SMALL_LIBRARY`] one.
 
 use serde::{Deserialize, Serialize};
 
@@ -48,10 +50,16 @@ pub const UNKNOWN_WEIGHT: f32 = 0.5;
 /// the embedder does not judge (Chinese, or no vector search) is refused.
 pub const UNKNOWN_SHARE: f32 = 0.15;
 
-/// Below this many chunks, a word the library lacks says less: a library of two
-/// manuals lacks "sign" and "unchanged". [`UNKNOWN_WEIGHT`] is scaled down and
-/// [`UNKNOWN_SHARE`] up by `chunks / FULL_VOCABULARY`.
+/// Below this many chunks, a word the library lacks says less (a library of two
+/// manuals lacks "sign" and "unchanged"), and the closest chunk of an off-topic
+/// question is less close: [`UNKNOWN_WEIGHT`] is scaled down and [`UNKNOWN_SHARE`]
+/// up by `chunks / FULL_VOCABULARY`, and the threshold goes from [`SMALL_LIBRARY`]
+/// (at no chunks) to the calibrated one (at this many).
 pub const FULL_VOCABULARY: usize = 2000;
+
+/// The cosine threshold that 9 PDFs calibrated for MiniLM, where a small library's
+/// threshold starts.
+pub const SMALL_LIBRARY: f32 = 0.30;
 
 /// The calibrated threshold for embedding model `embedder` (its folder name or a path
 /// ending in it), if there is one.
@@ -123,6 +131,12 @@ impl Signals {
     /// The unknown share from which a question the embedder does not judge is refused.
     pub fn unknown_share(&self) -> f32 {
         UNKNOWN_SHARE / self.vocabulary().max(f32::EPSILON)
+    }
+    /// Threshold `t` for a library this big: from [`SMALL_LIBRARY`] (or `t`, if
+    /// lower) at no chunks to `t` at [`FULL_VOCABULARY`].
+    pub fn threshold(&self, t: f32) -> f32 {
+        let low = t.min(SMALL_LIBRARY);
+        low + (t - low) * self.vocabulary()
     }
     /// The cosine the threshold is held against: the closest chunk's, less
     /// [`Self::unknown_weight`] × the unknown share of Latin words.
@@ -297,7 +311,9 @@ pub fn judge(r: &Retrieval, threshold: Option<f32>, embedder: &str) -> Relevance
             "not checked: the question asks about the documents themselves".into(),
         );
     }
-    let t = threshold.filter(|_| !s.cjk);
+    let t = threshold
+        .filter(|_| !s.cjk)
+        .map(|t| if s.weighed { s.threshold(t) } else { t });
     match (s.score(), t) {
         (Some(score), Some(t)) => {
             let b = s.best.unwrap_or(score);
@@ -472,8 +488,9 @@ mod tests {
         // A very close passage outweighs one unknown word (a typo, a new name).
         let r = retrieval("configure reverse proxy nginx", vec![hit(0, 0, 0.75)], &w);
         assert!(judge(&r, Some(0.54), "x").covered);
-        // In a library of two manuals a missing word says little: 0.62 − 0.5 × 0.1 ×
-        // 0.333 = 0.603 passes.
+        // In a library of two manuals a missing word says little, and the threshold
+        // is nearer 0.30 (0.30 + 0.24 × 0.1): 0.62 − 0.5 × 0.1 × 0.333 = 0.603 passes,
+        // and so does 0.35, which a big library refuses.
         let mut r = retrieval("configure reverse proxy nginx", vec![hit(0, 0, 0.62)], &w);
         for t in &mut r.term_weights {
             t.of = 200;
@@ -481,7 +498,14 @@ mod tests {
         let s = signals(&r);
         assert!((s.unknown_weight() - 0.05).abs() < 1e-6);
         assert!((s.unknown_share() - 1.5).abs() < 1e-5);
+        assert!((s.threshold(0.54) - 0.324).abs() < 1e-6);
+        assert!((s.threshold(0.2) - 0.2).abs() < 1e-6);
         assert!(judge(&r, Some(0.54), "x").covered);
+        r.best[0].score = 0.35;
+        let j = judge(&r, Some(0.54), "x");
+        assert!(j.covered && j.threshold == Some(s.threshold(0.54)), "{j:?}");
+        r.best[0].score = 0.30;
+        assert!(!judge(&r, Some(0.54), "x").covered);
     }
 
     #[test]
