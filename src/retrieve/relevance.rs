@@ -311,9 +311,9 @@ pub fn judge(r: &Retrieval, threshold: Option<f32>, embedder: &str) -> Relevance
             "not checked: the question asks about the documents themselves".into(),
         );
     }
-    let t = threshold
-        .filter(|_| !s.cjk)
-        .map(|t| if s.weighed { s.threshold(t) } else { t });
+    // Without term weights (PostgreSQL's BM25) the library's size is unknown: the
+    // small-library threshold then holds.
+    let t = threshold.filter(|_| !s.cjk).map(|t| s.threshold(t));
     match (s.score(), t) {
         (Some(score), Some(t)) => {
             let b = s.best.unwrap_or(score);
@@ -432,10 +432,11 @@ mod tests {
     #[test]
     fn the_question_s_own_vector_score_decides() {
         // BM25's raw score and a generated query's cosine are not the signal.
+        let known = [("nicematrix", 6.0, 40), ("block", 3.0, 300)];
         let r = retrieval(
             "nicematrix blocks",
             vec![hit(0, 0, 0.5), hit(0, 1, 9.0), hit(1, 0, 0.9)],
-            &[],
+            &known,
         );
         assert_eq!(best_cosine(&r), Some(0.5));
         let j = judge(&r, Some(0.54), "all-MiniLM-L6-v2");
@@ -445,8 +446,16 @@ mod tests {
             "{}",
             j.reason
         );
-        let r = retrieval("nicematrix blocks", vec![hit(0, 0, 0.6)], &[]);
+        let r = retrieval("nicematrix blocks", vec![hit(0, 0, 0.6)], &known);
         assert!(judge(&r, Some(0.54), "x").covered);
+        // Without term weights (PostgreSQL's BM25) the library's size is unknown: the
+        // small-library threshold holds.
+        let r = retrieval("nicematrix blocks", vec![hit(0, 0, 0.5)], &[]);
+        let j = judge(&r, Some(0.54), "x");
+        assert!(j.covered && j.threshold == Some(SMALL_LIBRARY), "{j:?}");
+        let r = retrieval("nicematrix blocks", vec![hit(0, 0, 0.29)], &[]);
+        assert!(!judge(&r, Some(0.54), "x").covered);
+        let r = retrieval("nicematrix blocks", vec![hit(0, 0, 0.6)], &[]);
         // Off, or no vector search and no term weights: no check, and the reason says
         // which; uncalibrated without term weights: no check either.
         let j = judge(&r, Some(0.0), "x");
