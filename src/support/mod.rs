@@ -130,6 +130,8 @@ pub(crate) struct Window {
     pub numbers: HashSet<String>,
     /// The window's text (for the clause-level checks).
     pub text: String,
+    /// Where the sentence after the window ends (none at the passage's end).
+    pub next_end: Option<usize>,
     /// Sentences in the window, less one (a small price on wider windows).
     pub extra: usize,
 }
@@ -154,6 +156,7 @@ pub(crate) fn windows(passages: &[Passage<'_>], width: usize) -> Vec<Window> {
                     terms: t.clone(),
                     numbers: n.clone(),
                     text: p.text[sents[i].start..sents[i + k].end].to_string(),
+                    next_end: sents.get(i + k + 1).map(|s| s.end),
                     extra: k,
                 });
             }

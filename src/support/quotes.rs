@@ -11,11 +11,17 @@ use super::{sentence_weights, span_of, windows, Passage, Span};
 /// How many quotes at most.
 pub const MAX_QUOTES: usize = 3;
 /// A further quote scores at least this share of the best one's score.
-pub const KEEP: f32 = 0.6;
+pub const KEEP: f32 = 0.3;
 /// Windows longer than this (chars) are not quoted: a table or a run-on extraction.
 const MAX_CHARS: usize = 700;
 
 /// The 1–3 passages of `passages` (in rank order) that best answer `question`.
+///
+/// The first is the window that holds most of the question's weighted terms; each
+/// next one is chosen by the terms still uncovered (a question of two parts gets a
+/// quote for each), and must score at least [`KEEP`] of the first. Words the
+/// question writes as they are (`1.5-2`, `\\ch`, `apt-mark`) count double when a
+/// window holds them verbatim.
 pub fn quotes(question: &str, passages: &[Passage<'_>]) -> Vec<Span> {
     let wins = windows(passages, 2);
     if wins.is_empty() {
@@ -23,43 +29,87 @@ pub fn quotes(question: &str, passages: &[Passage<'_>]) -> Vec<Span> {
     }
     let w = sentence_weights(&wins);
     let q = content_terms(question);
-    let mut scored: Vec<(usize, f32)> = wins
-        .iter()
-        .enumerate()
-        .filter(|(_, win)| {
+    let verbatim: Vec<String> = question
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| ",.;:?!()\"'“”‘’，。？！".contains(c)))
+        .filter(|t| {
+            t.chars()
+                .any(|c| c.is_ascii_digit() || "\\-_<>=+@/".contains(c))
+        })
+        .filter(|t| t.chars().count() >= 2)
+        .map(str::to_string)
+        .collect();
+    let eligible: Vec<usize> = (0..wins.len())
+        .filter(|&i| {
+            let win = &wins[i];
             let t = &passages[win.source].text[win.start..win.end];
             t.chars().count() <= MAX_CHARS
                 && t.chars().filter(|c| c.is_alphanumeric()).count() >= 12
         })
-        .map(|(i, win)| {
-            let cov = if q.is_empty() {
-                0.0
-            } else {
-                coverage(&q, &win.terms, &w)
-            };
-            let prior = 0.08 / (1.0 + win.source as f32);
-            (i, cov - 0.04 * win.extra as f32 + prior)
-        })
         .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let Some(&(_, top)) = scored.first() else {
-        return Vec::new();
+    let score = |i: usize, covered: &std::collections::HashSet<&String>| -> f32 {
+        let win = &wins[i];
+        let left: Vec<String> = q.iter().filter(|t| !covered.contains(t)).cloned().collect();
+        let cov = if left.is_empty() {
+            0.0
+        } else {
+            coverage(&left, &win.terms, &w) * left.len() as f32 / q.len().max(1) as f32
+        };
+        let text = &passages[win.source].text[win.start..win.end];
+        let exact = verbatim
+            .iter()
+            .filter(|v| text.contains(v.as_str()))
+            .count();
+        let exact = if verbatim.is_empty() {
+            0.0
+        } else {
+            0.3 * exact as f32 / verbatim.len() as f32
+        };
+        cov + exact - 0.04 * win.extra as f32 + 0.08 / (1.0 + win.source as f32)
     };
+    let mut covered: std::collections::HashSet<&String> = std::collections::HashSet::new();
     let mut out: Vec<Span> = Vec::new();
     let mut taken: Vec<(usize, usize, usize)> = Vec::new();
-    for (i, score) in scored {
-        if out.len() == MAX_QUOTES || (score < top * KEEP && !out.is_empty()) {
+    let mut top = 0.0f32;
+    while out.len() < MAX_QUOTES {
+        let best = eligible
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let win = &wins[i];
+                !taken
+                    .iter()
+                    .any(|&(s, a, b)| s == win.source && win.start < b && a < win.end)
+            })
+            .map(|i| (i, score(i, &covered)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((i, sc)) = best else { break };
+        if out.is_empty() {
+            top = sc;
+        } else if sc < top * KEEP || sc <= 0.1 {
             break;
         }
         let win = &wins[i];
-        let overlaps = taken
-            .iter()
-            .any(|&(s, a, b)| s == win.source && win.start < b && a < win.end);
-        if overlaps {
-            continue;
+        for t in &q {
+            if win.terms.contains(t) {
+                covered.insert(t);
+            }
         }
-        taken.push((win.source, win.start, win.end));
-        out.push(span_of(passages, win, score.clamp(0.0, 1.0)));
+        // A window that asks or leads in (a FAQ's question, "do this:") is quoted
+        // with the sentence that answers it.
+        let asks = win.text.trim_end().ends_with(['?', '？', ':', '：']);
+        let end = match (asks, win.next_end) {
+            (true, Some(e)) => e,
+            _ => win.end,
+        };
+        taken.push((win.source, win.start, end));
+        let mut span = span_of(passages, win, sc.clamp(0.0, 1.0));
+        if end != win.end {
+            let p = &passages[win.source];
+            span.end = super::sentences::char_offset(p.text, end);
+            span.text = p.text[win.start..end].to_string();
+        }
+        out.push(span);
     }
     out
 }

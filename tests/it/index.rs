@@ -74,7 +74,7 @@ fn text_pages(topic: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-fn write_pdf(path: &Path, pages: &[String]) {
+pub(crate) fn write_pdf(path: &Path, pages: &[String]) {
     let refs: Vec<&str> = pages.iter().map(String::as_str).collect();
     std::fs::write(path, pdf_bytes(make_pdf(&refs))).expect("write pdf");
 }

@@ -25,6 +25,7 @@ mod remote_llm;
 mod scope;
 mod server;
 mod server_guard;
+mod support;
 mod synth;
 mod synth_model;
 mod synth_parity;
