@@ -84,12 +84,9 @@ pub fn numbers(text: &str) -> Vec<String> {
             let mut s = String::new();
             while j < chars.len() {
                 let d = chars[j];
-                if d.is_ascii_digit() {
-                    s.push(d);
-                } else if matches!(d, '.' | ',')
-                    && j + 1 < chars.len()
-                    && chars[j + 1].is_ascii_digit()
-                {
+                let inner =
+                    matches!(d, '.' | ',') && j + 1 < chars.len() && chars[j + 1].is_ascii_digit();
+                if d.is_ascii_digit() || inner {
                     s.push(d);
                 } else {
                     break;

@@ -1,4 +1,5 @@
 //! The checker on hand-made cases.
+#![allow(clippy::unwrap_used)]
 
 use super::*;
 

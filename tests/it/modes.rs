@@ -41,7 +41,8 @@ fn a_registered_synthesizer_is_a_mode_over_http() {
     ));
     let list = modes(s.addr);
     let names: Vec<&str> = list.iter().filter_map(|m| m["name"].as_str()).collect();
-    assert_eq!(names.len(), 8, "{names:?}");
+    // LlamaIndex's seven, Quire's extractive, and the registered one.
+    assert_eq!(names.len(), 9, "{names:?}");
     let mine = list
         .iter()
         .find(|m| m["name"] == example::NAME)
@@ -51,7 +52,7 @@ fn a_registered_synthesizer_is_a_mode_over_http() {
     // The settings dialog gets the same list.
     let (_, _, view) = get(s.addr, "/api/settings", "");
     let view: Value = serde_json::from_slice(&view).expect("json");
-    assert_eq!(view["modes"].as_array().map(Vec::len), Some(8));
+    assert_eq!(view["modes"].as_array().map(Vec::len), Some(9));
     // A name already taken is refused.
     let taken = quire::engine::Engine::open(
         quire::engine::EngineConfig::new(Some(tempfile::tempdir().unwrap().keep())).unwrap(),

@@ -16,7 +16,7 @@ base, question = sys.argv[1], sys.argv[2]
 c = OpenAI(base_url=base, api_key="unused-on-loopback", max_retries=0, timeout=600)
 
 ids = [m.id for m in c.models.list().data]
-assert "quire-compact" in ids and "quire-tree_summarize" in ids and len(ids) == 7, ids
+assert "quire-compact" in ids and "quire-extractive" in ids and len(ids) == 8, ids
 
 r = c.chat.completions.create(model="quire-compact", max_tokens=24,
                               messages=[{"role": "user", "content": question}])
@@ -26,6 +26,11 @@ assert r.choices[0].finish_reason == "stop", r
 assert r.usage.completion_tokens > 0 and r.usage.prompt_tokens > 0, r.usage
 sources = r.model_extra["quire"]["sources"]
 assert sources and all(s["file"] == "wasysym.pdf" for s in sources), sources
+# Quire's own fields: the quotes and every sentence checked against the sources.
+quire = r.model_extra["quire"]
+assert quire["quotes"] and quire["quotes"][0]["file"] == "wasysym.pdf", quire["quotes"]
+support = quire["support"]
+assert support["sentences"] and "sentence" in support["summary"], support
 print("whole:", answer.strip())
 
 s = c.chat.completions.create(model="quire-refine", max_tokens=16, stream=True,
