@@ -23,6 +23,8 @@ mod support;
 mod types;
 mod uploads;
 
+/// What the support check says of an answer, as the shells show it.
+pub use crate::support::{SentenceSupport, Span, Support, Verdict, WrongCitation};
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
 pub use indexing::{spawn_resume, QueueItem, QueueView};

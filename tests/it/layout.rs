@@ -143,8 +143,8 @@ fn the_checker_sees_every_form_of_import() {
 fn shells_use_only_the_engines_types() {
     let shells = ["cli/src", "src-tauri/src"];
     assert_none(
-        "a shell names store, retrieve, synth or chat (use the engine's types)",
-        violations(&shells, &["store", "retrieve", "synth", "chat"]),
+        "a shell names store, retrieve, synth, chat or support (use the engine's types)",
+        violations(&shells, &["store", "retrieve", "synth", "chat", "support"]),
     );
 }
 
@@ -153,6 +153,38 @@ fn synth_knows_no_store_or_retriever() {
     assert_none(
         "synth imports store, retrieve, engine or ingest",
         violations(&["src/synth"], &["store", "retrieve", "engine", "ingest"]),
+    );
+}
+
+#[test]
+fn the_support_check_reads_words_only() {
+    // It sits on the analyzer (retrieve::text), the sentence splitter (synth) and
+    // text; the engine hands it the answer and the sources.
+    assert_none(
+        "support imports store, engine, llm, embed, chat, ingest or settings",
+        violations(
+            &["src/support"],
+            &[
+                "store", "engine", "llm", "embed", "chat", "ingest", "settings",
+            ],
+        ),
+    );
+    assert_none(
+        "a room below the support check names it",
+        violations(
+            &[
+                "src/synth",
+                "src/retrieve",
+                "src/chat",
+                "src/llm",
+                "src/embed",
+                "src/store",
+                "src/ingest",
+                "src/cpu",
+                "src/text.rs",
+            ],
+            &["support"],
+        ),
     );
 }
 

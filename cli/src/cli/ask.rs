@@ -239,8 +239,8 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
 }
 
 /// "From your documents" and the support check, after the sources.
-fn print_support(quotes: &[quire::support::Span], support: Option<&quire::support::Support>) {
-    use quire::support::Verdict;
+fn print_support(quotes: &[quire::engine::Span], support: Option<&quire::engine::Support>) {
+    use quire::engine::Verdict;
     if !quotes.is_empty() {
         eprintln!("\nFrom your documents:");
         for q in quotes {
