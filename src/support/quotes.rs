@@ -137,6 +137,10 @@ pub fn support_of(answer: &str, quotes: &[Span]) -> super::Support {
         };
         from = at + line.len();
         let text = line.strip_prefix("> ").unwrap_or(line);
+        // Without the "(file, p. N)" the line ends with.
+        let text = text
+            .strip_suffix(&format!(" ({}, p. {})", q.file, q.page))
+            .unwrap_or(text);
         let start = super::sentences::char_offset(answer, at + (line.len() - text.len()));
         out.sentences.push(super::SentenceSupport {
             text: text.to_string(),
