@@ -11,7 +11,7 @@ use super::{sentence_weights, span_of, windows, Passage, Span};
 /// How many quotes at most.
 pub const MAX_QUOTES: usize = 3;
 /// A further quote scores at least this share of the best one's score.
-pub const KEEP: f32 = 0.3;
+pub const KEEP: f32 = 0.4;
 /// Windows longer than this (chars) are not quoted: a table or a run-on extraction.
 const MAX_CHARS: usize = 700;
 
@@ -19,7 +19,8 @@ const MAX_CHARS: usize = 700;
 ///
 /// The first is the window that holds most of the question's weighted terms; each
 /// next one is chosen by the terms still uncovered (a question of two parts gets a
-/// quote for each), and must score at least [`KEEP`] of the first. Words the
+/// quote for each), and must score, on the whole question, at least [`KEEP`] of the
+/// first. Words the
 /// question writes as they are (`1.5-2`, `\\ch`, `apt-mark`) count double when a
 /// window holds them verbatim.
 pub fn quotes(question: &str, passages: &[Passage<'_>]) -> Vec<Span> {
@@ -84,9 +85,12 @@ pub fn quotes(question: &str, passages: &[Passage<'_>]) -> Vec<Span> {
             .map(|i| (i, score(i, &covered)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((i, sc)) = best else { break };
+        // Chosen for what it adds; kept if, on the whole question, it scores at
+        // least KEEP of the first.
+        let whole = score(i, &std::collections::HashSet::new());
         if out.is_empty() {
-            top = sc;
-        } else if sc < top * KEEP || sc <= 0.1 {
+            top = whole;
+        } else if whole < top * KEEP || sc <= 0.1 {
             break;
         }
         let win = &wins[i];
@@ -97,7 +101,9 @@ pub fn quotes(question: &str, passages: &[Passage<'_>]) -> Vec<Span> {
         }
         // A window that asks or leads in (a FAQ's question, "do this:") is quoted
         // with the sentence that answers it.
-        let asks = win.text.trim_end().ends_with(['?', '？', ':', '：']);
+        // The first quote, too: the answer often follows the sentence that matches the
+        // question's words.
+        let asks = out.is_empty() || win.text.trim_end().ends_with(['?', '？', ':', '：']);
         let end = match (asks, win.next_end) {
             (true, Some(e)) => e,
             _ => win.end,
