@@ -170,7 +170,8 @@ fn greedy_with_requantized_weights_stays_close() {
     check_greedy(&util::smollm2(), "SmolLM2-135M-Instruct.Q4_1", true, 8);
 }
 
-// Gemma 3 270M against the shared reference: 7/32, 0/32, 4/32, 32/32 — exactly what
+// Gemma 3 270M against the shared reference (no test: it cannot pass here, and an
+// ignored test that never runs checks nothing): 7/32, 0/32, 4/32, 32/32 — exactly what
 // llama.cpp itself gives on this machine kind. Measured 2026-11-23 with
 // llama-cpp-python 0.3.36 in every configuration (AMX backend on/off — on needs the
 // GCC 12 tile-config fix noted in scripts/llamacpp_speed.py — × flash attention
@@ -181,12 +182,6 @@ fn greedy_with_requantized_weights_stays_close() {
 // machine (plain CPU kernels, the configuration that reproduces the SmolLM2
 // references), all 32 tokens of every prompt — and the logits behind them are
 // llama.cpp's bit for bit (all 262144, prompt and ten steps, checked 2026-11-23).
-#[test]
-#[ignore = "the shared Gemma 3 reference is not reproducible by llama.cpp here: it gives 7/32, 0/32, 4/32, 32/32, and so does Quire (see the comment above)"]
-fn greedy_matches_llamacpp_gemma3() {
-    let p = gemma();
-    check_greedy(&p, "gemma-3-270m-q4_k_m", false, 16);
-}
 
 /// Gemma 3 gives llama.cpp's greedy tokens as llama.cpp computes them here (plain CPU
 /// kernels, no flash attention: `scripts/llamacpp_greedy.py` wrote
