@@ -302,27 +302,45 @@ pub(crate) fn span_of(passages: &[Passage<'_>], win: &Window, score: f32) -> Spa
     }
 }
 
+/// The windows and term weights of an answer's sources and of its numbered sources,
+/// made once for all its sentences.
+struct Sources {
+    wins: Vec<Window>,
+    weights: Weights,
+    cited_wins: Vec<Window>,
+}
+
+impl Sources {
+    fn of(passages: &[Passage<'_>], cited: &[Cited<'_>]) -> Self {
+        let wins = windows(passages, 3);
+        let weights = sentence_weights(&wins);
+        let cited_passages: Vec<Passage<'_>> = cited
+            .iter()
+            .map(|c| Passage {
+                chunk_id: c.chunk_id,
+                doc_id: 0,
+                file: "",
+                page: 0,
+                text: c.text,
+            })
+            .collect();
+        let cited_wins = windows(&cited_passages, 3);
+        Sources {
+            wins,
+            weights,
+            cited_wins,
+        }
+    }
+}
+
 /// Check every sentence of `answer` against `passages` (the answer's sources, in
 /// order) and, for `[N]` markers, against `cited` (the numbered sources).
 pub fn check_answer(answer: &str, passages: &[Passage<'_>], cited: &[Cited<'_>]) -> Support {
     let t0 = std::time::Instant::now();
-    let wins = windows(passages, 3);
-    let w = sentence_weights(&wins);
-    // The numbered sources, as windows over their own text.
-    let cited_passages: Vec<Passage<'_>> = cited
-        .iter()
-        .map(|c| Passage {
-            chunk_id: c.chunk_id,
-            doc_id: 0,
-            file: "",
-            page: 0,
-            text: c.text,
-        })
-        .collect();
-    let cited_wins = windows(&cited_passages, 3);
+    let src = Sources::of(passages, cited);
     let mut out = Support::default();
     for s in sentences::split(answer, Lines::Blocks) {
-        let checked = check_one(s.text, passages, &wins, &w, cited, &cited_wins);
+        let checked = check_one(s.text, passages, &src, cited);
         out.sentences.push(SentenceSupport {
             start: char_offset(answer, s.start),
             end: char_offset(answer, s.end),
@@ -340,30 +358,16 @@ pub fn check_sentence(
     passages: &[Passage<'_>],
     cited: &[Cited<'_>],
 ) -> SentenceSupport {
-    let wins = windows(passages, 3);
-    let w = sentence_weights(&wins);
-    let cited_passages: Vec<Passage<'_>> = cited
-        .iter()
-        .map(|c| Passage {
-            chunk_id: c.chunk_id,
-            doc_id: 0,
-            file: "",
-            page: 0,
-            text: c.text,
-        })
-        .collect();
-    let cited_wins = windows(&cited_passages, 3);
-    check_one(sentence, passages, &wins, &w, cited, &cited_wins)
+    check_one(sentence, passages, &Sources::of(passages, cited), cited)
 }
 
 fn check_one(
     sentence: &str,
     passages: &[Passage<'_>],
-    wins: &[Window],
-    w: &Weights,
+    src: &Sources,
     cited: &[Cited<'_>],
-    cited_wins: &[Window],
 ) -> SentenceSupport {
+    let (wins, w, cited_wins) = (&src.wins[..], &src.weights, &src.cited_wins[..]);
     let claim = Claim::of(sentence);
     let mut out = SentenceSupport {
         text: sentence.to_string(),
