@@ -24,8 +24,8 @@ use quire::llm::{Cancel, Llm};
 use quire::retrieve::bm25::Bm25Builder;
 use quire::retrieve::vector::{VectorIndexBuilder, VectorRetriever};
 use quire::retrieve::{
-    retrieve, ChunkInfo, FusionMode, IndexedChunk, RetrievalIndex, RetrieveOptions, Retriever,
-    RetrieverKind,
+    retrieve, search, ChunkInfo, FusionMode, IndexedChunk, RetrievalIndex, RetrieveOptions,
+    Retriever, RetrieverKind,
 };
 use quire::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -227,7 +227,7 @@ pub fn quality(
                 retrievers: kinds.clone(),
                 ..RetrieveOptions::default()
             };
-            let r = index.search(&q.question, embedder, llm, &opts, &cancel)?;
+            let r = search(index, &q.question, embedder, llm, &opts, &cancel)?;
             let rank = r.nodes.iter().position(|n| {
                 n.chunk.as_ref().is_some_and(|c| {
                     c.file == q.file

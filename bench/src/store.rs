@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use quire::embed::Embedder;
 use quire::engine::Cancel;
-use quire::retrieve::{self, IndexedChunk, RetrievalIndex, RetrieveOptions, Retriever};
+use quire::retrieve::{self, Corpus, IndexedChunk, RetrievalIndex, RetrieveOptions, Retriever};
 use quire::store::{NewDocument, Store};
 use quire::Result;
 use serde::Serialize;

@@ -16,7 +16,7 @@ use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
 use crate::llm::{Cancel, GenParams, GgufLlm, Llm, RemoteLlm};
 use crate::retrieve::{
-    self, relevance, ChunkInfo, FusionMode, IndexedChunk, Retrieval, RetrievalIndex,
+    self, relevance, ChunkInfo, Corpus, FusionMode, IndexedChunk, Retrieval, RetrievalIndex,
     RetrieveOptions,
 };
 use crate::settings::Settings;
@@ -197,30 +197,25 @@ impl Engine {
                 "nothing is indexed yet: add PDFs first (drop them on the window)".into(),
             )
         };
-        // A database that retrieves by itself (PostgreSQL): nothing is loaded here.
-        let in_database = self.store().in_database();
-        if let Some(db) = in_database {
-            if db.chunks_indexed()? == 0 {
-                return Err(nothing());
-            }
-            self.check_index_embedder()?;
-            let embedder: Arc<dyn Embedder> = self.embedder()?;
-            return crate::retrieve::search_in_database(
-                db.as_ref(),
-                question,
-                embedder.as_ref(),
-                llm,
-                opts,
-                cancel,
-            );
-        }
-        let index = self.retrieval_index()?;
-        if index.is_empty() {
+        // A database that retrieves by itself (PostgreSQL), else the in-memory
+        // index, brought up to date.
+        let corpus: Arc<dyn Corpus> = match self.store().in_database() {
+            Some(db) => db,
+            None => self.retrieval_index()?,
+        };
+        if corpus.chunks_indexed()? == 0 {
             return Err(nothing());
         }
         self.check_index_embedder()?;
         let embedder: Arc<dyn Embedder> = self.embedder()?;
-        index.search(question, embedder.as_ref(), llm, opts, cancel)
+        retrieve::search(
+            corpus.as_ref(),
+            question,
+            embedder.as_ref(),
+            llm,
+            opts,
+            cancel,
+        )
     }
 
     /// Refuse a request that cannot be answered, before anything runs: an empty

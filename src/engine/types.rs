@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::cpu::Cancel;
 pub use crate::ingest::IndexEvent;
-pub use crate::llm::Cancel;
 pub use crate::retrieve::relevance::Relevance;
 pub use crate::retrieve::{FusionMode, RetrieveOptions, RetrieverKind};
 pub use crate::settings::{CustomMode, Settings};

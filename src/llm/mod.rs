@@ -19,12 +19,10 @@ pub mod remote;
 pub mod runtime;
 pub mod tokenizer;
 
+pub use crate::cpu::Cancel;
 pub use device::{Chosen, DeviceChoice};
 pub use model::{GgufLlm, LoadOptions};
 pub use remote::{RemoteConfig, RemoteLlm};
-
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use crate::Result;
 
@@ -34,33 +32,6 @@ pub type TokenSink<'a> = dyn FnMut(&str) -> Result<bool> + 'a;
 /// Called with the index of a prompt of a batch and a piece of its generated text;
 /// return `Ok(false)` to stop the whole batch.
 pub type BatchSink<'a> = dyn FnMut(usize, &str) -> Result<bool> + 'a;
-
-/// A cancellation flag shared between the one who asks and the one who works.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// A fresh, un-cancelled flag.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Ask the work to stop at its next check.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-    /// Whether [`Cancel::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-    /// `Err(Cancelled)` once cancelled.
-    pub fn check(&self) -> Result<()> {
-        if self.is_cancelled() {
-            Err(crate::Error::Cancelled)
-        } else {
-            Ok(())
-        }
-    }
-}
 
 /// How to generate.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,7 +1,7 @@
 //! The BM25 retriever over the same chunks as the vector one.
 //!
 //! Scoring is Okapi BM25 as Lucene computes it (k1 = 1.2, b = 0.75,
-//! idf = ln(1 + (N − df + 0.5) / (df + 0.5))), over the terms of [`super::text`].
+//! idf = ln(1 + (N − df + 0.5) / (df + 0.5))), over the terms of [`crate::text::analyzer`].
 //! Postings are stored compactly in one CSR layout: per term a slice of `u32` rows
 //! and a parallel slice of `u8` term frequencies (saturated at 255, where BM25 is
 //! flat anyway); document length norms are precomputed per row. A query is scored
@@ -10,13 +10,11 @@
 use std::collections::HashMap;
 
 use super::vector::TopK;
-use super::{text, DocFilter, Hit, Retriever};
+use super::{DocFilter, Hit, Retriever};
+use crate::text::analyzer as text;
 use crate::Result;
 
-/// BM25 term-frequency saturation.
-pub const K1: f32 = 1.2;
-/// BM25 length normalization.
-pub const B: f32 = 0.75;
+use crate::text::bm25::{B, K1};
 
 /// An inverted index over chunk texts.
 #[derive(Debug, Default, Clone)]

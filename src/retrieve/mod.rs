@@ -14,15 +14,15 @@ pub mod bm25;
 pub mod fusion;
 pub mod query_gen;
 pub mod relevance;
-pub mod text;
 pub mod vector;
 
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpu::Cancel;
 use crate::embed::Embedder;
-use crate::llm::{Cancel, Llm};
+use crate::llm::Llm;
 use crate::{Error, Result};
 
 pub use bm25::Bm25Index;
@@ -479,10 +479,14 @@ impl RetrievalIndex {
     pub fn chunk(&self, id: i64) -> Option<&ChunkInfo> {
         self.chunks.get(&id)
     }
+}
 
-    /// The retrievers of `kinds` over this index; the vector one embeds queries
-    /// with `embedder`.
-    pub fn retrievers<'a>(
+impl Corpus for RetrievalIndex {
+    fn chunks_indexed(&self) -> Result<usize> {
+        Ok(self.chunks.len())
+    }
+
+    fn retrievers<'a>(
         &'a self,
         kinds: &[RetrieverKind],
         embedder: &'a dyn Embedder,
@@ -501,41 +505,44 @@ impl RetrievalIndex {
             .collect()
     }
 
-    /// [`retrieve`] over this index, with the source nodes' text, file and pages
-    /// filled in.
-    pub fn search(
-        &self,
-        query: &str,
-        embedder: &dyn Embedder,
-        llm: Option<&dyn Llm>,
-        opts: &RetrieveOptions,
-        cancel: &Cancel,
-    ) -> Result<Retrieval> {
-        let boxed = self.retrievers(&opts.retrievers, embedder);
-        let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
-        let mut r = retrieve(query, &refs, llm, opts, cancel)?;
-        for n in &mut r.nodes {
-            n.chunk = self.chunks.get(&n.chunk_id).cloned();
-        }
-        Ok(r)
+    fn chunk_infos(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkInfo>> {
+        Ok(ids
+            .iter()
+            .filter_map(|id| self.chunks.get(id).map(|c| (*id, c.clone())))
+            .collect())
     }
 }
 
-/// [`retrieve`] over retrievers that run in a database, with the source nodes' text,
-/// file and pages read from it.
-pub fn search_in_database(
-    db: &dyn crate::store::DatabaseRetrieval,
+/// What a search runs over: the in-memory index ([`RetrievalIndex`]) or a database
+/// that retrieves by itself (the PostgreSQL store implements this).
+pub trait Corpus: Send + Sync {
+    /// Chunks searchable (of documents done, with a vector).
+    fn chunks_indexed(&self) -> Result<usize>;
+    /// The retrievers of `kinds`; the vector one embeds queries with `embedder`.
+    fn retrievers<'a>(
+        &'a self,
+        kinds: &[RetrieverKind],
+        embedder: &'a dyn Embedder,
+    ) -> Vec<Box<dyn Retriever + 'a>>;
+    /// Text, file and pages of these chunks (those it knows).
+    fn chunk_infos(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkInfo>>;
+}
+
+/// [`retrieve`] over a corpus's retrievers, with the source nodes' text, file and
+/// pages read from it.
+pub fn search(
+    corpus: &dyn Corpus,
     query: &str,
     embedder: &dyn Embedder,
     llm: Option<&dyn Llm>,
     opts: &RetrieveOptions,
     cancel: &Cancel,
 ) -> Result<Retrieval> {
-    let boxed = db.retrievers(&opts.retrievers, embedder);
+    let boxed = corpus.retrievers(&opts.retrievers, embedder);
     let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
     let mut r = retrieve(query, &refs, llm, opts, cancel)?;
     let ids: Vec<i64> = r.nodes.iter().map(|n| n.chunk_id).collect();
-    let mut infos = db.chunk_infos(&ids)?;
+    let mut infos = corpus.chunk_infos(&ids)?;
     for n in &mut r.nodes {
         n.chunk = infos.remove(&n.chunk_id);
     }
@@ -655,8 +662,7 @@ mod tests {
         ])
         .unwrap();
         let search = |q: &str, opts: &RetrieveOptions| {
-            ix.search(q, &EnglishFruit, None, opts, &Cancel::new())
-                .unwrap()
+            super::search(&ix, q, &EnglishFruit, None, opts, &Cancel::new()).unwrap()
         };
         let opts = RetrieveOptions::default();
         let r = search("苹果派", &opts);
@@ -746,15 +752,15 @@ mod tests {
     #[test]
     fn search_fuses_both_retrievers_and_fills_the_chunks() {
         let ix = index();
-        let r = ix
-            .search(
-                "apple",
-                &Fruit,
-                None,
-                &RetrieveOptions::default(),
-                &Cancel::new(),
-            )
-            .unwrap();
+        let r = super::search(
+            &ix,
+            "apple",
+            &Fruit,
+            None,
+            &RetrieveOptions::default(),
+            &Cancel::new(),
+        )
+        .unwrap();
         assert_eq!(r.queries, vec!["apple"]);
         assert_eq!(r.retrievers, vec!["vector", "bm25"]);
         let first = &r.nodes[0];
@@ -787,9 +793,7 @@ mod tests {
             ..RetrieveOptions::default()
         };
         let llm = Variants("1. banana\n2. cherry\n");
-        let r = ix
-            .search("apple", &Fruit, Some(&llm), &opts, &Cancel::new())
-            .unwrap();
+        let r = super::search(&ix, "apple", &Fruit, Some(&llm), &opts, &Cancel::new()).unwrap();
         assert_eq!(r.queries, vec!["apple", "banana", "cherry"]);
         let by_query = |q: usize| -> Vec<i64> {
             r.nodes
@@ -801,9 +805,7 @@ mod tests {
         assert_eq!(by_query(1), vec![2]);
         assert_eq!(by_query(2), vec![3]);
         // Without an LLM, more than one query is an error, not a silent fallback.
-        assert!(ix
-            .search("apple", &Fruit, None, &opts, &Cancel::new())
-            .is_err());
+        assert!(super::search(&ix, "apple", &Fruit, None, &opts, &Cancel::new()).is_err());
     }
 
     #[test]
@@ -813,9 +815,7 @@ mod tests {
             filter: Some(DocFilter::new([2])),
             ..RetrieveOptions::default()
         };
-        let r = ix
-            .search("apple", &Fruit, None, &opts, &Cancel::new())
-            .unwrap();
+        let r = super::search(&ix, "apple", &Fruit, None, &opts, &Cancel::new()).unwrap();
         assert!(r
             .nodes
             .iter()
@@ -824,20 +824,23 @@ mod tests {
         let cancel = Cancel::new();
         cancel.cancel();
         assert!(matches!(
-            ix.search("apple", &Fruit, None, &RetrieveOptions::default(), &cancel),
+            super::search(
+                &ix,
+                "apple",
+                &Fruit,
+                None,
+                &RetrieveOptions::default(),
+                &cancel
+            ),
             Err(Error::Cancelled)
         ));
         let none = RetrieveOptions::default();
-        assert!(ix
-            .search("  ", &Fruit, None, &none, &Cancel::new())
-            .is_err());
+        assert!(super::search(&ix, "  ", &Fruit, None, &none, &Cancel::new()).is_err());
         let zero = RetrieveOptions {
             top_k: 0,
             ..RetrieveOptions::default()
         };
-        assert!(ix
-            .search("apple", &Fruit, None, &zero, &Cancel::new())
-            .is_err());
+        assert!(super::search(&ix, "apple", &Fruit, None, &zero, &Cancel::new()).is_err());
         assert!(RetrievalIndex::build(vec![chunk(1, 1, 1, "a"), chunk(1, 1, 2, "b")]).is_err());
         assert_eq!(
             RetrieverKind::parse_list("bm25, vector,bm25").unwrap(),
@@ -850,15 +853,15 @@ mod tests {
     #[test]
     fn an_empty_index_finds_nothing() {
         let ix = RetrievalIndex::build(Vec::new()).unwrap();
-        let r = ix
-            .search(
-                "apple",
-                &Fruit,
-                None,
-                &RetrieveOptions::default(),
-                &Cancel::new(),
-            )
-            .unwrap();
+        let r = super::search(
+            &ix,
+            "apple",
+            &Fruit,
+            None,
+            &RetrieveOptions::default(),
+            &Cancel::new(),
+        )
+        .unwrap();
         assert!(r.nodes.is_empty());
     }
 

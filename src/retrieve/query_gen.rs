@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::super::llm::{Cancel, GenParams, Llm};
+use crate::cpu::Cancel;
+use crate::llm::{GenParams, Llm};
 use crate::Result;
 
 /// LlamaIndex's `QUERY_GEN_PROMPT`, with `{num_queries}` and `{query}`.

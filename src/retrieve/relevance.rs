@@ -223,12 +223,12 @@ pub fn about_documents(question: &str) -> bool {
         q = q.replace(p, " ");
     }
     let mut meta = std::collections::HashSet::new();
-    super::text::analyze(ABOUT_DOCUMENTS, |t| {
+    crate::text::analyzer::analyze(ABOUT_DOCUMENTS, |t| {
         meta.insert(t.to_string());
     });
     // A question of stop words only ("What is this?") asks about the documents too.
     let mut other = false;
-    super::text::analyze(&q, |t| other |= !meta.contains(t));
+    crate::text::analyzer::analyze(&q, |t| other |= !meta.contains(t));
     !other
 }
 

@@ -20,14 +20,13 @@ pub mod postgres;
 pub mod queue;
 pub mod sqlite;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::embed::Embedder;
 use crate::ingest::split::Chunk;
 use crate::ingest::ExtractedPage;
-use crate::retrieve::{ChunkInfo, Retriever, RetrieverKind};
+use crate::retrieve::Corpus;
 use crate::Result;
 
 pub use collections::Collection;
@@ -210,23 +209,9 @@ pub trait Backend: Send {
 
     /// Retrieval that runs in the database, when this backend has it; `None` means
     /// the engine builds in-memory indexes from [`Backend::load_chunks`].
-    fn in_database(&self) -> Option<Arc<dyn DatabaseRetrieval>> {
+    fn in_database(&self) -> Option<Arc<dyn Corpus>> {
         None
     }
-}
-
-/// Retrieval run by the database itself, over everything indexed.
-pub trait DatabaseRetrieval: Send + Sync {
-    /// Chunks searchable (of documents done, with a vector).
-    fn chunks_indexed(&self) -> Result<usize>;
-    /// The retrievers of `kinds`; the vector one embeds queries with `embedder`.
-    fn retrievers<'a>(
-        &'a self,
-        kinds: &[RetrieverKind],
-        embedder: &'a dyn Embedder,
-    ) -> Vec<Box<dyn Retriever + 'a>>;
-    /// Text, file and pages of these chunks.
-    fn chunk_infos(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkInfo>>;
 }
 
 /// Where the index is: `postgres://…` / `postgresql://…` names a PostgreSQL

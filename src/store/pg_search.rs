@@ -5,7 +5,7 @@
 //!   asked), so a query reads a few hundred rows of the graph. A query restricted to
 //!   some documents (a scope) is ranked exactly over their chunks instead: an HNSW scan
 //!   filtered afterwards could return fewer hits than asked.
-//! - **BM25:** the query analyzed as chunks are ([`crate::retrieve::text`]), then
+//! - **BM25:** the query analyzed as chunks are ([`crate::text::analyzer`]), then
 //!   Lucene's Okapi BM25 over the `postings` table: `idf = ln(1 + (N − df + 0.5) /
 //!   (df + 0.5))`, `score = Σ idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len /
 //!   avg_len))`, with N and the average length from `meta`. The same formula as the
@@ -21,10 +21,10 @@ use std::sync::Mutex;
 use postgres::Client;
 
 use super::postgres::{connect, Conn};
-use super::DatabaseRetrieval;
 use crate::embed::Embedder;
-use crate::retrieve::bm25::{B, K1};
-use crate::retrieve::{text, ChunkInfo, DocFilter, Hit, Retriever, RetrieverKind};
+use crate::retrieve::{ChunkInfo, Corpus, DocFilter, Hit, Retriever, RetrieverKind};
+use crate::text::analyzer as text;
+use crate::text::bm25::{B, K1};
 use crate::Result;
 
 /// Hits read past the `k` asked, so that chunks tied with the k-th (the same text
@@ -181,7 +181,7 @@ impl PgSearch {
     }
 }
 
-impl DatabaseRetrieval for PgSearch {
+impl Corpus for PgSearch {
     fn chunks_indexed(&self) -> Result<usize> {
         self.with(|c| {
             let n: i64 = c.query_one("SELECT count(*) FROM embeddings", &[])?.get(0);

@@ -31,10 +31,9 @@ use postgres::{Client, NoTls, Transaction};
 use super::pg_search::PgSearch;
 use super::{
     collections::clean_name, conversation_title, file_name, now_ms, Backend, Collection,
-    Conversation, ConversationInfo, DatabaseRetrieval, DocumentRow, Message, NewDocument, QueueRow,
-    StoredChunk,
+    Conversation, ConversationInfo, DocumentRow, Message, NewDocument, QueueRow, StoredChunk,
 };
-use crate::retrieve::text;
+use crate::text::analyzer as text;
 use crate::{Error, Result};
 
 /// The schema, one entry per version.
@@ -1143,7 +1142,7 @@ impl Backend for Postgres {
         true
     }
 
-    fn in_database(&self) -> Option<Arc<dyn DatabaseRetrieval>> {
+    fn in_database(&self) -> Option<Arc<dyn crate::retrieve::Corpus>> {
         Some(self.search.clone())
     }
 

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
-use crate::retrieve::text::analyze;
+use crate::text::analyzer::analyze;
 
 /// Words that frame a claim rather than make it; they count neither way.
 const FRAMING: &str = "answer answers answered question questions context contexts information \

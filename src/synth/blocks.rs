@@ -14,11 +14,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::modes::{
-    parse_answer_filter, py_repr_list, Templates, ACCUMULATE_SEPARATOR, ANSWER_FILTER_INSTRUCTION,
-    RESPONSE_PADDING,
-};
 use super::prompt_helper::DEFAULT_PADDING;
+use super::prompts::{parse_answer_filter, py_repr_list, ANSWER_FILTER_INSTRUCTION};
+use super::template::{TemplateKey, Templates};
 use super::{Ctx, Node, ResponseMode, Synthesizer, Template, Vars, EMPTY_RESPONSE};
 use crate::llm::Constraint;
 use crate::{Error, Result};
@@ -50,31 +48,11 @@ pub enum Combine {
     None,
 }
 
-/// Which of the [`Templates`] a step uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TemplateKey {
-    /// `text_qa_template` (`{context_str}`, `{query_str}`).
-    Qa,
-    /// `refine_template` (`{query_str}`, `{existing_answer}`, `{context_msg}`).
-    Refine,
-    /// `summary_template` (`{context_str}`, `{query_str}`).
-    Summary,
-    /// simple_summarize's template (`{context_str}`, `{query_str}`).
-    Simple,
-}
+/// Refine and compact first pack each chunk with this much room kept for the answer.
+pub const RESPONSE_PADDING: usize = 500;
 
-impl TemplateKey {
-    /// The name errors and the UI use.
-    pub fn name(self) -> &'static str {
-        match self {
-            TemplateKey::Qa => "QA",
-            TemplateKey::Refine => "refine",
-            TemplateKey::Summary => "summary",
-            TemplateKey::Simple => "simple",
-        }
-    }
-}
+/// Accumulate joins its answers with this.
+pub const ACCUMULATE_SEPARATOR: &str = "\n---------------------\n";
 
 /// A response mode as building blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ pub mod answer_stream;
 pub mod blocks;
 pub mod modes;
 pub mod prompt_helper;
+pub mod prompts;
 pub mod scripted;
 pub mod sentence_splitter;
 pub mod splitter;
@@ -25,11 +26,12 @@ use crate::llm::{Cancel, Constraint, GenParams, Llm};
 use crate::{Error, Result};
 
 pub use answer_stream::AnswerStream;
-pub use blocks::{Blocks, Combine, Composed, Pack, TemplateKey};
-pub use modes::{parse_answer_filter, Builtin, Templates};
+pub use blocks::{Blocks, Combine, Composed, Pack};
+pub use modes::Builtin;
 pub use prompt_helper::PromptHelper;
+pub use prompts::parse_answer_filter;
 pub use scripted::ScriptedLlm;
-pub use template::{ChatPart, Template, Vars};
+pub use template::{ChatPart, Template, TemplateKey, Templates, Vars};
 
 /// What every mode answers when there is nothing to answer from.
 pub const EMPTY_RESPONSE: &str = "Empty Response";

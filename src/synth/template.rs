@@ -4,37 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
+use super::prompts::{DEFAULT_REFINE, DEFAULT_TEXT_QA, DEFAULT_TREE_SUMMARIZE};
 use crate::llm::chat::{messages_to_prompt, Message};
 use crate::{Error, Result};
-
-/// LlamaIndex's default question-answering template (`DEFAULT_TEXT_QA_PROMPT_TMPL`).
-pub const DEFAULT_TEXT_QA: &str = "Context information is below.\n\
----------------------\n\
-{context_str}\n\
----------------------\n\
-Given the context information and not prior knowledge, answer the query.\n\
-Query: {query_str}\n\
-Answer: ";
-
-/// LlamaIndex's default refine template (`DEFAULT_REFINE_PROMPT_TMPL`).
-pub const DEFAULT_REFINE: &str = "The original query is as follows: {query_str}\n\
-We have provided an existing answer: {existing_answer}\n\
-We have the opportunity to refine the existing answer (only if needed) with some more context below.\n\
-------------\n\
-{context_msg}\n\
-------------\n\
-Given the new context, refine the original answer to better answer the query. \
-If the context isn't useful, return the original answer.\n\
-Refined Answer: ";
-
-/// LlamaIndex's default tree-summarize template (`DEFAULT_TREE_SUMMARIZE_TMPL`).
-pub const DEFAULT_TREE_SUMMARIZE: &str = "Context information from multiple sources is below.\n\
----------------------\n\
-{context_str}\n\
----------------------\n\
-Given the information from multiple sources and not prior knowledge, answer the query.\n\
-Query: {query_str}\n\
-Answer: ";
 
 /// Extra template variables supplied at query time (e.g. `tone_name`).
 pub type Vars = BTreeMap<String, String>;
@@ -299,6 +273,88 @@ impl Template {
             }
         }
         Ok(())
+    }
+}
+
+/// Which of the [`Templates`] a step uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateKey {
+    /// `text_qa_template` (`{context_str}`, `{query_str}`).
+    Qa,
+    /// `refine_template` (`{query_str}`, `{existing_answer}`, `{context_msg}`).
+    Refine,
+    /// `summary_template` (`{context_str}`, `{query_str}`).
+    Summary,
+    /// simple_summarize's template (`{context_str}`, `{query_str}`).
+    Simple,
+}
+
+impl TemplateKey {
+    /// The name errors and the UI use.
+    pub fn name(self) -> &'static str {
+        match self {
+            TemplateKey::Qa => "QA",
+            TemplateKey::Refine => "refine",
+            TemplateKey::Summary => "summary",
+            TemplateKey::Simple => "simple",
+        }
+    }
+}
+
+/// The templates of the built-in modes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Templates {
+    /// Question answering over one context (`{context_str}`, `{query_str}`).
+    pub text_qa: Template,
+    /// Refining an answer (`{query_str}`, `{existing_answer}`, `{context_msg}`).
+    pub refine: Template,
+    /// Tree summarize (`{context_str}`, `{query_str}`).
+    pub summary: Template,
+    /// simple_summarize's template (`{context_str}`, `{query_str}`); `None` uses
+    /// `text_qa`, as LlamaIndex's `SimpleSummarize` does (it takes the QA template).
+    pub simple: Option<Template>,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self {
+            text_qa: Template::text_qa(),
+            refine: Template::refine(),
+            summary: Template::tree_summarize(),
+            simple: None,
+        }
+    }
+}
+
+impl Templates {
+    /// The defaults with a custom QA template, also used as tree_summarize's summary
+    /// template (as LlamaIndex users pass it).
+    pub fn custom(qa: Template) -> Self {
+        Self {
+            text_qa: qa.clone(),
+            summary: qa,
+            ..Self::default()
+        }
+    }
+
+    /// The template a step names.
+    pub fn get(&self, key: TemplateKey) -> &Template {
+        match key {
+            TemplateKey::Qa => &self.text_qa,
+            TemplateKey::Refine => &self.refine,
+            TemplateKey::Summary => &self.summary,
+            TemplateKey::Simple => self.simple.as_ref().unwrap_or(&self.text_qa),
+        }
+    }
+
+    /// The name of the template a step uses, for messages (simple_summarize without a
+    /// template of its own uses the QA one, and says so).
+    pub fn name_of(&self, key: TemplateKey) -> &'static str {
+        match key {
+            TemplateKey::Simple if self.simple.is_none() => TemplateKey::Qa.name(),
+            k => k.name(),
+        }
     }
 }
 

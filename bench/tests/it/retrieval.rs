@@ -103,9 +103,8 @@ fn two_character_chinese_queries_find_their_chunk() {
         ..RetrieveOptions::default()
     };
     for word in &words {
-        let r = index
-            .search(word, emb, None, &opts, &Cancel::new())
-            .expect("search");
+        let r =
+            quire::retrieve::search(index, word, emb, None, &opts, &Cancel::new()).expect("search");
         let top = r.nodes.first().and_then(|n| n.chunk.as_ref());
         assert!(
             top.is_some_and(|c| c.text.contains(word.as_str())),

@@ -14,7 +14,7 @@
 //! the same idea into different words (中文/英文 against 中英文), where characters
 //! and bigrams still meet (README, "Chinese retrieval").
 
-pub use crate::text::is_cjk;
+use super::is_cjk;
 
 /// Words too common to help ranking; dropping them also keeps postings small.
 const STOP_WORDS: &[&str] = &[
