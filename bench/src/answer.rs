@@ -285,7 +285,12 @@ pub fn ask_in(
     // The calls, with their outputs and token counts, are kept with the answer.
     if let Some(id) = conversation {
         let c = engine.conversation(id)?;
-        if let Some(m) = c.messages.iter().rev().find(|m| m.role == "assistant") {
+        if let Some(m) = c
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == quire::engine::Role::Assistant)
+        {
             if let Some(calls) = m.extra.get("calls").and_then(|v| v.as_array()) {
                 sample.calls = calls
                     .iter()

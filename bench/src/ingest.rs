@@ -273,7 +273,7 @@ pub fn bench(
     let docs = engine.documents()?;
     let pages: u64 = docs
         .iter()
-        .filter(|d| d.status == "done")
+        .filter(|d| d.status == quire::engine::DocStatus::Done)
         .map(|d| d.pages as u64)
         .sum();
     let chunks: u64 = docs.iter().map(|d| d.chunks as u64).sum();

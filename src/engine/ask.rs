@@ -1,166 +1,30 @@
 //! Answering a question: retrieve from the index, synthesize with the chosen response
 //! mode, stream what happens as [`AskEvent`]s, and keep the exchange in its
 //! conversation — the partial answer too when the user stops it.
+//!
+//! [`Engine::ask`] places the question and keeps the answer; [`Engine::answer`] runs
+//! the pipeline of ARCHITECTURE.md as named steps of an [`AnswerRun`]: condense,
+//! query variants, retrieve, judge, rerank, show the sources and quotes, cite,
+//! synthesize, check the support.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
-
 use super::modes::Resolved;
+use super::record::{AnswerRecord, AnswerStatus};
 use super::scope::ResolvedScope;
-use super::{
-    exchanges, lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Relevance, Source,
-};
+use super::{exchanges, lock, AskEvent, AskRequest, AskStats, Citation, Engine, Evidence, Source};
 use crate::chat::{self, ChatMode, Message};
 use crate::embed::Embedder;
-use crate::llm::{Cancel, GenParams, GgufLlm, Llm, RemoteLlm};
-use crate::retrieve::{
-    self, relevance, ChunkInfo, Corpus, FusionMode, IndexedChunk, Retrieval, RetrievalIndex,
-    RetrieveOptions,
-};
+use crate::llm::{Cancel, GenParams, Llm};
+use crate::retrieve::{self, relevance, Corpus, FusionMode, Retrieval, RetrieveOptions};
 use crate::settings::Settings;
-use crate::store::conversations;
-use crate::support::{self, Span, Support};
-use crate::synth::{self, Event, Node, RunOptions, Templates};
+use crate::store::{conversations, NewMessage, Role};
+use crate::support;
+use crate::synth::{self, Ctx, Event, Node, RunOptions, Templates};
 use crate::{Error, Result};
 
-/// What answering keeps between questions: the loaded LLM and the in-memory
-/// retrieval index, brought up to date when the store's generation moves on.
-#[derive(Default)]
-pub(super) struct AskState {
-    /// The model and what it was loaded from: a change of either loads again.
-    llm: Mutex<Option<(LlmSource, Arc<dyn Llm>)>>,
-    index: Mutex<Option<IndexSlot>>,
-    /// Times the index was built from the whole store.
-    full_builds: std::sync::atomic::AtomicUsize,
-}
-
-/// Where the LLM comes from: a GGUF file on a device, or a model server.
-#[derive(PartialEq)]
-enum LlmSource {
-    Gguf(std::path::PathBuf, crate::llm::DeviceChoice),
-    Server(crate::llm::RemoteConfig),
-}
-
-/// The retrieval index, the store generation it reflects, and the embedding models
-/// that made its vectors.
-struct IndexSlot {
-    generation: i64,
-    models: Vec<String>,
-    index: Arc<RetrievalIndex>,
-}
-
-/// The store's chunks as the retrieval index takes them.
-fn indexed_chunks(chunks: Vec<crate::store::StoredChunk>) -> Vec<IndexedChunk> {
-    chunks
-        .into_iter()
-        .map(|c| IndexedChunk {
-            id: c.id,
-            info: ChunkInfo {
-                doc_id: c.doc_id,
-                file: c.file,
-                page_start: c.page_start,
-                page_end: c.page_end,
-                text: c.text,
-            },
-            embedding: c.embedding,
-        })
-        .collect()
-}
-
 impl Engine {
-    /// The LLM the settings name, loaded (or connected to) once and kept until the
-    /// settings change it: the local GGUF `model` on the settings' device, or the
-    /// OpenAI-compatible server `llm_server`.
-    pub fn llm(&self) -> Result<Arc<dyn Llm>> {
-        let source = match self.remote_llm() {
-            Some(cfg) => LlmSource::Server(cfg),
-            None => LlmSource::Gguf(
-                crate::models::find(&self.settings().model)?,
-                self.llm_load_options()?.device,
-            ),
-        };
-        let mut slot = lock(&self.ask_state.llm);
-        if let Some((s, llm)) = slot.as_ref() {
-            if *s == source {
-                return Ok(llm.clone());
-            }
-        }
-        *slot = None; // free the old model before loading the new one
-        let llm: Arc<dyn Llm> = match &source {
-            LlmSource::Gguf(path, _) => {
-                Arc::new(GgufLlm::load_with(path, &self.llm_load_options()?)?)
-            }
-            LlmSource::Server(cfg) => Arc::new(RemoteLlm::connect(cfg)?),
-        };
-        *slot = Some((source, llm.clone()));
-        Ok(llm)
-    }
-
-    /// How many times the retrieval index was built from the whole store (the other
-    /// changes were applied to it as updates).
-    pub fn retrieval_index_builds(&self) -> usize {
-        self.ask_state
-            .full_builds
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The retrieval index over everything indexed, brought up to date when the store
-    /// changed: documents added or removed since it was made are added to it or taken
-    /// out of it ([`RetrievalIndex::update`]: only the new documents' chunks are read
-    /// from the store), and anything else (vectors made by another embedding model, a
-    /// document that is not newer) rebuilds it from the store.
-    pub fn retrieval_index(&self) -> Result<Arc<RetrievalIndex>> {
-        let generation = self.store().generation()?;
-        let mut slot = lock(&self.ask_state.index);
-        if let Some(s) = slot.as_ref() {
-            if s.generation == generation {
-                return Ok(s.index.clone());
-            }
-        }
-        let models: Vec<String> = self
-            .store()
-            .embedding_models()?
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect();
-        if let Some(old) = slot.take() {
-            if old.models == models {
-                let docs = self.store().searchable_documents()?;
-                let have = old.index.documents();
-                let removed: std::collections::HashSet<i64> =
-                    have.difference(&docs).copied().collect();
-                let mut added: Vec<i64> = docs.difference(&have).copied().collect();
-                added.sort_unstable();
-                let chunks = indexed_chunks(self.store().load_chunks_of(&added)?);
-                // The index is shared with searches still running only rarely; then
-                // the update works on a copy.
-                let mut index = Arc::try_unwrap(old.index).unwrap_or_else(|a| (*a).clone());
-                if index.update(&removed, chunks).is_ok() {
-                    let index = Arc::new(index);
-                    *slot = Some(IndexSlot {
-                        generation,
-                        models,
-                        index: index.clone(),
-                    });
-                    return Ok(index);
-                }
-            }
-        }
-        let chunks = indexed_chunks(self.store().load_chunks()?);
-        let index = Arc::new(RetrievalIndex::build(chunks)?);
-        self.ask_state
-            .full_builds
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        *slot = Some(IndexSlot {
-            generation,
-            models,
-            index: index.clone(),
-        });
-        Ok(index)
-    }
-
     /// Retrieve the sources for `question` from everything indexed (the LLM writes
     /// the extra queries when `opts.num_queries` is above 1).
     pub fn search(
@@ -296,7 +160,15 @@ impl Engine {
             question_id,
         })?;
 
-        let mut record = Record::default();
+        let mut progress = Progress {
+            record: AnswerRecord {
+                query: question.clone(),
+                chat_mode: chat_mode.name().into(),
+                scope: scope.label.clone(),
+                ..AnswerRecord::default()
+            },
+            ..Progress::default()
+        };
         let outcome = {
             // Indexing pauses from here (queued behind another ask too) to the end.
             let _first = self.priority.foreground();
@@ -307,154 +179,228 @@ impl Engine {
                 chat_mode,
                 scope: &scope,
             };
-            self.answer(&settings, &request, &turn, cancel, &mut send, &mut record)
+            self.answer(&settings, &request, &turn, cancel, &mut send, &mut progress)
         };
         // Keep the exchange, whatever happened: an answer, a partial one, an error.
         let (content, status) = match &outcome {
             Ok(answer) => (answer.clone(), None),
-            Err(Error::Cancelled) => (record.partial.clone(), Some("stopped".to_string())),
-            Err(e) => (record.partial.clone(), Some(format!("error: {e}"))),
+            Err(Error::Cancelled) => (progress.partial.clone(), Some(AnswerStatus::Stopped)),
+            Err(e) => (
+                progress.partial.clone(),
+                Some(AnswerStatus::Error(e.to_string())),
+            ),
         };
-        let mut extra = Map::new();
-        extra.insert("query".into(), Value::String(question.clone()));
-        if !record.queries.is_empty() {
-            extra.insert("queries".into(), json!(record.queries));
-        }
-        extra.insert("chat_mode".into(), Value::String(chat_mode.name().into()));
-        if let Some(q) = &record.searched_for {
-            extra.insert("searched_for".into(), Value::String(q.clone()));
-        }
-        if !record.citations.is_empty() {
-            extra.insert("citations".into(), json!(record.citations));
-        }
-        if !record.notes.is_empty() {
-            extra.insert("notes".into(), json!(record.notes));
-        }
-        extra.insert("scope".into(), Value::String(scope.label.clone()));
-        if let Some(r) = &record.relevance {
-            extra.insert("relevance".into(), json!(r));
-        }
-        if !record.quotes.is_empty() {
-            extra.insert("quotes".into(), json!(record.quotes));
-        }
-        if let Some(s) = &record.support {
-            extra.insert("support".into(), json!(s));
-        }
-        extra.insert("sources".into(), json!(record.sources));
-        if let Some(stats) = &record.stats {
-            extra.insert("stats".into(), json!(stats));
-        }
-        extra.insert("calls".into(), json!(record.calls));
-        if let Some(s) = status {
-            extra.insert("status".into(), Value::String(s));
-        }
-        let saved = self.store().add_message(
-            conversation_id,
-            "assistant",
-            &content,
-            Some(&mode_name),
-            Some(&question),
-            &extra,
-        );
+        progress.record.status = status;
+        let saved = self.store().add_message(&NewMessage {
+            conversation: conversation_id,
+            role: Role::Assistant,
+            content: &content,
+            mode: Some(&mode_name),
+            query: Some(&question),
+            extra: &progress.record.to_extra(),
+        });
         let answer = outcome?;
         let message_id = saved?;
         send(AskEvent::Done {
             answer,
             message_id,
-            stats: record.stats.unwrap_or_default(),
+            stats: progress.record.stats.unwrap_or_default(),
         })
     }
 
-    /// Condensing, retrieval, reranking and synthesis, with the generation turn held.
+    /// Condensing, retrieval, reranking and synthesis, with the generation turn held:
+    /// the pipeline, step by step.
     fn answer(
         &self,
         settings: &Settings,
-        request: &Plan,
+        plan: &Plan,
         turn: &Turn<'_>,
         cancel: &Cancel,
         send: &mut dyn FnMut(AskEvent) -> Result<()>,
-        record: &mut Record,
+        progress: &mut Progress,
     ) -> Result<String> {
         cancel.check()?;
+        let mut run = AnswerRun::start(self, settings, plan, turn, cancel, send, progress)?;
+        let memory = run.memory()?;
+        let searched = run.condense(&memory)?;
+        let queries = run.query_variants(&searched)?;
+        let mut retrieval = run.retrieve(&searched, queries)?;
+        let covered = run.judge(&retrieval);
+        run.rerank(&mut retrieval, &searched, covered)?;
+        run.show_sources(&retrieval, &searched)?;
+        if !covered {
+            run.finish_without_llm();
+            return Ok(relevance::not_found_answer(turn.question));
+        }
+        if matches!(plan.resolved, Resolved::Extractive) {
+            return run.extractive();
+        }
+        run.need_llm()?;
+        let (nodes, plan, query) = run.cite(&retrieval, &memory, &searched)?;
+        let answer = run.synthesize(&plan, &query, &nodes)?;
+        run.check_support(&answer)?;
+        run.finish();
+        Ok(answer)
+    }
+}
+
+/// One answer being made: what every step reads (the engine, the settings, the
+/// plan, the turn) and what they add to (the events sent, the record kept, the count
+/// of LLM steps).
+struct AnswerRun<'a> {
+    engine: &'a Engine,
+    settings: &'a Settings,
+    plan: &'a Plan,
+    turn: &'a Turn<'a>,
+    cancel: &'a Cancel,
+    send: &'a mut dyn FnMut(AskEvent) -> Result<()>,
+    progress: &'a mut Progress,
+    llm: Option<Arc<dyn Llm>>,
+    /// A model that failed to load where no step before synthesis needed it: said
+    /// after the quotes are shown.
+    llm_error: Option<Error>,
+    /// LLM calls made so far (steps are numbered after them).
+    steps: usize,
+    /// Notes for the sources panel.
+    notes: Vec<String>,
+    t0: Instant,
+}
+
+impl<'a> AnswerRun<'a> {
+    /// Load the model when a step will use it. A model that fails to load stops the
+    /// answer only where it is needed: before retrieval when a step there uses it,
+    /// else after the quotes are shown.
+    fn start(
+        engine: &'a Engine,
+        settings: &'a Settings,
+        plan: &'a Plan,
+        turn: &'a Turn<'a>,
+        cancel: &'a Cancel,
+        send: &'a mut dyn FnMut(AskEvent) -> Result<()>,
+        progress: &'a mut Progress,
+    ) -> Result<Self> {
         let t0 = Instant::now();
         let condensing = turn.chat_mode != ChatMode::Off && !turn.history.is_empty();
-        let needs_llm = request.resolved.uses_llm()
-            || settings.num_queries > 1
-            || condensing
-            || settings.rerank;
-        // A model that fails to load stops the answer only where it is needed: before
-        // retrieval when a step there uses it, else after the quotes are shown.
+        let needs_llm =
+            plan.resolved.uses_llm() || settings.num_queries > 1 || condensing || settings.rerank;
         let needs_llm_first = settings.num_queries > 1 || condensing;
-        let (llm, llm_error) = match needs_llm.then(|| self.llm()) {
+        let (llm, llm_error) = match needs_llm.then(|| engine.llm()) {
             Some(Ok(l)) => (Some(l), None),
             Some(Err(e)) if needs_llm_first => return Err(e),
             Some(Err(e)) => (None, Some(e)),
             None => (None, None),
         };
-        let llm_dyn: Option<&dyn Llm> = llm.as_deref();
-        let mut steps = 0usize;
+        Ok(Self {
+            engine,
+            settings,
+            plan,
+            turn,
+            cancel,
+            send,
+            progress,
+            llm,
+            llm_error,
+            steps: 0,
+            notes: Vec::new(),
+            t0,
+        })
+    }
 
-        // 1. The conversation the model may see (the newest turns that fit its window
-        //    less 256 tokens, as LlamaIndex's engines size their memory), and the
-        //    standalone question to search for.
-        let memory = match llm_dyn {
-            Some(l) if turn.chat_mode != ChatMode::Off => {
+    fn llm(&self) -> Option<&dyn Llm> {
+        self.llm.as_deref()
+    }
+
+    /// An LLM step before synthesis (condensing, query variants, reranking), with at
+    /// most `max_tokens`, its events forwarded and its calls counted.
+    fn llm_step<T>(
+        &mut self,
+        llm: &dyn Llm,
+        max_tokens: usize,
+        f: impl FnOnce(&mut Ctx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let opts = step_options(self.plan, self.steps, max_tokens);
+        let (send, progress) = (&mut *self.send, &mut *self.progress);
+        let mut on_event = |ev: Event| -> Result<bool> {
+            forward(ev, send, progress)?;
+            Ok(true)
+        };
+        let (out, calls) = synth::with_ctx(llm, &opts, self.cancel, &mut on_event, f)?;
+        self.steps += calls.len();
+        Ok(out)
+    }
+
+    /// 1. The conversation the model may see: the newest turns that fit its window
+    ///    less 256 tokens, as LlamaIndex's engines size their memory.
+    fn memory(&self) -> Result<Vec<Message>> {
+        match self.llm() {
+            Some(l) if self.turn.chat_mode != ChatMode::Off => {
                 let count = |t: &str| l.count_tokens(t);
-                chat::memory::window(turn.history, l.context_window().saturating_sub(256), &count)?
-            }
-            _ => Vec::new(),
-        };
-        let searched = match llm_dyn {
-            Some(l) if condensing && !memory.is_empty() => {
-                let t = Instant::now();
-                let opts = step_options(request, steps, 128);
-                let mut on_event = |ev: Event| -> Result<bool> {
-                    forward(ev, send, record)?;
-                    Ok(true)
-                };
-                let (q, calls) = synth::with_ctx(l, &opts, cancel, &mut on_event, |ctx| {
-                    chat::condense::condense(ctx, turn.chat_mode, &memory, turn.question)
-                })?;
-                steps += calls.len();
-                record.condense_secs = Some(t.elapsed().as_secs_f64());
-                let q = q.trim().to_string();
-                record.searched_for = Some(q.clone());
-                send(AskEvent::Condensed {
-                    question: q.clone(),
-                })?;
-                q
-            }
-            _ => turn.question.to_string(),
-        };
-
-        // 2. Query variants (RAG-fusion), a step of their own so the inspector shows
-        //    the prompt; then retrieval (more candidates when the LLM reranks them).
-        let mut queries = Vec::new();
-        if let (Some(l), true) = (llm_dyn, settings.num_queries > 1) {
-            let want = settings.num_queries - 1;
-            let prompt = retrieve::query_gen::prompt_from(
-                settings.query_gen_template.as_deref(),
-                &searched,
-                settings.num_queries,
-                &settings.template_vars,
-            );
-            let opts = step_options(request, steps, usize::MAX);
-            let mut on_event = |ev: Event| -> Result<bool> {
-                forward(ev, send, record)?;
-                Ok(true)
-            };
-            let (text, calls) = synth::with_ctx(l, &opts, cancel, &mut on_event, |ctx| {
-                ctx.call_until(
-                    "generate queries",
-                    prompt,
-                    retrieve::query_gen::params(want),
-                    &mut |t| retrieve::query_gen::enough(t, &searched, want),
+                chat::memory::window(
+                    self.turn.history,
+                    l.context_window().saturating_sub(256),
+                    &count,
                 )
-            })?;
-            steps += calls.len();
-            queries.push(searched.clone());
-            queries.extend(retrieve::query_gen::parse_queries(&text, &searched, want));
+            }
+            _ => Ok(Vec::new()),
         }
+    }
+
+    /// 2. The standalone question to search for: a follow-up condensed with the
+    ///    conversation, else the question itself.
+    fn condense(&mut self, memory: &[Message]) -> Result<String> {
+        let condensing = self.turn.chat_mode != ChatMode::Off && !self.turn.history.is_empty();
+        let Some(l) = self
+            .llm
+            .clone()
+            .filter(|_| condensing && !memory.is_empty())
+        else {
+            return Ok(self.turn.question.to_string());
+        };
+        let t = Instant::now();
+        let (mode, question) = (self.turn.chat_mode, self.turn.question);
+        let q = self.llm_step(l.as_ref(), 128, |ctx| {
+            chat::condense::condense(ctx, mode, memory, question)
+        })?;
+        self.progress.condense_secs = Some(t.elapsed().as_secs_f64());
+        let q = q.trim().to_string();
+        self.progress.record.searched_for = Some(q.clone());
+        (self.send)(AskEvent::Condensed {
+            question: q.clone(),
+        })?;
+        Ok(q)
+    }
+
+    /// 3. Query variants (RAG-fusion), a step of their own so the inspector shows
+    ///    the prompt: the searched question first, then the variants.
+    fn query_variants(&mut self, searched: &str) -> Result<Vec<String>> {
+        let settings = self.settings;
+        let Some(l) = self.llm.clone().filter(|_| settings.num_queries > 1) else {
+            return Ok(Vec::new());
+        };
+        let want = settings.num_queries - 1;
+        let prompt = retrieve::query_gen::prompt_from(
+            settings.query_gen_template.as_deref(),
+            searched,
+            settings.num_queries,
+            &settings.template_vars,
+        );
+        let text = self.llm_step(l.as_ref(), usize::MAX, |ctx| {
+            ctx.call_until(
+                "generate queries",
+                prompt,
+                retrieve::query_gen::params(want),
+                &mut |t| retrieve::query_gen::enough(t, searched, want),
+            )
+        })?;
+        let mut queries = vec![searched.to_string()];
+        queries.extend(retrieve::query_gen::parse_queries(&text, searched, want));
+        Ok(queries)
+    }
+
+    /// 4. Retrieval, fused (more candidates when the LLM reranks them); the
+    ///    retrievers left out for a query's language are noted.
+    fn retrieve(&mut self, searched: &str, queries: Vec<String>) -> Result<Retrieval> {
+        let settings = self.settings;
         let opts = RetrieveOptions {
             top_k: if settings.rerank {
                 settings.rerank_candidates.max(settings.top_k)
@@ -463,20 +409,22 @@ impl Engine {
             },
             fusion: settings.fusion.parse::<FusionMode>()?,
             num_queries: settings.num_queries,
-            filter: turn.scope.filter.clone(),
+            filter: self.turn.scope.filter.clone(),
             queries,
             query_gen_template: settings.query_gen_template.clone(),
             ..RetrieveOptions::default()
         };
-        cancel.check()?;
-        let mut retrieval = self.search_with(&searched, llm_dyn, &opts, cancel)?;
+        self.cancel.check()?;
+        let retrieval = self
+            .engine
+            .search_with(searched, self.llm(), &opts, self.cancel)?;
         if retrieval.queries.len() > 1 {
-            record.queries = retrieval.queries.clone();
-            send(AskEvent::Queries {
+            self.progress.record.queries = retrieval.queries.clone();
+            (self.send)(AskEvent::Queries {
                 queries: retrieval.queries.clone(),
             })?;
         }
-        let mut notes: Vec<String> = retrieval
+        self.notes = retrieval
             .skipped
             .iter()
             .map(|&(qi, ri)| {
@@ -487,115 +435,143 @@ impl Engine {
                 )
             })
             .collect();
+        Ok(retrieval)
+    }
 
-        // 3. Honest "not found": when even the closest chunk is far from the question,
-        //    the closest passages are shown and no model improvises an answer.
+    /// 5. Honest "not found": whether the sources cover the question. When even the
+    ///    closest chunk is far from it, the closest passages are shown and no model
+    ///    improvises an answer.
+    fn judge(&mut self, retrieval: &Retrieval) -> bool {
+        let settings = self.settings;
         let threshold = settings
             .not_found_threshold
             .or_else(|| relevance::calibrated_threshold(&settings.embedder));
-        let judged = relevance::judge(&retrieval, threshold, &settings.embedder);
+        let judged = relevance::judge(retrieval, threshold, &settings.embedder);
         let covered = judged.covered;
-        record.relevance = Some(judged);
+        self.progress.record.relevance = Some(judged);
+        covered
+    }
 
-        // 4. LLM reranking (LlamaIndex's LLMRerank), keeping the fused order when the
-        //    model's answer cannot be read; not for passages no model will read.
-        let mut rerank_scores: Option<Vec<f32>> = None;
+    /// 6. LLM reranking (LlamaIndex's LLMRerank), keeping the fused order when the
+    ///    model's answer cannot be read; not for passages no model will read.
+    fn rerank(&mut self, retrieval: &mut Retrieval, searched: &str, covered: bool) -> Result<()> {
+        let settings = self.settings;
         if !covered {
             retrieval.nodes.truncate(settings.top_k);
-        } else if let (Some(l), true) = (llm_dyn, settings.rerank) {
-            let t = Instant::now();
-            let nodes = synth_nodes(&retrieval);
-            let opts = step_options(request, steps, 128);
-            let mut on_event = |ev: Event| -> Result<bool> {
-                forward(ev, send, record)?;
-                Ok(true)
-            };
-            let (ranked, calls) = synth::with_ctx(l, &opts, cancel, &mut on_event, |ctx| {
-                chat::rerank::rerank(
-                    ctx,
-                    &searched,
-                    &nodes,
-                    settings.rerank_batch_size,
-                    settings.top_k,
-                )
-            })?;
-            steps += calls.len();
-            record.rerank_secs = Some(t.elapsed().as_secs_f64());
-            if ranked.is_empty() {
-                notes.push(
-                    "the reranker's answer named no source it could read: the fused order is kept"
-                        .into(),
-                );
-                retrieval.nodes.truncate(settings.top_k);
-            } else {
-                let old = std::mem::take(&mut retrieval.nodes);
-                let mut scores = Vec::new();
-                for r in &ranked {
-                    if let Some(n) = old.get(r.node) {
-                        retrieval.nodes.push(n.clone());
-                        scores.push(r.score as f32);
-                    }
-                }
-                rerank_scores = Some(scores);
+            return Ok(());
+        }
+        let Some(l) = self.llm.clone().filter(|_| settings.rerank) else {
+            return Ok(());
+        };
+        let t = Instant::now();
+        let nodes = synth_nodes(retrieval);
+        let ranked = self.llm_step(l.as_ref(), 128, |ctx| {
+            chat::rerank::rerank(
+                ctx,
+                searched,
+                &nodes,
+                settings.rerank_batch_size,
+                settings.top_k,
+            )
+        })?;
+        self.progress.rerank_secs = Some(t.elapsed().as_secs_f64());
+        if ranked.is_empty() {
+            self.notes.push(
+                "the reranker's answer named no source it could read: the fused order is kept"
+                    .into(),
+            );
+            retrieval.nodes.truncate(settings.top_k);
+            return Ok(());
+        }
+        let old = std::mem::take(&mut retrieval.nodes);
+        let mut scores = Vec::new();
+        for r in &ranked {
+            if let Some(n) = old.get(r.node) {
+                retrieval.nodes.push(n.clone());
+                scores.push(r.score as f32);
             }
         }
-        let mut sources = sources_of(&retrieval);
-        self.mark_ocr(&mut sources);
-        if let Some(scores) = &rerank_scores {
+        self.progress.rerank_scores = Some(scores);
+        Ok(())
+    }
+
+    /// 7. The sources panel, then the source sentences that best answer the
+    ///    question, shown before (and whatever) the model writes.
+    fn show_sources(&mut self, retrieval: &Retrieval, searched: &str) -> Result<()> {
+        let mut sources = sources_of(retrieval);
+        self.engine.mark_ocr(&mut sources);
+        if let Some(scores) = &self.progress.rerank_scores {
             for (s, r) in sources.iter_mut().zip(scores) {
                 s.rerank_score = Some(*r);
             }
         }
+        let record = &mut self.progress.record;
         record.sources = sources.clone();
-        record.notes = notes.clone();
-        send(AskEvent::Sources {
+        record.notes = self.notes.clone();
+        (self.send)(AskEvent::Sources {
             sources,
-            notes,
-            scope: turn.scope.label.clone(),
+            notes: self.notes.clone(),
+            scope: self.turn.scope.label.clone(),
             relevance: record.relevance.clone(),
         })?;
-        // The source sentences that best answer the question, shown before (and
-        // whatever) the model writes.
-        let quotes = self.quotes_for(&searched, &record.sources);
+        let quotes = self
+            .engine
+            .quotes_for(searched, &self.progress.record.sources);
         if !quotes.is_empty() {
-            record.quotes = quotes.clone();
-            send(AskEvent::Quotes { quotes })?;
+            self.progress.record.quotes = quotes.clone();
+            (self.send)(AskEvent::Quotes { quotes })?;
         }
-        if !covered {
-            record.stats = Some(AskStats {
-                secs: t0.elapsed().as_secs_f64(),
-                llm_calls: record.calls.len(),
-                ..AskStats::default()
-            });
-            return Ok(relevance::not_found_answer(turn.question));
-        }
-        if matches!(request.resolved, Resolved::Extractive) {
-            let answer = support::quotes::as_answer(&record.quotes);
-            let support = support::quotes::support_of(&answer, &record.quotes);
-            record.support = Some(support.clone());
-            send(AskEvent::Support { support })?;
-            record.stats = Some(AskStats {
-                secs: t0.elapsed().as_secs_f64(),
-                llm_calls: record.calls.len(),
-                ..AskStats::default()
-            });
-            return Ok(answer);
-        }
-        if let Some(e) = llm_error {
-            return Err(e);
-        }
+        Ok(())
+    }
 
-        // 5. Synthesis: numbered sources when citing. A follow-up under
-        //    condense_plus_context is answered as the original message with the context
-        //    and the conversation in a chat prompt; every other question (the first of
-        //    a conversation goes straight through) is answered as the standalone
-        //    question with the chosen mode and templates.
-        let context_chat = turn.chat_mode == ChatMode::CondensePlusContext && !memory.is_empty();
-        let mut nodes = synth_nodes(&retrieval);
-        let mut request = request.clone();
-        request.options.first_step = steps;
+    /// The extractive mode's answer: the quotes, with their support (no LLM call).
+    fn extractive(mut self) -> Result<String> {
+        let record = &mut self.progress.record;
+        let answer = support::quotes::as_answer(&record.quotes);
+        let support = support::quotes::support_of(&answer, &record.quotes);
+        record.support = Some(support.clone());
+        (self.send)(AskEvent::Support { support })?;
+        self.finish_without_llm();
+        Ok(answer)
+    }
+
+    /// Stats of an answer no model wrote.
+    fn finish_without_llm(&mut self) {
+        self.progress.record.stats = Some(AskStats {
+            secs: self.t0.elapsed().as_secs_f64(),
+            llm_calls: self.progress.record.calls.len(),
+            ..AskStats::default()
+        });
+    }
+
+    /// The model's loading error, now that synthesis needs it.
+    fn need_llm(&mut self) -> Result<()> {
+        match self.llm_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// 8. What synthesis reads: numbered sources when citing; a follow-up under
+    ///    condense_plus_context is answered as the original message with the context
+    ///    and the conversation in a chat prompt, every other question (the first of
+    ///    a conversation goes straight through) as the standalone question with the
+    ///    chosen mode and templates. Returns the nodes, the plan and the query.
+    fn cite(
+        &mut self,
+        retrieval: &Retrieval,
+        memory: &[Message],
+        searched: &str,
+    ) -> Result<(Vec<Node>, Plan, String)> {
+        let settings = self.settings;
+        let context_chat =
+            self.turn.chat_mode == ChatMode::CondensePlusContext && !memory.is_empty();
+        let mut nodes = synth_nodes(retrieval);
+        let mut plan = self.plan.clone();
+        plan.options.first_step = self.steps;
         if settings.cite_sources {
-            let count = |t: &str| match llm_dyn {
+            let llm = self.llm();
+            let count = |t: &str| match llm {
                 Some(l) => l.count_tokens(t),
                 None => Ok(t.split_whitespace().count()),
             };
@@ -615,61 +591,77 @@ impl Engine {
                     })
                 })
                 .collect();
-            record.citations = citations.clone();
-            send(AskEvent::Citations { citations })?;
+            self.progress.record.citations = citations.clone();
+            (self.send)(AskEvent::Citations { citations })?;
             nodes = numbered_nodes;
             if !context_chat {
-                request.templates = chat::citation::templates();
+                plan.templates = chat::citation::templates();
             }
         }
-        let query = if context_chat {
-            let system = if settings.cite_sources {
-                chat::citation::CITE_SYSTEM_PROMPT
-            } else {
-                ""
-            };
-            // The conversation may take at most half the window in the answer's
-            // prompt, so that the sources always fit beside it (LlamaIndex's limit,
-            // the window less 256, would leave them no room in a long conversation).
-            let history = match llm_dyn {
-                Some(l) => {
-                    let count = |t: &str| l.count_tokens(t);
-                    chat::memory::window(&memory, l.context_window() / 2, &count)?
-                }
-                None => memory.clone(),
-            };
-            request.templates = chat::condense::context_templates(&history, system);
-            turn.question.to_string()
+        if !context_chat {
+            return Ok((nodes, plan, searched.to_string()));
+        }
+        let system = if settings.cite_sources {
+            chat::citation::CITE_SYSTEM_PROMPT
         } else {
-            searched.clone()
+            ""
         };
-        let synth_llm: &dyn Llm = llm_dyn.unwrap_or(&NoLlm);
+        // The conversation may take at most half the window in the answer's prompt,
+        // so that the sources always fit beside it (LlamaIndex's limit, the window
+        // less 256, would leave them no room in a long conversation).
+        let history = match self.llm() {
+            Some(l) => {
+                let count = |t: &str| l.count_tokens(t);
+                chat::memory::window(memory, l.context_window() / 2, &count)?
+            }
+            None => memory.to_vec(),
+        };
+        plan.templates = chat::condense::context_templates(&history, system);
+        Ok((nodes, plan, self.turn.question.to_string()))
+    }
+
+    /// 9. Synthesis with the mode's synthesizer.
+    fn synthesize(&mut self, plan: &Plan, query: &str, nodes: &[Node]) -> Result<String> {
+        let synth_llm: &dyn Llm = self.llm.as_deref().unwrap_or(&NoLlm);
+        let (send, progress) = (&mut *self.send, &mut *self.progress);
         let mut on_event = |ev: Event| -> Result<bool> {
-            forward(ev, send, record)?;
+            forward(ev, send, progress)?;
             Ok(true)
         };
-        let synthesizer = request
+        let synthesizer = plan
             .resolved
-            .synthesizer(settings, request.templates.clone());
+            .synthesizer(self.settings, plan.templates.clone());
         let response = synth::run(
             synthesizer.as_ref(),
             synth_llm,
-            &request.options,
-            &query,
-            &nodes,
-            cancel,
+            &plan.options,
+            query,
+            nodes,
+            self.cancel,
             &mut on_event,
         )?;
-        // Every sentence of the answer, checked against the sources.
-        let support = self.support_for(&response.answer, &record.sources, &record.citations);
+        Ok(response.answer)
+    }
+
+    /// 10. Every sentence of the answer, checked against the sources.
+    fn check_support(&mut self, answer: &str) -> Result<()> {
+        let record = &mut self.progress.record;
+        let support = self
+            .engine
+            .support_for(answer, &record.sources, &record.citations);
         record.support = Some(support.clone());
-        send(AskEvent::Support { support })?;
-        let secs = t0.elapsed().as_secs_f64();
-        let calls = &record.calls;
+        (self.send)(AskEvent::Support { support })
+    }
+
+    /// The answer's stats line.
+    fn finish(&mut self) {
+        let secs = self.t0.elapsed().as_secs_f64();
+        let calls = &self.progress.record.calls;
         let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();
         let output_tokens: usize = calls.iter().map(|c| c.output_tokens).sum();
-        record.stats = Some(AskStats {
-            model: llm.as_ref().map(|l| {
+        let settings = self.settings;
+        self.progress.record.stats = Some(AskStats {
+            model: self.llm.as_ref().map(|l| {
                 l.served_name()
                     .unwrap_or_else(|| super::models::setting_name(&settings.model))
             }),
@@ -682,10 +674,9 @@ impl Engine {
             } else {
                 0.0
             },
-            condense_secs: record.condense_secs,
-            rerank_secs: record.rerank_secs,
+            condense_secs: self.progress.condense_secs,
+            rerank_secs: self.progress.rerank_secs,
         });
-        Ok(response.answer)
     }
 }
 
@@ -706,12 +697,12 @@ fn history_of(messages: &[conversations::Message]) -> Vec<Message> {
     let mut pending: Option<&str> = None;
     let mut answered = false;
     for m in messages {
-        match m.role.as_str() {
-            "user" => {
+        match m.role {
+            Role::User => {
                 pending = Some(&m.content);
                 answered = false;
             }
-            "assistant" if !m.extra.contains_key("status") => {
+            Role::Assistant if AnswerRecord::status_of(m).is_none() => {
                 if answered {
                     out.pop();
                 } else if let Some(q) = pending {
@@ -787,30 +778,24 @@ fn plan(settings: &Settings, resolved: Resolved) -> Plan {
     }
 }
 
-/// What an ask has produced so far, kept in the conversation even when it stops early.
+/// What an ask has produced so far: the record kept in the conversation even when
+/// it stops early, the answer text streamed so far, and the times and scores the
+/// stats and the sources take.
 #[derive(Default)]
-struct Record {
-    queries: Vec<String>,
-    searched_for: Option<String>,
-    citations: Vec<Citation>,
-    notes: Vec<String>,
-    relevance: Option<Relevance>,
-    condense_secs: Option<f64>,
-    rerank_secs: Option<f64>,
-    sources: Vec<Source>,
-    quotes: Vec<Span>,
-    support: Option<Support>,
-    calls: Vec<synth::LlmCall>,
+struct Progress {
+    record: AnswerRecord,
     /// Answer text streamed so far.
     partial: String,
-    stats: Option<AskStats>,
+    condense_secs: Option<f64>,
+    rerank_secs: Option<f64>,
+    rerank_scores: Option<Vec<f32>>,
 }
 
 /// Synthesis events as the UI sees them.
 fn forward(
     ev: Event,
     send: &mut dyn FnMut(AskEvent) -> Result<()>,
-    record: &mut Record,
+    progress: &mut Progress,
 ) -> Result<()> {
     match ev {
         Event::Step {
@@ -832,7 +817,7 @@ fn forward(
             is_final,
         } => {
             if is_final {
-                record.partial.push_str(&text);
+                progress.partial.push_str(&text);
             }
             send(AskEvent::Token {
                 step,
@@ -841,11 +826,11 @@ fn forward(
             })
         }
         Event::StepDone { call } => {
-            record.calls.push(call.clone());
+            progress.record.calls.push(call.clone());
             send(AskEvent::StepDone { call })
         }
         Event::Answer { text } => {
-            record.partial = text;
+            progress.partial = text;
             Ok(())
         }
     }
@@ -907,14 +892,14 @@ impl Llm for NoLlm {
 mod tests {
     use super::*;
 
-    fn msg(role: &str, content: &str, status: Option<&str>) -> conversations::Message {
-        let mut extra = Map::new();
+    fn msg(role: Role, content: &str, status: Option<&str>) -> conversations::Message {
+        let mut extra = serde_json::Map::new();
         if let Some(s) = status {
-            extra.insert("status".into(), Value::String(s.into()));
+            extra.insert("status".into(), serde_json::Value::String(s.into()));
         }
         conversations::Message {
             id: 0,
-            role: role.into(),
+            role,
             content: content.into(),
             mode: None,
             query: None,
@@ -926,14 +911,14 @@ mod tests {
     #[test]
     fn the_history_holds_finished_exchanges_only() {
         let h = history_of(&[
-            msg("user", "q1", None),
-            msg("assistant", "a1", None),
-            msg("user", "q2", None),
-            msg("assistant", "half an answ", Some("stopped")),
-            msg("user", "q3", None),
-            msg("assistant", "", Some("error: model missing")),
-            msg("user", "q4", None),
-            msg("assistant", "a4", None),
+            msg(Role::User, "q1", None),
+            msg(Role::Assistant, "a1", None),
+            msg(Role::User, "q2", None),
+            msg(Role::Assistant, "half an answ", Some("stopped")),
+            msg(Role::User, "q3", None),
+            msg(Role::Assistant, "", Some("error: model missing")),
+            msg(Role::User, "q4", None),
+            msg(Role::Assistant, "a4", None),
         ]);
         assert_eq!(
             h,

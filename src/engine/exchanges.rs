@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{AskRequest, Engine, Source};
-use crate::store::{Backend, Conversation, Message};
+use crate::store::{Backend, Conversation, Message, NewMessage, Role};
 use crate::{Error, Result};
 
 /// Where a question goes in its conversation: the conversation, the messages before
@@ -37,7 +37,7 @@ pub(super) fn place(conn: &dyn Backend, req: &AskRequest, question: &str) -> Res
         .ok_or_else(|| Error::NotFound(format!("conversation {id}")))?;
     if let Some(qid) = req.regenerate {
         let at = question_at(&conv, qid)?;
-        let last_user = conv.messages.iter().rposition(|m| m.role == "user");
+        let last_user = conv.messages.iter().rposition(|m| m.role == Role::User);
         if last_user != Some(at) {
             return Err(Error::Invalid(
                 "only the last question of a conversation can be asked again".into(),
@@ -61,8 +61,14 @@ pub(super) fn place(conn: &dyn Backend, req: &AskRequest, question: &str) -> Res
 
 /// Keep `question` at the end of conversation `id`.
 fn keep(conn: &dyn Backend, id: i64, before: Vec<Message>, question: &str) -> Result<Placed> {
-    let question_id =
-        conn.add_message(id, "user", question, None, None, &serde_json::Map::new())?;
+    let question_id = conn.add_message(&NewMessage {
+        conversation: id,
+        role: Role::User,
+        content: question,
+        mode: None,
+        query: None,
+        extra: &serde_json::Map::new(),
+    })?;
     Ok(Placed {
         conversation_id: id,
         before,
@@ -75,7 +81,7 @@ fn keep(conn: &dyn Backend, id: i64, before: Vec<Message>, question: &str) -> Re
 fn question_at(conv: &Conversation, qid: i64) -> Result<usize> {
     conv.messages
         .iter()
-        .position(|m| m.id == qid && m.role == "user")
+        .position(|m| m.id == qid && m.role == Role::User)
         .ok_or_else(|| Error::NotFound(format!("question {qid} in conversation {}", conv.info.id)))
 }
 
@@ -93,11 +99,11 @@ impl Engine {
             .position(|m| m.id == message_id)
             .ok_or_else(|| Error::NotFound(format!("message {message_id}")))?;
         let mut ids = vec![message_id];
-        if conv.messages[at].role == "user" {
+        if conv.messages[at].role == Role::User {
             ids.extend(
                 conv.messages[at + 1..]
                     .iter()
-                    .take_while(|m| m.role == "assistant")
+                    .take_while(|m| m.role == Role::Assistant)
                     .map(|m| m.id),
             );
         }
@@ -119,7 +125,7 @@ pub fn to_markdown(conv: &Conversation) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", one_line(&conv.info.title));
     for m in &conv.messages {
-        if m.role == "user" {
+        if m.role == Role::User {
             let _ = writeln!(out, "## Question\n\n{}\n", m.content.trim());
             continue;
         }
@@ -195,7 +201,7 @@ mod tests {
     fn msg(id: i64, role: &str, content: &str, extra: serde_json::Value) -> Message {
         Message {
             id,
-            role: role.into(),
+            role: role.parse().unwrap(),
             content: content.into(),
             mode: (role == "assistant").then(|| "compact".into()),
             query: None,

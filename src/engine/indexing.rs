@@ -14,7 +14,7 @@ use crate::embed::Embedder;
 use crate::ingest::ocr::Ocr;
 use crate::ingest::pipeline::{Pipeline, Summary};
 use crate::ingest::split::SplitConfig;
-use crate::store::queue;
+use crate::store::{queue, QueueState};
 use crate::Result;
 
 /// One file of the indexing queue.
@@ -74,28 +74,25 @@ impl Engine {
     /// The indexing queue with each file's progress and the ETA of the whole.
     pub fn queue(&self) -> Result<QueueView> {
         let items = self.store().queue()?;
-        let pending = items
-            .iter()
-            .filter(|r| r.state == "queued" || r.state == "running")
-            .count();
+        let pending = items.iter().filter(|r| r.state.pending()).count();
         // Seconds per byte, from the files of this queue already done.
         let (secs, bytes) = items
             .iter()
-            .filter(|r| r.state == "done")
+            .filter(|r| r.state == QueueState::Done)
             .filter_map(|r| Some(((r.finished_at? - r.started_at?) as f64 / 1e3, r.bytes)))
             .fold((0.0, 0u64), |(s, b), (s1, b1)| (s + s1, b + b1));
         let rate = (bytes > 0 && secs > 0.0).then(|| secs / bytes as f64);
         let mut eta = 0.0;
         let mut known = pending == 0;
         for r in &items {
-            match r.state.as_str() {
-                "running" => {
+            match r.state {
+                QueueState::Running => {
                     if let Some(e) = r.eta_secs.or_else(|| rate.map(|k| k * r.bytes as f64)) {
                         eta += e;
                         known = true;
                     }
                 }
-                "queued" => {
+                QueueState::Queued => {
                     if let Some(k) = rate {
                         eta += k * r.bytes as f64;
                         known = true;
@@ -141,10 +138,7 @@ impl Engine {
             .queue()?
             .into_iter()
             .rev()
-            .find(|r| {
-                (r.path == path || r.path == full)
-                    && matches!(r.state.as_str(), "queued" | "running")
-            })
+            .find(|r| (r.path == path || r.path == full) && r.state.pending())
             .map(|r| r.id))
     }
 

@@ -14,10 +14,13 @@ use crate::{Error, Result};
 mod ask;
 mod exchanges;
 mod files;
+mod index_cache;
 mod indexer_lock;
 mod indexing;
+mod llm_cache;
 mod models;
 mod modes;
+mod record;
 mod scope;
 mod support;
 mod types;
@@ -31,6 +34,7 @@ pub use indexing::{spawn_resume, QueueItem, QueueView};
 use models::store_override;
 pub use models::{override_device, override_llm_server, override_store};
 pub use modes::{ModeInfo, ModeKind};
+pub use record::{AnswerRecord, AnswerStatus};
 pub use scope::ResolvedScope;
 pub use types::*;
 
@@ -52,8 +56,10 @@ pub struct Engine {
     next_ask: std::sync::atomic::AtomicU64,
     /// Running (or queued) work, so a shell can cancel it by id or all at once.
     running: Mutex<std::collections::HashMap<u64, Cancel>>,
-    /// The loaded LLM and the retrieval index, kept between asks.
-    ask_state: ask::AskState,
+    /// The loaded LLM, kept between asks.
+    llm_cache: llm_cache::LlmCache,
+    /// The in-memory retrieval index, kept between asks.
+    index_cache: index_cache::IndexCache,
     /// Documents' files checked to hold the indexed bytes, for a viewer's requests.
     verified: files::Verified,
     /// Synthesizers a program registered as response modes.
@@ -91,7 +97,8 @@ impl Engine {
             priority: Default::default(),
             next_ask: std::sync::atomic::AtomicU64::new(1),
             running: Mutex::new(std::collections::HashMap::new()),
-            ask_state: Default::default(),
+            llm_cache: Default::default(),
+            index_cache: Default::default(),
             verified: Default::default(),
             synthesizers: Vec::new(),
         })

@@ -4,7 +4,7 @@
 
 use super::{Collection, Engine, Scope};
 use crate::retrieve::DocFilter;
-use crate::store::collections;
+use crate::store::{collections, DocStatus};
 use crate::{Error, Result};
 
 /// A scope made concrete: the documents to search (`None`: all) and its label.
@@ -80,7 +80,10 @@ impl Engine {
     /// nothing searchable is refused with what to do.
     pub fn resolve_scope(&self, scope: &Scope) -> Result<ResolvedScope> {
         let docs = self.store().documents()?;
-        let searchable = |id: i64| docs.iter().any(|d| d.id == id && d.status == "done");
+        let searchable = |id: i64| {
+            docs.iter()
+                .any(|d| d.id == id && d.status == DocStatus::Done)
+        };
         match scope {
             Scope::All => Ok(ResolvedScope {
                 filter: None,
@@ -120,7 +123,7 @@ impl Engine {
                         .iter()
                         .find(|d| d.id == id)
                         .ok_or_else(|| Error::NotFound(format!("document {id}")))?;
-                    if d.status != "done" {
+                    if d.status != DocStatus::Done {
                         return Err(Error::Invalid(format!(
                             "{} could not be indexed, so it cannot be searched",
                             d.file_name

@@ -15,6 +15,7 @@ pub use crate::retrieve::{FusionMode, RetrieveOptions, RetrieverKind};
 pub use crate::settings::{CustomMode, Settings};
 pub use crate::store::collections::Collection;
 pub use crate::store::conversations::{Conversation, ConversationInfo, Message};
+pub use crate::store::{DocStatus, QueueState, Role};
 pub use crate::synth::{Blocks, LlmCall};
 use crate::{Error, Result};
 
@@ -392,7 +393,7 @@ pub struct DocumentView {
     pub title: Option<String>,
     pub pages: u32,
     pub chunks: usize,
-    pub status: String,
+    pub status: DocStatus,
     pub error: Option<String>,
 }
 

@@ -32,7 +32,7 @@ use crate::cpu::priority::Priority;
 use crate::cpu::Cancel;
 use crate::embed::Embedder;
 use crate::store::queue::QueueRow;
-use crate::store::{NewDocument, Store};
+use crate::store::{DocStatus, NewDocument, QueueState, Store};
 use crate::{Error, Result};
 
 /// Reads the text of a PDF, page by page; stops early (with [`Error::Cancelled`]) when
@@ -272,7 +272,7 @@ impl Pipeline<'_> {
         let waiting: Vec<QueueRow> = lock(self.store)
             .queue()?
             .into_iter()
-            .filter(|r| r.state == "queued")
+            .filter(|r| r.state == QueueState::Queued)
             .collect();
         let mut clock = Clock {
             start,
@@ -415,7 +415,7 @@ impl Pipeline<'_> {
         let here = {
             let store = lock(self.store);
             let by_path = store.document_by_path(&path).map(|d| {
-                d.filter(|d| d.hash == hash && d.status == "done")
+                d.filter(|d| d.hash == hash && d.status == DocStatus::Done)
                     .map(|d| (d.id, d.chunks))
             });
             // The same content under another name is not indexed twice.

@@ -4,6 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use super::{NewMessage, Role};
 use crate::Result;
 
 /// Create the tables if they are not there (idempotent; part of the schema).
@@ -44,7 +45,7 @@ pub struct ConversationInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub id: i64,
-    pub role: String,
+    pub role: Role,
     pub content: String,
     pub mode: Option<String>,
     pub query: Option<String>,
@@ -92,15 +93,15 @@ pub fn exists(conn: &Connection, id: i64) -> Result<bool> {
 }
 
 /// Append a message.
-pub fn add_message(
-    conn: &Connection,
-    conversation: i64,
-    role: &str,
-    content: &str,
-    mode: Option<&str>,
-    query: Option<&str>,
-    extra: &serde_json::Map<String, serde_json::Value>,
-) -> Result<i64> {
+pub fn add_message(conn: &Connection, m: &NewMessage<'_>) -> Result<i64> {
+    let NewMessage {
+        conversation,
+        role,
+        content,
+        mode,
+        query,
+        extra,
+    } = *m;
     let t = now();
     let extra = serde_json::Value::Object(extra.clone()).to_string();
     conn.execute(
@@ -218,22 +219,26 @@ mod tests {
         extra.insert("sources".into(), serde_json::json!([{"file": "a.pdf"}]));
         add_message(
             &conn,
-            id,
-            "user",
-            "What is BM25?",
-            None,
-            None,
-            &Default::default(),
+            &NewMessage {
+                conversation: id,
+                role: Role::User,
+                content: "What is BM25?",
+                mode: None,
+                query: None,
+                extra: &Default::default(),
+            },
         )
         .unwrap();
         add_message(
             &conn,
-            id,
-            "assistant",
-            "A ranking function.",
-            Some("compact"),
-            Some("What is BM25?"),
-            &extra,
+            &NewMessage {
+                conversation: id,
+                role: Role::Assistant,
+                content: "A ranking function.",
+                mode: Some("compact"),
+                query: Some("What is BM25?"),
+                extra: &extra,
+            },
         )
         .unwrap();
         let c = get(&conn, id).unwrap().unwrap();

@@ -19,6 +19,7 @@ mod pg_search;
 pub mod postgres;
 pub mod queue;
 pub mod sqlite;
+mod states;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -32,6 +33,7 @@ use crate::Result;
 pub use collections::Collection;
 pub use conversations::{Conversation, ConversationInfo, Message};
 pub use queue::QueueRow;
+pub use states::{DocStatus, QueueState, Role};
 
 /// A document as listed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -44,8 +46,7 @@ pub struct DocumentRow {
     pub title: Option<String>,
     pub pages: u32,
     pub chunks: usize,
-    /// `done` or `failed`.
-    pub status: String,
+    pub status: DocStatus,
     pub error: Option<String>,
 }
 
@@ -75,6 +76,21 @@ pub struct NewDocument<'a> {
     pub embeddings: &'a [Vec<f32>],
     /// Which model made the embeddings.
     pub model: &'a str,
+}
+
+/// A message to append to a conversation.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMessage<'a> {
+    pub conversation: i64,
+    pub role: Role,
+    pub content: &'a str,
+    /// The response mode that answered (answers only).
+    pub mode: Option<&'a str>,
+    /// The question as it was searched for (answers only).
+    pub query: Option<&'a str>,
+    /// What else the engine keeps with it (an answer's sources, quotes, support,
+    /// stats, …: `engine`'s answer record), as a JSON object.
+    pub extra: &'a serde_json::Map<String, serde_json::Value>,
 }
 
 /// What the engine keeps in an index, whichever database holds it.
@@ -189,15 +205,7 @@ pub trait Backend: Send {
     /// Start a conversation titled after its first question.
     fn create_conversation(&self, first_question: &str) -> Result<i64>;
     /// Append a message.
-    fn add_message(
-        &self,
-        conversation: i64,
-        role: &str,
-        content: &str,
-        mode: Option<&str>,
-        query: Option<&str>,
-        extra: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<i64>;
+    fn add_message(&self, message: &NewMessage<'_>) -> Result<i64>;
     /// All conversations, most recently updated first.
     fn conversations(&self) -> Result<Vec<ConversationInfo>>;
     /// One conversation with its messages.

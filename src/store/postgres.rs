@@ -31,7 +31,8 @@ use postgres::{Client, NoTls, Transaction};
 use super::pg_search::PgSearch;
 use super::{
     collections::clean_name, conversation_title, file_name, now_ms, Backend, Collection,
-    Conversation, ConversationInfo, DocumentRow, Message, NewDocument, QueueRow, StoredChunk,
+    Conversation, ConversationInfo, DocumentRow, Message, NewDocument, NewMessage, QueueRow,
+    QueueState, StoredChunk,
 };
 use crate::text::analyzer as text;
 use crate::{Error, Result};
@@ -848,7 +849,11 @@ impl Postgres {
     }
 
     fn finish_(&self, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()> {
-        let state = if error.is_some() { "failed" } else { "done" };
+        let state = if error.is_some() {
+            QueueState::Failed
+        } else {
+            QueueState::Done
+        };
         self.client().execute(
             "UPDATE queue SET state = $2, doc_id = $3, error = $4, progress = 1, eta_secs = NULL,
                               finished_at = $5
@@ -1022,15 +1027,15 @@ impl Postgres {
             .get(0))
     }
 
-    fn add_message_(
-        &self,
-        conversation: i64,
-        role: &str,
-        content: &str,
-        mode: Option<&str>,
-        query: Option<&str>,
-        extra: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<i64> {
+    fn add_message_(&self, m: &NewMessage<'_>) -> Result<i64> {
+        let NewMessage {
+            conversation,
+            role,
+            content,
+            mode,
+            query,
+            extra,
+        } = *m;
         let t = now_ms();
         let extra = serde_json::Value::Object(extra.clone()).to_string();
         let mut c = self.client();
@@ -1288,16 +1293,8 @@ impl Backend for Postgres {
         off_runtime(|| self.create_conversation_(first_question))
     }
 
-    fn add_message(
-        &self,
-        conversation: i64,
-        role: &str,
-        content: &str,
-        mode: Option<&str>,
-        query: Option<&str>,
-        extra: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<i64> {
-        off_runtime(|| self.add_message_(conversation, role, content, mode, query, extra))
+    fn add_message(&self, message: &NewMessage<'_>) -> Result<i64> {
+        off_runtime(|| self.add_message_(message))
     }
 
     fn conversations(&self) -> Result<Vec<ConversationInfo>> {

@@ -7,6 +7,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::QueueState;
 use crate::Result;
 
 /// Migration 2: the queue table and the pages' OCR mark.
@@ -33,8 +34,7 @@ pub struct QueueRow {
     pub id: i64,
     pub path: String,
     pub bytes: u64,
-    /// `queued`, `running`, `done`, `failed` or `cancelled`.
-    pub state: String,
+    pub state: QueueState,
     /// Fraction of the file done, 0 to 1.
     pub progress: f64,
     /// Estimated seconds left for this file, once known.
@@ -160,7 +160,11 @@ pub fn progress(conn: &Connection, id: i64, fraction: f64, eta_secs: Option<f64>
 /// A row is finished: `done` (with its document), `failed` (with the reason).
 /// A row the user cancelled meanwhile stays cancelled.
 pub fn finish(conn: &Connection, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()> {
-    let state = if error.is_some() { "failed" } else { "done" };
+    let state = if error.is_some() {
+        QueueState::Failed
+    } else {
+        QueueState::Done
+    };
     conn.execute(
         "UPDATE queue SET state = ?2, doc_id = ?3, error = ?4, progress = 1, eta_secs = NULL,
                           finished_at = ?5
@@ -232,8 +236,8 @@ mod tests {
         assert!(claim(c).unwrap().is_none());
         // A cancelled row stays cancelled when its work ends.
         finish(c, ids[1], None, Some("late")).unwrap();
-        let states: Vec<String> = list(c).unwrap().into_iter().map(|r| r.state).collect();
-        assert_eq!(states, ["done", "cancelled"]);
+        let states: Vec<QueueState> = list(c).unwrap().into_iter().map(|r| r.state).collect();
+        assert_eq!(states, [QueueState::Done, QueueState::Cancelled]);
         // A new batch clears the finished rows.
         let new = enqueue(c, &[("/c.pdf".into(), 3)]).unwrap();
         assert_eq!(list(c).unwrap().len(), 1);

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::{
     collections, conversations, file_name, now_ms, queue, Backend, Collection, Conversation,
-    ConversationInfo, DocumentRow, NewDocument, QueueRow, StoredChunk,
+    ConversationInfo, DocumentRow, NewDocument, NewMessage, QueueRow, StoredChunk,
 };
 use crate::Result;
 
@@ -505,16 +505,8 @@ impl Backend for Sqlite {
     fn create_conversation(&self, first_question: &str) -> Result<i64> {
         conversations::create(&self.conn, first_question)
     }
-    fn add_message(
-        &self,
-        conversation: i64,
-        role: &str,
-        content: &str,
-        mode: Option<&str>,
-        query: Option<&str>,
-        extra: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<i64> {
-        conversations::add_message(&self.conn, conversation, role, content, mode, query, extra)
+    fn add_message(&self, message: &NewMessage<'_>) -> Result<i64> {
+        conversations::add_message(&self.conn, message)
     }
     fn conversations(&self) -> Result<Vec<ConversationInfo>> {
         conversations::list(&self.conn)

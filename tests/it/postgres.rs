@@ -10,7 +10,7 @@ use quire::engine::{Cancel, Engine, EngineConfig, IndexEvent};
 use quire::ingest::split::Chunk;
 use quire::ingest::ExtractedPage;
 use quire::retrieve::{RetrieveOptions, RetrieverKind};
-use quire::store::{NewDocument, Store};
+use quire::store::{NewDocument, NewMessage, Role, Store};
 
 use crate::util;
 use crate::util::postgres::Postgres;
@@ -156,24 +156,24 @@ fn exercise(s: &mut Store) -> Vec<String> {
     let mut extra = serde_json::Map::new();
     extra.insert("sources".into(), serde_json::json!([{"file": "a.pdf"}]));
     let q = s
-        .add_message(
-            conv,
-            "user",
-            "What is BM25?",
-            None,
-            None,
-            &Default::default(),
-        )
+        .add_message(&NewMessage {
+            conversation: conv,
+            role: Role::User,
+            content: "What is BM25?",
+            mode: None,
+            query: None,
+            extra: &Default::default(),
+        })
         .unwrap();
     let r = s
-        .add_message(
-            conv,
-            "assistant",
-            "A ranking.",
-            Some("compact"),
-            Some("bm25"),
-            &extra,
-        )
+        .add_message(&NewMessage {
+            conversation: conv,
+            role: Role::Assistant,
+            content: "A ranking.",
+            mode: Some("compact"),
+            query: Some("bm25"),
+            extra: &extra,
+        })
         .unwrap();
     let got = s.conversation(conv).unwrap().unwrap();
     t.push(format!(

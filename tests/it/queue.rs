@@ -153,7 +153,7 @@ fn a_batch_killed_mid_way_is_finished_at_the_next_start_each_file_once() {
             .expect("queue")
             .items
             .iter()
-            .map(|r| r.state.clone())
+            .map(|r| r.state)
             .collect::<Vec<_>>()
     );
     let view = engine.queue().expect("queue");
