@@ -4,8 +4,8 @@
 export const state = {
   conversationId: null, // the conversation shown (conversations.js, asking.js)
   running: null, // the answer being generated: its transport handle (asking.js)
-  group: null, // the answers group of the last question on screen (messages.js)
+  group: null, // where the next answer goes: the last question's group (messages.js, asking.js)
   settings: null, // the engine's settings (status.js, settings.js)
   status: null, // the engine's status: models found, problems (status.js)
-  docs: [], // the documents list (library.js)
+  docs: [], // the documents list (documents.js)
 };
