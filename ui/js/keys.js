@@ -1,6 +1,6 @@
 // Keyboard shortcuts, and the dialog that lists them (`?`, Ctrl+/ or the toolbar's ?
 // button). The table below is both what the dialog shows and what the handler runs;
-// rows without `run` are handled where they belong (the composer, the viewer, app.js's
+// rows without `run` are handled where they belong (the composer, the viewer, asking.js's
 // Esc) and are listed here so that every working shortcut is in one place.
 import { el, clear } from "./dom.js";
 
@@ -102,7 +102,7 @@ function init() {
     returnTo = null;
     if (t && t.isConnected && t !== document.body) t.focus();
   });
-  // Esc here closes this dialog only: it must not also stop an answer (app.js's Esc).
+  // Esc here closes this dialog only: it must not also stop an answer (asking.js's Esc).
   d.addEventListener("keydown", (e) => { if (e.key === "Escape") e.stopPropagation(); });
 
   document.addEventListener("keydown", (e) => {
