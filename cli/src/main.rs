@@ -249,23 +249,24 @@ struct DataDir {
 
 impl DataDir {
     fn engine(&self) -> anyhow::Result<quire::engine::Engine> {
+        let mut cfg = quire::engine::EngineConfig::new(self.data_dir.clone())?;
         if self.store.is_some() {
-            quire::engine::override_store(self.store.clone());
+            cfg.store = self.store.clone();
         }
         if let Some(d) = &self.device {
-            quire::engine::override_device(Some(d.parse()?));
+            cfg.device = Some(d.parse()?);
         }
-        if let Some(url) = &self.llm_server {
-            quire::engine::override_llm_server(Some(quire::llm::RemoteConfig {
+        cfg.llm_server = self
+            .llm_server
+            .as_ref()
+            .map(|url| quire::llm::RemoteConfig {
                 url: url.clone(),
                 model: self.llm_server_model.clone().unwrap_or_default(),
                 api_key: self.llm_server_key.clone(),
                 context_window: self.llm_server_context.unwrap_or(0),
                 tokenizer: None,
                 chat: true,
-            }));
-        }
-        let cfg = quire::engine::EngineConfig::new(self.data_dir.clone())?;
+            });
         Ok(quire::engine::Engine::open(cfg)?)
     }
 }

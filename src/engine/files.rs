@@ -220,6 +220,7 @@ mod tests {
         let engine = Engine::open(EngineConfig {
             data_dir: dir.join("data"),
             store: None,
+            ..EngineConfig::default()
         })
         .unwrap();
         let bytes = std::fs::read(path).unwrap();

@@ -31,8 +31,6 @@ pub use crate::support::{SentenceSupport, Span, Support, Verdict, WrongCitation}
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
 pub use indexing::{spawn_resume, QueueItem, QueueView};
-use models::store_override;
-pub use models::{override_device, override_llm_server, override_store};
 pub use modes::{ModeInfo, ModeKind};
 pub use record::{AnswerRecord, AnswerStatus};
 pub use scope::ResolvedScope;

@@ -13,42 +13,6 @@ use crate::embed::Embedder;
 use crate::llm::{Chosen, DeviceChoice, LoadOptions};
 use crate::{Error, Result};
 
-/// A device that overrides the settings' for this process (`quire … --device`).
-static DEVICE_OVERRIDE: std::sync::Mutex<Option<DeviceChoice>> = std::sync::Mutex::new(None);
-
-/// Run the models on `device` in this process whatever the settings say (the CLI's
-/// `--device`); `None` goes back to the settings.
-pub fn override_device(device: Option<DeviceChoice>) {
-    *lock(&DEVICE_OVERRIDE) = device;
-}
-
-/// A model server that overrides the settings' for this process (`quire …
-/// --llm-server`).
-static SERVER_OVERRIDE: std::sync::Mutex<Option<crate::llm::RemoteConfig>> =
-    std::sync::Mutex::new(None);
-
-/// Answer with the OpenAI-compatible server `server` in this process whatever the
-/// settings say (the CLI's `--llm-server`); `None` goes back to the settings.
-pub fn override_llm_server(server: Option<crate::llm::RemoteConfig>) {
-    *lock(&SERVER_OVERRIDE) = server;
-}
-
-static STORE_OVERRIDE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-
-/// Make engines opened from now on keep their index in `store` (a `postgres://…`
-/// URL) rather than the SQLite file of their data directory (the `--store` option).
-pub fn override_store(store: Option<String>) {
-    *lock(&STORE_OVERRIDE) = store;
-}
-
-/// The index database engines open: `--store`, else `QUIRE_STORE`.
-pub(super) fn store_override() -> Option<String> {
-    lock(&STORE_OVERRIDE)
-        .clone()
-        .or_else(|| std::env::var("QUIRE_STORE").ok())
-        .filter(|s| !s.trim().is_empty())
-}
-
 /// Chunks embedded and written per step of a re-embedding (a stop takes effect
 /// between steps; each step is one transaction).
 const REEMBED_STEP: usize = 64;
@@ -62,10 +26,12 @@ pub(super) fn setting_name(setting: &str) -> String {
 }
 
 impl Engine {
-    /// The OpenAI-compatible model server to answer with: this process's override,
+    /// The OpenAI-compatible model server to answer with: the engine's configuration's
+    /// (`--llm-server`),
     /// else the settings' (`llm_server`); `None`: the local GGUF.
     pub fn remote_llm(&self) -> Option<crate::llm::RemoteConfig> {
-        lock(&SERVER_OVERRIDE)
+        self.config
+            .llm_server
             .clone()
             .or_else(|| self.settings().remote_llm())
     }
@@ -131,7 +97,7 @@ impl Engine {
 
     /// The device setting in force: `--device` when given, else the settings'.
     pub fn device_choice(&self) -> Result<DeviceChoice> {
-        if let Some(d) = *lock(&DEVICE_OVERRIDE) {
+        if let Some(d) = self.config.device {
             return Ok(d);
         }
         self.settings().device.parse()

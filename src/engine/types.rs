@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::cpu::Cancel;
 pub use crate::ingest::IndexEvent;
+use crate::llm::{DeviceChoice, RemoteConfig};
 pub use crate::retrieve::relevance::Relevance;
 pub use crate::retrieve::{FusionMode, RetrieveOptions, RetrieverKind};
 pub use crate::settings::{CustomMode, Settings};
@@ -19,25 +20,35 @@ pub use crate::store::{DocStatus, QueueState, Role};
 pub use crate::synth::{Blocks, LlmCall};
 use crate::{Error, Result};
 
-/// Where the engine keeps its data and finds its models.
-#[derive(Debug, Clone)]
+/// Everything that configures an engine beside its settings: where it keeps its data,
+/// and what the command line overrides for it. Two engines in one process can differ.
+#[derive(Debug, Clone, Default)]
 pub struct EngineConfig {
     /// Holds the index database and settings.
     pub data_dir: PathBuf,
     /// The index database when it is not the SQLite file in `data_dir`: a
     /// `postgres://…` URL (`--store`, `QUIRE_STORE`).
     pub store: Option<String>,
+    /// Run the models on this device whatever the settings say (`--device`).
+    pub device: Option<DeviceChoice>,
+    /// Answer with this OpenAI-compatible server whatever the settings say
+    /// (`--llm-server`).
+    pub llm_server: Option<RemoteConfig>,
 }
 
 impl EngineConfig {
-    /// The user's data directory (XDG), or `dir` when given.
+    /// The user's data directory (XDG), or `dir` when given; the store `QUIRE_STORE`
+    /// names, if any; nothing overridden.
     pub fn new(dir: Option<PathBuf>) -> Result<Self> {
         let data_dir = dir.or_else(crate::models::data_dir).ok_or_else(|| {
             Error::Invalid("no data directory: set HOME or pass --data-dir".into())
         })?;
         Ok(Self {
             data_dir,
-            store: super::store_override(),
+            store: std::env::var("QUIRE_STORE")
+                .ok()
+                .filter(|s| !s.trim().is_empty()),
+            ..Self::default()
         })
     }
 }

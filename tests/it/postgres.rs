@@ -19,6 +19,7 @@ fn pg_engine(dir: &Path, url: &str) -> Engine {
     Engine::open(EngineConfig {
         data_dir: dir.to_path_buf(),
         store: Some(url.to_string()),
+        ..EngineConfig::default()
     })
     .expect("engine on postgres")
 }
@@ -27,6 +28,7 @@ fn sqlite_engine(dir: &Path) -> Engine {
     Engine::open(EngineConfig {
         data_dir: dir.to_path_buf(),
         store: None,
+        ..EngineConfig::default()
     })
     .expect("engine on sqlite")
 }

@@ -45,6 +45,7 @@ pub(crate) fn start_on(
             Engine::open(EngineConfig {
                 data_dir: dir.path().to_path_buf(),
                 store: store.map(str::to_string),
+                ..EngineConfig::default()
             })
             .expect("engine"),
         )
