@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lopdf::{dictionary, Document, Object, Stream, StringFormat};
-use quire::ingest::pdf::{self, Extractor, Limits};
-use quire::Error;
+use quire::ingest::pdf::{self, Error, Extractor, Limits};
 
 use crate::util;
 
@@ -103,7 +102,7 @@ fn save(doc: &mut Document, dir: &Path, name: &str) -> PathBuf {
     path
 }
 
-fn reason(r: quire::Result<quire::ingest::ExtractedDoc>, file: &Path) -> String {
+fn reason(r: pdf::Result<quire::ingest::ExtractedDoc>, file: &Path) -> String {
     match r {
         Err(Error::Pdf {
             file: f, reason, ..
