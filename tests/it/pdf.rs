@@ -342,12 +342,9 @@ fn missing_file_is_an_error_not_a_crash() {
 #[test]
 fn corpus_pages_contain_what_the_questions_need() {
     let shared = util::shared();
-    let questions =
-        std::fs::read_to_string(shared.join("corpus/questions.jsonl")).expect("questions.jsonl");
     let mut docs = std::collections::HashMap::new();
     let mut checked = 0;
-    for line in questions.lines().filter(|l| !l.trim().is_empty()) {
-        let q: serde_json::Value = serde_json::from_str(line).expect("question");
+    for q in util::jsonl(&shared.join("corpus/questions.jsonl")) {
         let (Some(file), Some(pages), Some(must)) = (
             q["file"].as_str(),
             q["pages"].as_array(),
