@@ -23,7 +23,11 @@ run: setup
 # `quire-desktop` share every compiled crate, and --all-targets builds the tests with
 # the same features, so the test step compiles nothing more. The Rust tests run under
 # a watchdog: a hang ends after 30 minutes (a normal run takes 5 to 10) with the tests
-# still running and their threads' stacks printed.
+# still running and their threads' stacks printed. The fuzz target (fuzz/, a workspace
+# of its own so that libFuzzer stays out of the main build) is built, not fuzzed, so
+# that a change to the extractor's API cannot break it unseen: a plain debug build in
+# fuzz/target, no instrumentation, no nightly (~2 min from cold on 2 busy cores, most
+# of it lopdf again and libFuzzer's C++; seconds when warm). Fuzzing: fuzz/README.md.
 #
 # Not in `make test`, each for its reason:
 #   check-cuda   the CUDA code's type check (a cargo check of the core and candle with
@@ -35,6 +39,7 @@ test:
 	$(STEP) setup scripts/setup.sh --test
 	$(STEP) fmt $(CARGO) fmt --all -- --check
 	$(STEP) build $(CARGO) build --workspace --all-targets
+	$(STEP) fuzz-build $(CARGO) build --manifest-path fuzz/Cargo.toml --bins
 	$(STEP) test-rust scripts/watchdog.sh 1800 $(CARGO) test --workspace --no-fail-fast
 	$(STEP) e2e-browser bash -c 'cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test'
 	$(STEP) e2e-window bash -c 'cd tests/e2e && xvfb-run -a npm run test:tauri'

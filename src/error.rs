@@ -113,3 +113,15 @@ impl From<postgres::Error> for Error {
         }
     }
 }
+
+/// The PDF extractor's errors, each as the variant of the same name.
+impl From<quire_pdf::Error> for Error {
+    fn from(e: quire_pdf::Error) -> Self {
+        match e {
+            quire_pdf::Error::Pdf { file, page, reason } => Error::Pdf { file, page, reason },
+            quire_pdf::Error::Invalid(m) => Error::Invalid(m),
+            quire_pdf::Error::Cancelled => Error::Cancelled,
+            quire_pdf::Error::Io { path, source } => Error::Io { path, source },
+        }
+    }
+}

@@ -40,3 +40,17 @@ pub fn pdfs(dir: &Path) -> Result<Vec<PathBuf>> {
     files.sort();
     Ok(files)
 }
+
+/// The shared corpus of PDFs: `$QUIRE_SHARED/corpus/pdfs`, else `../shared/corpus/pdfs`
+/// from the current folder, else next to the source checkout.
+pub fn default_corpus() -> PathBuf {
+    if let Some(d) = std::env::var_os("QUIRE_SHARED") {
+        return PathBuf::from(d).join("corpus/pdfs");
+    }
+    let here = PathBuf::from("../shared/corpus/pdfs");
+    if here.is_dir() {
+        return here;
+    }
+    // This package's folder is `bench/` in the checkout.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pdfs")
+}

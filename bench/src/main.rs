@@ -292,7 +292,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             same_chunks,
             load,
         } => {
-            let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
+            let dir = dir.unwrap_or_else(quire_bench::default_corpus);
             let chunks = if same_chunks {
                 quire_bench::ingest::PeerChunks::Same
             } else {
@@ -595,7 +595,7 @@ fn llm(
 }
 
 fn extract(dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
-    let dir = dir.unwrap_or_else(quire::ingest::pdf::default_corpus);
+    let dir = dir.unwrap_or_else(quire_bench::default_corpus);
     let report = quire_bench::extract::bench(&dir)?;
     if json {
         println!("{}", serde_json::to_string(&report)?);

@@ -7,5 +7,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = quire_fuzz::pdf::extract_bytes(std::path::Path::new("fuzz.pdf"), data);
+    let _ = quire_pdf::extract_bytes(std::path::Path::new("fuzz.pdf"), data);
 });

@@ -60,13 +60,13 @@ pub fn default_extractor() -> Extractor {
 
 /// Extraction in child processes run by `ex`.
 pub fn isolated_extractor(ex: super::pdf::Extractor) -> Extractor {
-    Arc::new(move |p: &Path, c: &Control<'_>| ex.extract_until(p, c.stop, c.hold))
+    Arc::new(move |p: &Path, c: &Control<'_>| Ok(ex.extract_until(p, c.stop, c.hold)?))
 }
 
 /// Extraction in this process (trusted files only: a hostile PDF can crash it; it
 /// cannot hold still for a question).
 pub fn in_process_extractor() -> Extractor {
-    Arc::new(|p: &Path, _: &Control<'_>| super::pdf::extract(p))
+    Arc::new(|p: &Path, _: &Control<'_>| Ok(super::pdf::extract(p)?))
 }
 
 /// Extraction threads, each running at most one child process at a time.

@@ -4,7 +4,7 @@
 //! reranks (or the fused order is kept, said in a note); and a reopened conversation
 //! holds every step, prompt, searched-for question, citation and source again.
 
-use quire::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig, IndexEvent};
+use quire::engine::{AskEvent, AskOverrides, AskRequest, Engine, EngineConfig};
 use quire::llm::Cancel;
 
 use crate::util;
@@ -21,12 +21,7 @@ fn engine() -> (Engine, tempfile::TempDir) {
     s.not_found_threshold = Some(0.0);
     engine.set_settings(s).unwrap();
     let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
-    engine
-        .index(&[pdf], &Cancel::new(), &mut |ev| {
-            assert!(!matches!(ev, IndexEvent::FileFailed { .. }), "{ev:?}");
-            true
-        })
-        .unwrap();
+    util::index_ok(&engine, &[pdf]);
     (engine, dir)
 }
 

@@ -5,17 +5,7 @@ use quire::embed::encoder::Kernels;
 use quire::embed::Embedder;
 
 use crate::util;
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (*x as f64) * (*y as f64))
-        .sum();
-    let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-    dot / (na * nb)
-}
+use crate::util::cosine;
 
 #[test]
 fn parity_with_sentence_transformers() {

@@ -10,14 +10,8 @@ use quire::embed::Embedder;
 use quire::llm::{Cancel, DeviceChoice, GenParams, GgufLlm, Llm, LoadOptions};
 
 use crate::util;
-
-fn jsonl(p: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("reference line is JSON"))
-        .collect()
-}
+use crate::util::cosine;
+use crate::util::jsonl;
 
 /// The greedy reference prompts of a model (the ones its llama.cpp parity uses).
 fn prompts(model: &str) -> Vec<String> {
@@ -183,17 +177,6 @@ fn candle_path_streams_reuses_prefixes_and_cancels() {
     cancel.cancel();
     let e = llm.complete("Hello", &params, &cancel, &mut |_: &str| Ok(true));
     assert!(matches!(e, Err(quire::Error::Cancelled)), "{e:?}");
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (*x as f64) * (*y as f64))
-        .sum();
-    let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-    dot / (na * nb)
 }
 
 const TEXTS: &[&str] = &[

@@ -15,42 +15,7 @@ use std::sync::Arc;
 use quire::engine::{Engine, EngineConfig, IndexEvent};
 
 use crate::util;
-
-/// A PDF from numbered object bodies (object `i + 1` is `objects[i]`), with a classic
-/// cross-reference table and `/Root 1 0 R`.
-fn raw_pdf(objects: &[Vec<u8>], trailer_extra: &str) -> Vec<u8> {
-    let mut out = b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n".to_vec();
-    let mut offsets = Vec::with_capacity(objects.len());
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
-    for o in offsets {
-        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R {trailer_extra} >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
-}
-
-/// A stream object's body.
-fn stream(dict: &str, data: &[u8]) -> Vec<u8> {
-    let mut b = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
-    b.extend_from_slice(data);
-    b.extend_from_slice(b"\nendstream");
-    b
-}
+use crate::util::{raw_pdf, stream};
 
 /// A page's content stream showing `text` (ASCII, no parentheses).
 fn text_content(text: &str) -> Vec<u8> {
@@ -222,27 +187,9 @@ fn object_stream_cycle() -> Vec<u8> {
 
 /// A PDF encrypted with a user password (the empty one does not open it).
 fn encrypted() -> Vec<u8> {
-    let mut doc =
-        lopdf::Document::load_mem(&one_page("Secret text behind a password")).expect("own PDF");
-    doc.trailer.set(
-        "ID",
-        vec![
-            lopdf::Object::string_literal(b"0123456789abcdef".to_vec()),
-            lopdf::Object::string_literal(b"0123456789abcdef".to_vec()),
-        ],
-    );
-    let version = lopdf::EncryptionVersion::V2 {
-        document: &doc,
-        owner_password: "owner",
-        user_password: "secret",
-        key_length: 128,
-        permissions: lopdf::Permissions::PRINTABLE,
-    };
-    let state = lopdf::EncryptionState::try_from(version).expect("encryption state");
-    doc.encrypt(&state).expect("encrypt");
-    let mut out = Vec::new();
-    doc.save_to(&mut out).expect("save");
-    out
+    util::encrypted(
+        lopdf::Document::load_mem(&one_page("Secret text behind a password")).expect("own PDF"),
+    )
 }
 
 /// A PDF with JavaScript run at open, a launch action on the page and a link that
@@ -361,18 +308,9 @@ fn hostile_pdfs_fail_alone_in_the_cli() {
     let docs = tmp.path().join("docs");
     let names = write_batch(&docs);
     let data = tmp.path().join("data");
-    let out = Command::new(crate::util::quire_exe())
-        .args(["index", "--json", "--data-dir"])
-        .arg(&data)
-        .arg(&docs)
-        .output()
-        .expect("run quire index");
+    let (out, events) = util::run_index(util::quire_index(&data).arg(&docs));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "quire index failed: {stderr}");
-    let events: Vec<IndexEvent> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("event JSON"))
-        .collect();
     check_outcomes(&events, &names);
 
     // The scripted PDF is indexed as text: its words are found.

@@ -3,64 +3,15 @@
 //! `quire index` killed with SIGKILL leaves a consistent index that the next run
 //! completes.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use lopdf::content::{Content, Operation};
-use lopdf::{dictionary, Document, Object, Stream};
+use lopdf::Object;
 use quire::engine::{Engine, EngineConfig, IndexEvent};
 use quire::llm::Cancel;
 use quire::store::Store;
 
 use crate::util;
-
-/// A PDF with one page per entry of `pages`, each a few lines of Helvetica text.
-fn make_pdf(pages: &[&str]) -> Document {
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font = doc.add_object(dictionary! {
-        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
-    });
-    let resources = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font } });
-    let mut kids = Vec::new();
-    for text in pages {
-        let mut ops = vec![
-            Operation::new("BT", vec![]),
-            Operation::new("Tf", vec!["F1".into(), 11.into()]),
-            Operation::new("TL", vec![14.into()]),
-            Operation::new("Td", vec![60.into(), 780.into()]),
-        ];
-        for line in text.lines() {
-            ops.push(Operation::new("Tj", vec![Object::string_literal(line)]));
-            ops.push(Operation::new("T*", vec![]));
-        }
-        ops.push(Operation::new("ET", vec![]));
-        let content = Content { operations: ops }.encode().expect("content");
-        let content = doc.add_object(Stream::new(dictionary! {}, content));
-        let page = doc.add_object(dictionary! {
-            "Type" => "Page", "Parent" => pages_id, "Contents" => content,
-        });
-        kids.push(Object::from(page));
-    }
-    let count = kids.len() as i64;
-    doc.objects.insert(
-        pages_id,
-        Object::Dictionary(dictionary! {
-            "Type" => "Pages", "Kids" => kids, "Count" => count, "Resources" => resources,
-            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
-        }),
-    );
-    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
-    doc.trailer.set("Root", catalog);
-    doc
-}
-
-fn pdf_bytes(mut doc: Document) -> Vec<u8> {
-    let mut out = Vec::new();
-    doc.save_to(&mut out).expect("save pdf");
-    out
-}
 
 /// Text about `topic`, a few sentences on each of `n` pages.
 fn text_pages(topic: &str, n: usize) -> Vec<String> {
@@ -74,14 +25,9 @@ fn text_pages(topic: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-pub(crate) fn write_pdf(path: &Path, pages: &[String]) {
-    let refs: Vec<&str> = pages.iter().map(String::as_str).collect();
-    std::fs::write(path, pdf_bytes(make_pdf(&refs))).expect("write pdf");
-}
-
 /// A PDF whose page tree contains itself.
 fn looping_pdf() -> Vec<u8> {
-    let mut doc = make_pdf(&["A page tree that loops."]);
+    let mut doc = util::text_pdf(&["A page tree that loops."]);
     let root = doc
         .catalog()
         .expect("catalog")
@@ -93,29 +39,12 @@ fn looping_pdf() -> Vec<u8> {
         d.set("Kids", vec![Object::Reference(pages_id)]);
         d.set("Count", 1);
     }
-    pdf_bytes(doc)
+    util::pdf_bytes(doc)
 }
 
 /// A PDF encrypted with a user password (the empty one does not open it).
 fn encrypted_pdf() -> Vec<u8> {
-    let mut doc = make_pdf(&["Secret text behind a password."]);
-    doc.trailer.set(
-        "ID",
-        vec![
-            Object::string_literal(b"0123456789abcdef".to_vec()),
-            Object::string_literal(b"0123456789abcdef".to_vec()),
-        ],
-    );
-    let version = lopdf::EncryptionVersion::V2 {
-        document: &doc,
-        owner_password: "owner",
-        user_password: "secret",
-        key_length: 128,
-        permissions: lopdf::Permissions::PRINTABLE,
-    };
-    let state = lopdf::EncryptionState::try_from(version).expect("encryption state");
-    doc.encrypt(&state).expect("encrypt");
-    pdf_bytes(doc)
+    util::encrypted(util::text_pdf(&["Secret text behind a password."]))
 }
 
 /// A good PDF's bytes with its cross-reference offsets pointing nowhere.
@@ -138,18 +67,6 @@ fn bad_xref_pdf(good: &[u8]) -> Vec<u8> {
 
 fn engine(dir: &Path) -> Engine {
     Engine::open(EngineConfig::new(Some(dir.to_path_buf())).expect("config")).expect("engine")
-}
-
-/// Run `engine.index` and collect its events.
-fn index(engine: &Engine, paths: &[PathBuf]) -> Vec<IndexEvent> {
-    let mut events = Vec::new();
-    engine
-        .index(paths, &Cancel::new(), &mut |ev| {
-            events.push(ev);
-            true
-        })
-        .expect("index");
-    events
 }
 
 fn done(events: &[IndexEvent]) -> Vec<(String, i64, usize, bool)> {
@@ -179,9 +96,9 @@ fn broken_files_fail_alone_with_a_reason() {
     let tmp = tempfile::tempdir().expect("tmp");
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(docs.join("sub")).expect("mkdir");
-    write_pdf(&docs.join("good-one.pdf"), &text_pages("photosynthesis", 3));
-    write_pdf(&docs.join("sub/good-two.pdf"), &text_pages("volcanoes", 2));
-    let good = pdf_bytes(make_pdf(&["Some text that will be cut short."]));
+    util::write_pdf(&docs.join("good-one.pdf"), &text_pages("photosynthesis", 3));
+    util::write_pdf(&docs.join("sub/good-two.pdf"), &text_pages("volcanoes", 2));
+    let good = util::pdf_bytes(util::text_pdf(&["Some text that will be cut short."]));
     std::fs::write(docs.join("truncated.pdf"), &good[..good.len() / 2]).expect("w");
     let garbage: Vec<u8> = (0u32..5000)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
@@ -199,18 +116,9 @@ fn broken_files_fail_alone_with_a_reason() {
     // Through the command line, as a user runs it: a hostile file must not take the
     // batch down with it.
     let data = tmp.path().join("data");
-    let out = Command::new(crate::util::quire_exe())
-        .args(["index", "--json", "--data-dir"])
-        .arg(&data)
-        .arg(&docs)
-        .output()
-        .expect("run quire index");
+    let (out, events) = util::run_index(util::quire_index(&data).arg(&docs));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "quire index failed: {stderr}");
-    let events: Vec<IndexEvent> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("event JSON"))
-        .collect();
 
     let mut failed: Vec<(String, String)> = events
         .iter()
@@ -304,10 +212,10 @@ fn same_content_once_changed_file_again_removal() {
     let tmp = tempfile::tempdir().expect("tmp");
     let e = engine(&tmp.path().join("data"));
     let a = tmp.path().join("a.pdf");
-    write_pdf(&a, &text_pages("glaciers", 2));
+    util::write_pdf(&a, &text_pages("glaciers", 2));
     let g0 = e.store().generation().expect("gen");
 
-    let first = done(&index(&e, std::slice::from_ref(&a)));
+    let first = done(&util::index(&e, std::slice::from_ref(&a)));
     assert_eq!(first.len(), 1);
     let (_, id, chunks, skipped) = first[0].clone();
     assert!(!skipped && chunks >= 1);
@@ -317,7 +225,7 @@ fn same_content_once_changed_file_again_removal() {
     // Again, and under another name: skipped, same document.
     let b = tmp.path().join("copy-of-a.pdf");
     std::fs::copy(&a, &b).expect("copy");
-    let again = done(&index(&e, &[a.clone(), b.clone()]));
+    let again = done(&util::index(&e, &[a.clone(), b.clone()]));
     assert_eq!(again.len(), 2);
     assert!(
         again.iter().all(|d| d.3 && d.1 == id && d.2 == chunks),
@@ -327,8 +235,8 @@ fn same_content_once_changed_file_again_removal() {
     assert_eq!(e.store().generation().expect("gen"), g1);
 
     // Changed content: indexed again, the old chunks gone.
-    write_pdf(&a, &text_pages("deserts", 3));
-    let changed = done(&index(&e, std::slice::from_ref(&a)));
+    util::write_pdf(&a, &text_pages("deserts", 3));
+    let changed = done(&util::index(&e, std::slice::from_ref(&a)));
     assert_eq!(changed.len(), 1);
     let new_id = changed[0].1;
     assert!(!changed[0].3);
@@ -362,10 +270,10 @@ fn cancelling_mid_file_leaves_the_index_as_it_was() {
     let tmp = tempfile::tempdir().expect("tmp");
     let e = engine(&tmp.path().join("data"));
     let small = tmp.path().join("small.pdf");
-    write_pdf(&small, &text_pages("tides", 1));
+    util::write_pdf(&small, &text_pages("tides", 1));
     // Enough text for several embedding batches.
     let big = tmp.path().join("big.pdf");
-    write_pdf(&big, &text_pages("comets", 120));
+    util::write_pdf(&big, &text_pages("comets", 120));
     let cancel = Cancel::new();
     let mut events = Vec::new();
     let r = e.index(&[small.clone(), big.clone()], &cancel, &mut |ev| {
@@ -379,7 +287,7 @@ fn cancelling_mid_file_leaves_the_index_as_it_was() {
     assert_eq!(docs[0].file_name, "small.pdf");
     assert!(e.store().check().expect("check").is_empty());
     // The next run picks up where it stopped.
-    let next = done(&index(&e, &[small, big]));
+    let next = done(&util::index(&e, &[small, big]));
     assert_eq!(next.iter().filter(|d| d.3).count(), 1);
     assert_eq!(e.documents().expect("docs").len(), 2);
 }
@@ -411,22 +319,6 @@ fn real_tokenizer_chunks_fit_the_model() {
         .any(|ch| ('\u{4e00}'..='\u{9fff}').contains(&ch))));
 }
 
-/// Open the index read-only and count documents done (0 while it does not exist).
-fn done_in_db(db: &Path) -> i64 {
-    let Ok(conn) = rusqlite::Connection::open_with_flags(
-        db,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) else {
-        return 0;
-    };
-    conn.query_row(
-        "SELECT count(*) FROM documents WHERE status = 'done'",
-        [],
-        |r| r.get(0),
-    )
-    .unwrap_or(0)
-}
-
 #[test]
 fn kill_9_mid_run_then_resume() {
     let corpus = util::shared().join("corpus/pdfs");
@@ -437,33 +329,15 @@ fn kill_9_mid_run_then_resume() {
     let tmp = tempfile::tempdir().expect("tmp");
     let data = tmp.path().join("data");
     let db = data.join("index.sqlite");
-    let mut child = Command::new(crate::util::quire_exe())
-        .args(["index", "--json", "--data-dir"])
-        .arg(&data)
-        .args(&files)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn quire index");
     // Poll the database at each progress line (no timers), at most 10 000 times.
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let mut polls = 0;
     let mut killed_with = None;
-    while polls < 10_000 {
-        polls += 1;
-        let n = done_in_db(&db);
+    let status = util::run_index_killed_when(util::quire_index(&data).args(&files), 10_000, || {
+        let n = util::done_in_db(&db);
         if n >= 1 {
             killed_with = Some(n);
-            break;
         }
-        match lines.next() {
-            Some(Ok(_)) => {}
-            _ => break,
-        }
-    }
-    child.kill().expect("kill -9"); // SIGKILL on Unix
-    let status = child.wait().expect("wait");
+        n >= 1
+    });
     let killed_with = killed_with.expect("no document was done before the end of the run");
     assert!(!status.success(), "the run finished before the kill");
 
@@ -477,21 +351,12 @@ fn kill_9_mid_run_then_resume() {
     }
 
     // Run again: everything is there, nothing twice.
-    let out = Command::new(crate::util::quire_exe())
-        .args(["index", "--json", "--data-dir"])
-        .arg(&data)
-        .args(&files)
-        .output()
-        .expect("rerun");
+    let (out, events) = util::run_index(util::quire_index(&data).args(&files));
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let events: Vec<IndexEvent> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("event"))
-        .collect();
     let d = done(&events);
     assert_eq!(d.len(), 3, "{events:?}");
     assert!(d.iter().filter(|x| x.3).count() as i64 >= killed_with);

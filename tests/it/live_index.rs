@@ -58,13 +58,7 @@ fn the_index_follows_additions_and_removals_as_a_rebuild_would() {
     assert!(second.len() > first.len());
     assert_eq!(hits(&engine), hits(&fresh(dir.path())));
     // A document removed: its chunks leave the index.
-    let wasy = engine
-        .documents()
-        .unwrap()
-        .into_iter()
-        .find(|d| d.file_name == "wasysym.pdf")
-        .unwrap()
-        .id;
+    let wasy = util::document_id(&engine, "wasysym.pdf");
     engine.remove_document(wasy).unwrap();
     let third = engine.retrieval_index().unwrap();
     assert!(!third.documents().contains(&wasy));

@@ -6,6 +6,7 @@ use quire::llm::tokenizer::Tokenizer;
 use quire::llm::{GgufLlm, LoadOptions};
 
 use crate::util;
+use crate::util::jsonl;
 
 fn reference(model: &str, file: &str) -> Vec<serde_json::Value> {
     jsonl(
@@ -14,14 +15,6 @@ fn reference(model: &str, file: &str) -> Vec<serde_json::Value> {
             .join(model)
             .join(file),
     )
-}
-
-fn jsonl(p: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("reference line is JSON"))
-        .collect()
 }
 
 fn ids(v: &serde_json::Value) -> Vec<u32> {

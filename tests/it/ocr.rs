@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::util;
+use crate::util::{raw_pdf, stream};
 
 /// Render page `page` of `pdf` to 8-bit gray pixels at `dpi` with poppler's pdftoppm:
 /// (width, height, pixels).
@@ -72,45 +73,17 @@ fn scanned_pdf(w: usize, h: usize, pixels: &[u8], dpi: usize) -> Vec<u8> {
         )
         .into_bytes(),
     ];
-    let stream = |dict: String, data: &[u8]| {
-        let mut b = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
-        b.extend_from_slice(data);
-        b.extend_from_slice(b"\nendstream");
-        b
-    };
-    objects.push(stream(String::new(), &text));
+    objects.push(stream("", &text));
     objects.push(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec());
-    objects.push(stream(String::new(), &draw));
+    objects.push(stream("", &draw));
     objects.push(stream(
-        format!(
+        &format!(
             "/Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceGray \
              /BitsPerComponent 8 /Filter /FlateDecode"
         ),
         &image,
     ));
-    let mut out = b"%PDF-1.5\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
-    for o in offsets {
-        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
+    raw_pdf(&objects, "")
 }
 
 fn quire(data: &Path) -> Command {
@@ -158,11 +131,7 @@ fn a_scanned_page_is_read_by_ocr_and_found_by_search() {
     );
 
     let data = tmp.path().join("data");
-    let out = quire(&data)
-        .args(["index", "--json"])
-        .arg(&scan)
-        .output()
-        .expect("quire index");
+    let (out, _) = util::run_index(util::quire_index(&data).arg(&scan));
     assert!(
         out.status.success(),
         "{}{}",
@@ -236,12 +205,11 @@ fn without_ocr_a_scan_fails_with_a_reason_that_says_why() {
     std::fs::write(&scan, pdf).expect("write");
 
     // Tesseract not installed: the reason says how to install it.
-    let out = quire(&tmp.path().join("a"))
-        .args(["index", "--json"])
-        .arg(&scan)
-        .env("PATH", tmp.path().join("nothing-here"))
-        .output()
-        .expect("quire index");
+    let (out, _) = util::run_index(
+        util::quire_index(&tmp.path().join("a"))
+            .arg(&scan)
+            .env("PATH", tmp.path().join("nothing-here")),
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success());
     assert!(text.contains("apt-get install tesseract-ocr"), "{text}");
@@ -250,11 +218,7 @@ fn without_ocr_a_scan_fails_with_a_reason_that_says_why() {
     let data = tmp.path().join("b");
     std::fs::create_dir_all(&data).expect("mkdir");
     std::fs::write(data.join("settings.json"), r#"{"ocr": false}"#).expect("settings");
-    let out = quire(&data)
-        .args(["index", "--json"])
-        .arg(&scan)
-        .output()
-        .expect("quire index");
+    let (out, _) = util::run_index(util::quire_index(&data).arg(&scan));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success());
     assert!(text.contains("turned off in the settings"), "{text}");

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lopdf::{dictionary, Document, Object, Stream, StringFormat};
-use quire::ingest::pdf::{self, Extractor, Limits};
-use quire::Error;
+use quire::ingest::pdf::{self, Error, Extractor, Limits};
 
 use crate::util;
 
@@ -103,7 +102,7 @@ fn save(doc: &mut Document, dir: &Path, name: &str) -> PathBuf {
     path
 }
 
-fn reason(r: quire::Result<quire::ingest::ExtractedDoc>, file: &Path) -> String {
+fn reason(r: pdf::Result<quire::ingest::ExtractedDoc>, file: &Path) -> String {
     match r {
         Err(Error::Pdf {
             file: f, reason, ..
@@ -343,12 +342,9 @@ fn missing_file_is_an_error_not_a_crash() {
 #[test]
 fn corpus_pages_contain_what_the_questions_need() {
     let shared = util::shared();
-    let questions =
-        std::fs::read_to_string(shared.join("corpus/questions.jsonl")).expect("questions.jsonl");
     let mut docs = std::collections::HashMap::new();
     let mut checked = 0;
-    for line in questions.lines().filter(|l| !l.trim().is_empty()) {
-        let q: serde_json::Value = serde_json::from_str(line).expect("question");
+    for q in util::jsonl(&shared.join("corpus/questions.jsonl")) {
         let (Some(file), Some(pages), Some(must)) = (
             q["file"].as_str(),
             q["pages"].as_array(),

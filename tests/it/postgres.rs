@@ -33,17 +33,6 @@ fn sqlite_engine(dir: &Path) -> Engine {
     .expect("engine on sqlite")
 }
 
-fn index(engine: &Engine, paths: &[PathBuf]) -> Vec<IndexEvent> {
-    let mut events = Vec::new();
-    engine
-        .index(paths, &Cancel::new(), &mut |ev| {
-            events.push(ev);
-            true
-        })
-        .expect("index");
-    events
-}
-
 fn chunk(page: u32, text: &str) -> Chunk {
     Chunk {
         text: text.into(),
@@ -323,7 +312,7 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     let corpus = util::shared().join("corpus/pdfs");
     let paths: Vec<PathBuf> = PARITY_FILES.iter().map(|f| corpus.join(f)).collect();
     let lite = sqlite_engine(&dir.path().join("lite"));
-    index(&lite, &paths);
+    util::index(&lite, &paths);
     let pgdir = dir.path().join("pg");
     {
         let from = Store::open(&dir.path().join("lite/index.sqlite")).unwrap();
@@ -333,12 +322,7 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
         assert!(to.check().unwrap().is_empty(), "{:?}", to.check());
     }
     let post = pg_engine(&pgdir, &pg.url);
-    let questions: Vec<serde_json::Value> =
-        std::fs::read_to_string(util::shared().join("corpus/questions.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    let questions = util::jsonl(&util::shared().join("corpus/questions.jsonl"));
     let ids = |e: &Engine, q: &str, opts: &RetrieveOptions| -> Vec<i64> {
         e.search(q, opts, &Cancel::new())
             .unwrap()
@@ -385,13 +369,7 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     }
     assert!(differ.is_empty(), "top 4 differ: {differ:?}");
     // A scope (some documents only) is ranked exactly in the database too.
-    let wasysym = post
-        .documents()
-        .unwrap()
-        .into_iter()
-        .find(|d| d.file_name == "wasysym.pdf")
-        .unwrap()
-        .id;
+    let wasysym = util::document_id(&post, "wasysym.pdf");
     let scoped = RetrieveOptions {
         top_k: 3,
         filter: Some(quire::retrieve::DocFilter::new([wasysym])),
@@ -413,11 +391,11 @@ fn two_processes_index_into_one_database() {
     std::thread::scope(|s| {
         let one = s.spawn(|| {
             let e = pg_engine(&da, &pg.url);
-            index(&e, &[corpus.join("wasysym.pdf")])
+            util::index(&e, &[corpus.join("wasysym.pdf")])
         });
         let two = s.spawn(|| {
             let e = pg_engine(&db, &pg.url);
-            index(&e, &[corpus.join("txfontsdoc.pdf")])
+            util::index(&e, &[corpus.join("txfontsdoc.pdf")])
         });
         for ev in [one.join().unwrap(), two.join().unwrap()] {
             assert!(

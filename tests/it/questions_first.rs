@@ -26,7 +26,7 @@ fn an_answer_pauses_indexing_between_batches_and_indexing_goes_on_after() {
         .unwrap();
     // A document of several batches of 32 chunks.
     let big = dir.path().join("glaciers.pdf");
-    crate::queue::pdf(&big, "glaciers", 16);
+    crate::util::topic_pdf(&big, "glaciers", 16);
 
     let (embedding_tx, embedding_rx) = mpsc::channel::<()>();
     let (streaming_tx, streaming_rx) = mpsc::channel::<()>();

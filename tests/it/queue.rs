@@ -2,71 +2,14 @@
 //! without being asked, every file once; the queue lists progress and can be
 //! cancelled per file and for all.
 
-use std::io::BufRead;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
-use lopdf::content::{Content, Operation};
-use lopdf::{dictionary, Document, Object, Stream};
 use quire::engine::{spawn_resume, Engine, EngineConfig, IndexEvent};
 use quire::llm::Cancel;
 use quire::store::Store;
 
-/// A PDF of `pages` pages of sentences about `topic`.
-pub(crate) fn pdf(path: &Path, topic: &str, pages: usize) {
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font = doc.add_object(dictionary! {
-        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
-    });
-    let resources = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font } });
-    let mut kids = Vec::new();
-    for p in 1..=pages {
-        let mut ops = vec![
-            Operation::new("BT", vec![]),
-            Operation::new("Tf", vec!["F1".into(), 10.into()]),
-            Operation::new("TL", vec![12.into()]),
-            Operation::new("Td", vec![50.into(), 780.into()]),
-        ];
-        for line in 0..40 {
-            let text = format!(
-                "Page {p} line {line}: {topic} is studied here, sentence {line} of the {topic} notes."
-            );
-            ops.push(Operation::new("Tj", vec![Object::string_literal(text)]));
-            ops.push(Operation::new("T*", vec![]));
-        }
-        ops.push(Operation::new("ET", vec![]));
-        let content = Content { operations: ops }.encode().expect("content");
-        let content = doc.add_object(Stream::new(dictionary! {}, content));
-        kids.push(Object::from(doc.add_object(dictionary! {
-            "Type" => "Page", "Parent" => pages_id, "Contents" => content,
-        })));
-    }
-    let count = kids.len() as i64;
-    doc.objects.insert(
-        pages_id,
-        Object::Dictionary(dictionary! {
-            "Type" => "Pages", "Kids" => kids, "Count" => count, "Resources" => resources,
-            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
-        }),
-    );
-    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
-    doc.trailer.set("Root", catalog);
-    doc.save(path).expect("save pdf");
-}
-
-fn done_in_db(db: &Path) -> i64 {
-    let Ok(conn) = rusqlite::Connection::open(db) else {
-        return 0;
-    };
-    conn.query_row(
-        "SELECT count(*) FROM documents WHERE status = 'done'",
-        [],
-        |r| r.get(0),
-    )
-    .unwrap_or(0)
-}
+use crate::util;
 
 const TOPICS: [&str; 20] = [
     "astronomy",
@@ -98,36 +41,18 @@ fn a_batch_killed_mid_way_is_finished_at_the_next_start_each_file_once() {
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).expect("mkdir");
     for (i, t) in TOPICS.iter().enumerate() {
-        pdf(&docs.join(format!("{i:02}-{t}.pdf")), t, 6);
+        util::topic_pdf(&docs.join(format!("{i:02}-{t}.pdf")), t, 6);
     }
     let data = tmp.path().join("data");
     let db = data.join("index.sqlite");
-    let mut child = Command::new(crate::util::quire_exe())
-        .args(["index", "--json", "--data-dir"])
-        .arg(&data)
-        .arg(&docs)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn quire index");
     // Kill at the first progress line after a document is done (no timers).
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    for _ in 0..100_000 {
-        if done_in_db(&db) >= 1 {
-            break;
-        }
-        match lines.next() {
-            Some(Ok(_)) => {}
-            _ => break,
-        }
-    }
-    child.kill().expect("kill -9");
-    let status = child.wait().expect("wait");
+    let status = util::run_index_killed_when(util::quire_index(&data).arg(&docs), 100_000, || {
+        util::done_in_db(&db) >= 1
+    });
     assert!(!status.success(), "the batch finished before the kill");
     // Counted again once it is dead: on a busy machine more files may finish between
     // the count above and the kill.
-    let before = done_in_db(&db);
+    let before = util::done_in_db(&db);
     assert!((1..20).contains(&before), "{before} done before the kill");
     // The documents done before the kill, by id: a file indexed again gets a new one.
     let done_before: Vec<i64> = Store::open(&db)
@@ -194,7 +119,7 @@ fn queued_files_cancel_one_by_one_or_all() {
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).expect("mkdir");
     for t in &TOPICS[..4] {
-        pdf(&docs.join(format!("{t}.pdf")), t, 2);
+        util::topic_pdf(&docs.join(format!("{t}.pdf")), t, 2);
     }
     let engine = Engine::open(EngineConfig::new(Some(tmp.path().join("data"))).expect("config"))
         .expect("engine");
@@ -260,7 +185,7 @@ fn the_cli_cancels_one_file_of_a_running_batch_from_another_process() {
         .enumerate()
     {
         let p = docs.join(format!("{i}-{topic}.pdf"));
-        pdf(&p, topic, 6);
+        util::topic_pdf(&p, topic, 6);
         files.push(p);
     }
     let quire = |args: &[&str]| {

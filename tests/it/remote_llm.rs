@@ -4,7 +4,7 @@
 //! bit, so the text must be identical), streaming, token counts, cancellation, the
 //! errors a person meets, and every response mode through the engine.
 
-use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig, IndexEvent};
+use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig};
 use quire::llm::chat::Message;
 use quire::llm::{Cancel, GenParams, GgufLlm, Llm, RemoteConfig, RemoteLlm, StopReason};
 use quire::synth::ResponseMode;
@@ -194,12 +194,7 @@ fn every_mode_answers_through_a_model_server() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
     let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
-    engine
-        .index(&[pdf], &Cancel::new(), &mut |ev| {
-            assert!(!matches!(ev, IndexEvent::FileFailed { .. }), "{ev:?}");
-            true
-        })
-        .unwrap();
+    util::index_ok(&engine, &[pdf]);
     // Saving a server that does not serve the model named is refused, saying why.
     let mut s = engine.settings();
     s.llm_server = server.url.clone();

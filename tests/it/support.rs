@@ -12,7 +12,6 @@ use quire::llm::Cancel;
 use quire::support::{Support, Verdict};
 use quire::synth::{Ctx, Node, Synthesizer};
 
-use crate::index::write_pdf;
 use crate::util;
 
 const LIGHT: &str = "Its light flashes once every five seconds";
@@ -45,13 +44,13 @@ fn library() -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().unwrap();
     let docs = dir.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    write_pdf(
+    util::write_pdf(
         &docs.join("fastnet.pdf"),
         &[format!(
             "The Fastnet lighthouse stands on a rock off the coast of Ireland.\n{LIGHT}.\nIt was built of granite blocks cut in Cornwall."
         )],
     );
-    write_pdf(
+    util::write_pdf(
         &docs.join("keepers.pdf"),
         &[format!(
             "Life on the rock was hard for the crew.\n{KEEPERS}.\nSince then the light has been automatic and watched from Dublin."

@@ -1,10 +1,17 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+mod index;
 pub mod llama_server;
+mod pdfs;
 pub mod postgres;
 
 use std::path::PathBuf;
+
+pub use index::{
+    document_id, done_in_db, index, index_ok, quire_index, run_index, run_index_killed_when,
+};
+pub use pdfs::{encrypted, pdf_bytes, raw_pdf, stream, text_pdf, topic_pdf, write_pdf};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -66,6 +73,25 @@ pub fn json_fixtures<T: serde::de::DeserializeOwned>(dir: &std::path::Path) -> V
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
         })
         .collect()
+}
+
+/// Every non-blank line of the JSON-lines file `path` (`quire::jsonl::read`); a file
+/// that cannot be read or a line that does not parse fails the test, naming the file
+/// and line.
+pub fn jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
+    quire::jsonl::read(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The cosine of two vectors, in f64.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (*x as f64) * (*y as f64))
+        .sum();
+    let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
 }
 
 /// Where two strings first differ, with a little context.

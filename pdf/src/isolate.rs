@@ -22,8 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::ingest::ExtractedDoc;
-use crate::{Error, Result};
+use crate::{Error, ExtractedDoc, Result};
 
 /// The hidden subcommand of the `quire` binary that [`child_main`] serves.
 pub const CHILD_COMMAND: &str = "__extract";

@@ -1,32 +1,56 @@
-//! Text extraction from PDF files with lopdf, page by page, with Quire's own
+//! Quire's PDF text extraction, with lopdf, page by page, with its own
 //! content-stream interpreter: simple fonts with `/Encoding` and `/Differences`,
 //! ToUnicode CMaps, Type0/CID fonts, Type3 and the standard 14, text in Form
 //! XObjects, spaces and line breaks inferred from glyph positions, ligatures
 //! normalized. A page without text (a scan) has empty text.
 //!
-//! This runs in the calling process; [`extract_isolated`] and [`Extractor`] run it in a
-//! child process with time and memory limits, which is what untrusted files need and
-//! what the indexing pipeline uses.
+//! [`extract`] runs in the calling process; [`extract_isolated`] and [`Extractor`] run
+//! it in a child process with time and memory limits, which is what untrusted files
+//! need and what Quire's indexing pipeline uses (as `quire::ingest::pdf`). A crate of
+//! its own, so that the fuzz targets (`fuzz/`) build it without the rest of Quire.
 
 use std::path::Path;
-
-use super::{ExtractedDoc, ExtractedPage};
-use crate::{Error, Result};
 
 mod builtin;
 mod cid;
 mod cmap;
 mod content;
 mod encoding;
+mod error;
 mod font;
 mod isolate;
 mod layout;
 mod tables;
 
 pub use encoding::normalize_ligatures;
+pub use error::{Error, Result};
 pub use isolate::{
     child_main, extract_isolated, serve_child, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
 };
+
+/// The text of one page.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExtractedPage {
+    /// 1-based physical page number.
+    pub number: u32,
+    /// The page's text; empty for a page without text (e.g. a scan).
+    pub text: String,
+    /// The text was recognized from the page's image (OCR), not read from its text layer.
+    #[serde(default)]
+    pub ocr: bool,
+    /// The page draws an image: a page without text and without one (a blank page)
+    /// is not worth recognizing.
+    #[serde(default)]
+    pub has_images: bool,
+}
+
+/// What extraction gives for one PDF.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExtractedDoc {
+    /// The document's title from its metadata, if any.
+    pub title: Option<String>,
+    pub pages: Vec<ExtractedPage>,
+}
 
 /// The numbers of the pages of `doc` without text (scans, figures, blank pages).
 pub fn pages_without_text(doc: &ExtractedDoc) -> Vec<u32> {
@@ -35,19 +59,6 @@ pub fn pages_without_text(doc: &ExtractedDoc) -> Vec<u32> {
         .filter(|p| p.text.trim().is_empty())
         .map(|p| p.number)
         .collect()
-}
-
-/// The shared corpus of PDFs: `$QUIRE_SHARED/corpus/pdfs`, else `../shared/corpus/pdfs`
-/// from the current folder, else next to the source checkout.
-pub fn default_corpus() -> std::path::PathBuf {
-    if let Some(d) = std::env::var_os("QUIRE_SHARED") {
-        return std::path::PathBuf::from(d).join("corpus/pdfs");
-    }
-    let here = std::path::PathBuf::from("../shared/corpus/pdfs");
-    if here.is_dir() {
-        return here;
-    }
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/pdfs")
 }
 
 /// The most any single stream may decompress to (a guard against decompression bombs).
