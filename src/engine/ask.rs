@@ -63,7 +63,9 @@ impl Engine {
         };
         // A database that retrieves by itself (PostgreSQL), else the in-memory
         // index, brought up to date.
-        let corpus: Arc<dyn Corpus> = match self.store().in_database() {
+        // (The store's lock is let go before the in-memory index takes it again.)
+        let in_database = self.store().in_database();
+        let corpus: Arc<dyn Corpus> = match in_database {
             Some(db) => db,
             None => self.retrieval_index()?,
         };
@@ -220,7 +222,14 @@ impl Engine {
         progress: &mut Progress,
     ) -> Result<String> {
         cancel.check()?;
-        let mut run = AnswerRun::start(self, settings, plan, turn, cancel, send, progress)?;
+        let given = Given {
+            engine: self,
+            settings,
+            plan,
+            turn,
+            cancel,
+        };
+        let mut run = AnswerRun::start(given, send, progress)?;
         let memory = run.memory()?;
         let searched = run.condense(&memory)?;
         let queries = run.query_variants(&searched)?;
@@ -244,15 +253,20 @@ impl Engine {
     }
 }
 
-/// One answer being made: what every step reads (the engine, the settings, the
-/// plan, the turn) and what they add to (the events sent, the record kept, the count
-/// of LLM steps).
-struct AnswerRun<'a> {
+/// What every step of an answer reads.
+#[derive(Clone, Copy)]
+struct Given<'a> {
     engine: &'a Engine,
     settings: &'a Settings,
     plan: &'a Plan,
     turn: &'a Turn<'a>,
     cancel: &'a Cancel,
+}
+
+/// One answer being made: what every step reads, and what they add to (the events
+/// sent, the record kept, the count of LLM steps).
+struct AnswerRun<'a> {
+    given: Given<'a>,
     send: &'a mut dyn FnMut(AskEvent) -> Result<()>,
     progress: &'a mut Progress,
     llm: Option<Arc<dyn Llm>>,
@@ -271,15 +285,18 @@ impl<'a> AnswerRun<'a> {
     /// answer only where it is needed: before retrieval when a step there uses it,
     /// else after the quotes are shown.
     fn start(
-        engine: &'a Engine,
-        settings: &'a Settings,
-        plan: &'a Plan,
-        turn: &'a Turn<'a>,
-        cancel: &'a Cancel,
+        given: Given<'a>,
         send: &'a mut dyn FnMut(AskEvent) -> Result<()>,
         progress: &'a mut Progress,
     ) -> Result<Self> {
         let t0 = Instant::now();
+        let Given {
+            engine,
+            settings,
+            plan,
+            turn,
+            ..
+        } = given;
         let condensing = turn.chat_mode != ChatMode::Off && !turn.history.is_empty();
         let needs_llm =
             plan.resolved.uses_llm() || settings.num_queries > 1 || condensing || settings.rerank;
@@ -291,11 +308,7 @@ impl<'a> AnswerRun<'a> {
             None => (None, None),
         };
         Ok(Self {
-            engine,
-            settings,
-            plan,
-            turn,
-            cancel,
+            given,
             send,
             progress,
             llm,
@@ -318,13 +331,13 @@ impl<'a> AnswerRun<'a> {
         max_tokens: usize,
         f: impl FnOnce(&mut Ctx<'_>) -> Result<T>,
     ) -> Result<T> {
-        let opts = step_options(self.plan, self.steps, max_tokens);
+        let opts = step_options(self.given.plan, self.steps, max_tokens);
         let (send, progress) = (&mut *self.send, &mut *self.progress);
         let mut on_event = |ev: Event| -> Result<bool> {
             forward(ev, send, progress)?;
             Ok(true)
         };
-        let (out, calls) = synth::with_ctx(llm, &opts, self.cancel, &mut on_event, f)?;
+        let (out, calls) = synth::with_ctx(llm, &opts, self.given.cancel, &mut on_event, f)?;
         self.steps += calls.len();
         Ok(out)
     }
@@ -333,10 +346,10 @@ impl<'a> AnswerRun<'a> {
     ///    less 256 tokens, as LlamaIndex's engines size their memory.
     fn memory(&self) -> Result<Vec<Message>> {
         match self.llm() {
-            Some(l) if self.turn.chat_mode != ChatMode::Off => {
+            Some(l) if self.given.turn.chat_mode != ChatMode::Off => {
                 let count = |t: &str| l.count_tokens(t);
                 chat::memory::window(
-                    self.turn.history,
+                    self.given.turn.history,
                     l.context_window().saturating_sub(256),
                     &count,
                 )
@@ -348,16 +361,17 @@ impl<'a> AnswerRun<'a> {
     /// 2. The standalone question to search for: a follow-up condensed with the
     ///    conversation, else the question itself.
     fn condense(&mut self, memory: &[Message]) -> Result<String> {
-        let condensing = self.turn.chat_mode != ChatMode::Off && !self.turn.history.is_empty();
+        let condensing =
+            self.given.turn.chat_mode != ChatMode::Off && !self.given.turn.history.is_empty();
         let Some(l) = self
             .llm
             .clone()
             .filter(|_| condensing && !memory.is_empty())
         else {
-            return Ok(self.turn.question.to_string());
+            return Ok(self.given.turn.question.to_string());
         };
         let t = Instant::now();
-        let (mode, question) = (self.turn.chat_mode, self.turn.question);
+        let (mode, question) = (self.given.turn.chat_mode, self.given.turn.question);
         let q = self.llm_step(l.as_ref(), 128, |ctx| {
             chat::condense::condense(ctx, mode, memory, question)
         })?;
@@ -373,7 +387,7 @@ impl<'a> AnswerRun<'a> {
     /// 3. Query variants (RAG-fusion), a step of their own so the inspector shows
     ///    the prompt: the searched question first, then the variants.
     fn query_variants(&mut self, searched: &str) -> Result<Vec<String>> {
-        let settings = self.settings;
+        let settings = self.given.settings;
         let Some(l) = self.llm.clone().filter(|_| settings.num_queries > 1) else {
             return Ok(Vec::new());
         };
@@ -400,7 +414,7 @@ impl<'a> AnswerRun<'a> {
     /// 4. Retrieval, fused (more candidates when the LLM reranks them); the
     ///    retrievers left out for a query's language are noted.
     fn retrieve(&mut self, searched: &str, queries: Vec<String>) -> Result<Retrieval> {
-        let settings = self.settings;
+        let settings = self.given.settings;
         let opts = RetrieveOptions {
             top_k: if settings.rerank {
                 settings.rerank_candidates.max(settings.top_k)
@@ -409,15 +423,16 @@ impl<'a> AnswerRun<'a> {
             },
             fusion: settings.fusion.parse::<FusionMode>()?,
             num_queries: settings.num_queries,
-            filter: self.turn.scope.filter.clone(),
+            filter: self.given.turn.scope.filter.clone(),
             queries,
             query_gen_template: settings.query_gen_template.clone(),
             ..RetrieveOptions::default()
         };
-        self.cancel.check()?;
-        let retrieval = self
-            .engine
-            .search_with(searched, self.llm(), &opts, self.cancel)?;
+        self.given.cancel.check()?;
+        let retrieval =
+            self.given
+                .engine
+                .search_with(searched, self.llm(), &opts, self.given.cancel)?;
         if retrieval.queries.len() > 1 {
             self.progress.record.queries = retrieval.queries.clone();
             (self.send)(AskEvent::Queries {
@@ -442,7 +457,7 @@ impl<'a> AnswerRun<'a> {
     ///    closest chunk is far from it, the closest passages are shown and no model
     ///    improvises an answer.
     fn judge(&mut self, retrieval: &Retrieval) -> bool {
-        let settings = self.settings;
+        let settings = self.given.settings;
         let threshold = settings
             .not_found_threshold
             .or_else(|| relevance::calibrated_threshold(&settings.embedder));
@@ -455,7 +470,7 @@ impl<'a> AnswerRun<'a> {
     /// 6. LLM reranking (LlamaIndex's LLMRerank), keeping the fused order when the
     ///    model's answer cannot be read; not for passages no model will read.
     fn rerank(&mut self, retrieval: &mut Retrieval, searched: &str, covered: bool) -> Result<()> {
-        let settings = self.settings;
+        let settings = self.given.settings;
         if !covered {
             retrieval.nodes.truncate(settings.top_k);
             return Ok(());
@@ -499,7 +514,7 @@ impl<'a> AnswerRun<'a> {
     ///    question, shown before (and whatever) the model writes.
     fn show_sources(&mut self, retrieval: &Retrieval, searched: &str) -> Result<()> {
         let mut sources = sources_of(retrieval);
-        self.engine.mark_ocr(&mut sources);
+        self.given.engine.mark_ocr(&mut sources);
         if let Some(scores) = &self.progress.rerank_scores {
             for (s, r) in sources.iter_mut().zip(scores) {
                 s.rerank_score = Some(*r);
@@ -511,10 +526,11 @@ impl<'a> AnswerRun<'a> {
         (self.send)(AskEvent::Sources {
             sources,
             notes: self.notes.clone(),
-            scope: self.turn.scope.label.clone(),
+            scope: self.given.turn.scope.label.clone(),
             relevance: record.relevance.clone(),
         })?;
         let quotes = self
+            .given
             .engine
             .quotes_for(searched, &self.progress.record.sources);
         if !quotes.is_empty() {
@@ -563,11 +579,11 @@ impl<'a> AnswerRun<'a> {
         memory: &[Message],
         searched: &str,
     ) -> Result<(Vec<Node>, Plan, String)> {
-        let settings = self.settings;
+        let settings = self.given.settings;
         let context_chat =
-            self.turn.chat_mode == ChatMode::CondensePlusContext && !memory.is_empty();
+            self.given.turn.chat_mode == ChatMode::CondensePlusContext && !memory.is_empty();
         let mut nodes = synth_nodes(retrieval);
-        let mut plan = self.plan.clone();
+        let mut plan = self.given.plan.clone();
         plan.options.first_step = self.steps;
         if settings.cite_sources {
             let llm = self.llm();
@@ -617,7 +633,7 @@ impl<'a> AnswerRun<'a> {
             None => memory.to_vec(),
         };
         plan.templates = chat::condense::context_templates(&history, system);
-        Ok((nodes, plan, self.turn.question.to_string()))
+        Ok((nodes, plan, self.given.turn.question.to_string()))
     }
 
     /// 9. Synthesis with the mode's synthesizer.
@@ -630,14 +646,14 @@ impl<'a> AnswerRun<'a> {
         };
         let synthesizer = plan
             .resolved
-            .synthesizer(self.settings, plan.templates.clone());
+            .synthesizer(self.given.settings, plan.templates.clone());
         let response = synth::run(
             synthesizer.as_ref(),
             synth_llm,
             &plan.options,
             query,
             nodes,
-            self.cancel,
+            self.given.cancel,
             &mut on_event,
         )?;
         Ok(response.answer)
@@ -647,6 +663,7 @@ impl<'a> AnswerRun<'a> {
     fn check_support(&mut self, answer: &str) -> Result<()> {
         let record = &mut self.progress.record;
         let support = self
+            .given
             .engine
             .support_for(answer, &record.sources, &record.citations);
         record.support = Some(support.clone());
@@ -659,7 +676,7 @@ impl<'a> AnswerRun<'a> {
         let calls = &self.progress.record.calls;
         let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();
         let output_tokens: usize = calls.iter().map(|c| c.output_tokens).sum();
-        let settings = self.settings;
+        let settings = self.given.settings;
         self.progress.record.stats = Some(AskStats {
             model: self.llm.as_ref().map(|l| {
                 l.served_name()

@@ -1,7 +1,9 @@
 //! The rooms of the code base and which may import which (ARCHITECTURE.md), checked
 //! by reading the sources: a shell names only the engine's types, `synth` knows no
-//! store or retriever, `llm` knows no engine, embedder or retriever, `cpu` is below
-//! everything, and only the HTTP server (cli/src/server) names axum.
+//! store or retriever, `llm` knows no engine, embedder or retriever, the store knows
+//! no ingestion, `cpu` and `text` are below everything, only the HTTP server
+//! (cli/src/server) names axum — and no two rooms, nor two files of one folder,
+//! import each other in a circle.
 
 use std::path::{Path, PathBuf};
 
@@ -189,6 +191,48 @@ fn the_support_check_reads_words_only() {
 }
 
 #[test]
+fn the_store_keeps_and_knows_nothing_of_what_fills_it() {
+    // It sits on retrieve (its PostgreSQL backend is a retrieval corpus), embed
+    // (the corpus embeds queries), text and cpu; ingestion writes to it.
+    assert_none(
+        "store imports ingest, engine, llm, synth, chat, support or settings",
+        violations(
+            &["src/store"],
+            &[
+                "ingest", "engine", "llm", "synth", "chat", "support", "settings", "models",
+            ],
+        ),
+    );
+}
+
+#[test]
+fn ingestion_knows_no_retrieval_or_answers() {
+    assert_none(
+        "ingest imports retrieve, llm, synth, chat, support, settings or engine",
+        violations(
+            &["src/ingest"],
+            &[
+                "retrieve", "llm", "synth", "chat", "support", "settings", "engine", "models",
+            ],
+        ),
+    );
+}
+
+#[test]
+fn retrieval_knows_no_store_or_answers() {
+    // The store implements retrieve's Corpus, not the other way round.
+    assert_none(
+        "retrieve imports store, ingest, synth, chat, support, settings or engine",
+        violations(
+            &["src/retrieve"],
+            &[
+                "store", "ingest", "synth", "chat", "support", "settings", "engine", "models",
+            ],
+        ),
+    );
+}
+
+#[test]
 fn chat_knows_only_the_llm_and_synthesis() {
     assert_none(
         "chat imports store, retrieve, embed, engine or ingest",
@@ -252,6 +296,11 @@ fn lower_rooms_do_not_reach_up_to_the_engine() {
                 "src/synth",
                 "src/chat",
                 "src/llm",
+                "src/support",
+                "src/settings.rs",
+                "src/models.rs",
+                "src/text",
+                "src/cpu",
             ],
             &["engine"],
         ),
@@ -303,26 +352,95 @@ fn the_desktop_app_does_not_link_axum() {
     assert!(axum.is_empty(), "quire-desktop links {axum:?}");
 }
 
-/// The sibling modules each file under `dir` names through `super::` (outside its
-/// tests), as edges `file → sibling`.
-fn sibling_imports(dir: &Path) -> Vec<(String, String)> {
-    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+/// A source file's code outside its tests (a `#[cfg(test)]` item and what follows,
+/// or a `mod tests` block, may import what the code may not).
+fn outside_tests(src: &str) -> &str {
+    let cut = [src.find("\n#[cfg(test)]"), src.find("\nmod tests {")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(src.len());
+    &src[..cut]
+}
+
+/// The sibling modules each file of `dir` (its `.rs` files but `mod.rs`) names, as
+/// edges `file → sibling`; a sibling is a file or a folder of `dir`. `module` is the
+/// path of `dir` from the crate root (`store::postgres`), so that `super::x` and
+/// `crate::store::postgres::x` both name sibling `x`.
+fn sibling_imports(dir: &Path, module: &str) -> Vec<(String, String)> {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("dir")
         .map(|e| e.expect("entry").path())
+        .collect();
+    let files: Vec<&PathBuf> = entries
+        .iter()
         .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mod.rs"))
         .collect();
-    let names: Vec<String> = files
+    let stem = |p: &Path| p.file_stem().expect("stem").to_string_lossy().into_owned();
+    let names: Vec<String> = entries
         .iter()
-        .map(|p| p.file_stem().expect("stem").to_string_lossy().into_owned())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| stem(p))
         .collect();
     let mut edges = Vec::new();
-    for (f, name) in files.iter().zip(&names) {
+    for f in files {
+        let name = stem(f);
         let src = std::fs::read_to_string(f).expect("source");
-        let code = src.split("\nmod tests {").next().unwrap_or("");
-        let code = code.replace("super::", "crate::");
+        let mut code = outside_tests(&src).replace("super::", "crate::");
+        if !module.is_empty() {
+            code = code.replace(&format!("crate::{module}::"), "crate::");
+        }
         for (_, room) in rooms_named(&code) {
-            if names.contains(&room) && room != *name {
+            if names.contains(&room) && room != name {
                 edges.push((name.clone(), room));
+            }
+        }
+    }
+    edges.sort();
+    edges.dedup();
+    edges
+}
+
+/// Every folder under `dir`, `dir` included.
+fn folders(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(&out[i])
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.is_dir())
+            .collect();
+        subs.sort();
+        out.extend(subs);
+        i += 1;
+    }
+    out
+}
+
+/// The rooms of the core (`src/`'s folders and files, less `lib.rs`), as edges
+/// `room → room it names`, outside tests.
+fn room_imports() -> Vec<(String, String)> {
+    let src = util::repo().join("src");
+    let rooms: Vec<(String, PathBuf)> = std::fs::read_dir(&src)
+        .expect("src")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            let name = p.file_stem().expect("stem").to_string_lossy().into_owned();
+            (name, p)
+        })
+        .filter(|(n, _)| n != "lib")
+        .collect();
+    let names: Vec<&str> = rooms.iter().map(|(n, _)| n.as_str()).collect();
+    let mut edges = Vec::new();
+    for (room, path) in &rooms {
+        for f in rust_files(path) {
+            let text = std::fs::read_to_string(&f).expect("source");
+            for (_, other) in rooms_named(outside_tests(&text)) {
+                if other != *room && names.contains(&other.as_str()) {
+                    edges.push((room.clone(), other));
+                }
             }
         }
     }
@@ -374,10 +492,51 @@ fn the_cycle_finder_finds_cycles() {
 }
 
 #[test]
-fn the_llm_runtime_has_no_import_circles() {
-    for dir in ["src/llm/runtime", "src/llm/runtime/matmul"] {
-        let edges = sibling_imports(&util::repo().join(dir));
-        assert!(!edges.is_empty(), "{dir}: no imports found");
-        assert_eq!(cycle(&edges), None, "{dir}: {edges:?}");
+fn no_two_rooms_import_each_other_in_a_circle() {
+    let edges = room_imports();
+    assert!(
+        edges.iter().any(|(a, b)| a == "engine" && b == "store"),
+        "the room reader found no imports: {edges:?}"
+    );
+    assert_eq!(cycle(&edges), None, "rooms: {edges:?}");
+}
+
+#[test]
+fn no_two_files_of_a_folder_import_each_other_in_a_circle() {
+    let root = util::repo();
+    let mut checked = 0;
+    for base in ["src", "pdf/src", "cli/src", "bench/src", "src-tauri/src"] {
+        let top = root.join(base);
+        for dir in folders(&top) {
+            let module = dir
+                .strip_prefix(&top)
+                .expect("under its base")
+                .to_string_lossy()
+                .replace('/', "::");
+            let edges = sibling_imports(&dir, &module);
+            checked += edges.len();
+            assert_eq!(cycle(&edges), None, "{}: {edges:?}", dir.display());
+        }
     }
+    assert!(
+        checked > 50,
+        "only {checked} imports between files were found"
+    );
+}
+
+#[test]
+fn the_folder_reader_sees_both_forms_of_a_sibling_import() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let w = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).expect("write");
+    w("mod.rs", "mod a;\nmod b;\n");
+    w("a.rs", "use super::b::B;\n");
+    w(
+        "b.rs",
+        "use crate::store::postgres::a::A;\n#[cfg(test)]\nmod tests { use super::c; }\n",
+    );
+    w("c.rs", "");
+    let edges = sibling_imports(dir.path(), "store::postgres");
+    let e = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(edges, vec![e("a", "b"), e("b", "a")]);
+    assert!(cycle(&edges).is_some());
 }
