@@ -183,7 +183,7 @@ fn the_support_check_reads_words_only() {
                 "src/store",
                 "src/ingest",
                 "src/cpu",
-                "src/text.rs",
+                "src/text",
             ],
             &["support"],
         ),
@@ -274,7 +274,7 @@ fn cpu_and_text_are_below_everything() {
     assert_none(
         "cpu or text imports another room",
         violations(
-            &["src/cpu", "src/text.rs"],
+            &["src/cpu", "src/text"],
             &[
                 "llm", "embed", "retrieve", "engine", "store", "synth", "ingest", "settings",
                 "models",
