@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::arch::{self, Arch};
 use super::gguf::GgufFile;
-use super::model::speed_path;
 
 /// One GGUF file as a person chooses among them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,16 +85,17 @@ pub fn describe(path: &Path) -> LlmInfo {
         .map(str::to_owned)
         .or_else(|| by_type.into_iter().max_by_key(|(_, n)| *n).map(|(t, _)| t));
     match g.architecture() {
-        Ok(arch) => {
-            info.speed = Some(speed_path(arch).to_owned());
+        Ok(name) => {
+            let known = Arch::parse(name);
+            info.speed = Some(known.map_or("unsupported", Arch::speed).to_owned());
             info.context = g.context_length().ok();
-            if speed_path(arch) == "unsupported" {
+            if known.is_none() {
                 info.error = Some(format!(
-                    "architecture {arch:?} is not supported (Quire runs {})",
-                    super::model::ARCHITECTURES.join(", ")
+                    "architecture {name:?} is not supported (Quire runs {})",
+                    arch::supported()
                 ));
             }
-            info.architecture = Some(arch.to_owned());
+            info.architecture = Some(name.to_owned());
         }
         Err(e) => info.error = Some(e.to_string()),
     }

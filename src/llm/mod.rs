@@ -7,8 +7,12 @@
 //! ([`constrain`]) and sampling. [`remote`] is the other [`Llm`]: an
 //! OpenAI-compatible model server. The numeric runtime (forward passes, attention, the
 //! KV cache, quantized matrix products) lives below it in [`runtime`], which nothing
-//! outside `llm` reaches into.
+//! outside `llm` reaches into. [`arch`] is what both read: the architectures, parsed
+//! once from `general.architecture`, and each dense decoder's description (its
+//! tensors, optional biases and norms, rope kind, quirks) that the model picks its
+//! forward pass by and the runtime's two loaders build from.
 
+pub mod arch;
 pub mod catalog;
 pub mod chat;
 pub mod constrain;

@@ -11,6 +11,7 @@ use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
 use candle_transformers::models::{quantized_phi3, quantized_qwen3};
 
+use super::arch::{Arch, Forward};
 use super::chat::{ChatTemplate, Message};
 use super::device::{Chosen, DeviceChoice};
 use super::gguf::GgufFile;
@@ -19,26 +20,6 @@ use super::runtime::llama::{Llama, SeqCache};
 use super::tokenizer::{Tokenizer, Utf8Stream};
 use super::{BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
 use crate::{Error, Result};
-
-/// The architectures Quire can run, by `general.architecture`.
-pub const ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "gemma3", "phi3"];
-
-/// The architectures that run on Quire's own forward pass and kernels (bit for bit
-/// with llama.cpp's CPU backend, and faster); the others run on candle's generic
-/// quantized model code, the slow path.
-pub const OWN_RUNTIME: &[&str] = &["llama", "qwen2", "gemma3"];
-
-/// "fast" for an architecture on Quire's own runtime, "slow path" for one on candle's
-/// generic code, "unsupported" otherwise.
-pub fn speed_path(architecture: &str) -> &'static str {
-    if OWN_RUNTIME.contains(&architecture) {
-        "fast"
-    } else if ARCHITECTURES.contains(&architecture) {
-        "slow path"
-    } else {
-        "unsupported"
-    }
-}
 
 /// How to load a model.
 #[derive(Debug, Clone)]
@@ -84,21 +65,18 @@ enum Net {
 impl Net {
     /// Logits of the last of `tokens`, run at positions `pos..`.
     fn forward(&mut self, tokens: &[u32], pos: usize, device: &Device) -> Result<Tensor> {
-        match self {
+        let x = || Tensor::new(tokens, device)?.unsqueeze(0);
+        let out = match self {
             Net::Llama(m) => return Ok(m.forward(tokens, pos)?),
             Net::Candle(m) => return Ok(m.forward(tokens, pos)?),
-            _ => {}
-        }
-        let x = Tensor::new(tokens, device)?.unsqueeze(0)?;
-        let out = match self {
-            Net::Llama(_) | Net::Candle(_) => unreachable_llama()?,
             Net::Qwen3(m) => {
+                let x = x()?;
                 if pos == 0 {
                     m.clear_kv_cache();
                 }
                 m.forward(&x, pos)?
             }
-            Net::Phi3(m) => m.forward(&x, pos)?,
+            Net::Phi3(m) => m.forward(&x()?, pos)?,
         };
         Ok(out.to_dtype(candle_core::DType::F32)?.flatten_all()?)
     }
@@ -107,10 +85,6 @@ impl Net {
     fn reuses_prefix(&self) -> bool {
         matches!(self, Net::Llama(_) | Net::Candle(_))
     }
-}
-
-fn unreachable_llama() -> Result<Tensor> {
-    Err(Error::Invalid("internal: llama handled above".into()))
 }
 
 struct State {
@@ -122,7 +96,7 @@ struct State {
 /// A GGUF model loaded for generation.
 pub struct GgufLlm {
     path: PathBuf,
-    arch: String,
+    arch: Arch,
     tokenizer: Tokenizer,
     template: ChatTemplate,
     chat: bool,
@@ -163,16 +137,7 @@ impl GgufLlm {
     pub fn load_with(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let g = GgufFile::open(&path)?;
-        let arch = g.architecture()?.to_string();
-        if !ARCHITECTURES.contains(&arch.as_str()) {
-            return Err(Error::model_format(
-                &path,
-                format!(
-                    "unsupported architecture {arch:?} (supported: {})",
-                    ARCHITECTURES.join(", ")
-                ),
-            ));
-        }
+        let arch = Arch::of(&g)?;
         let tokenizer = Tokenizer::from_gguf(&g)?;
         let source = g
             .get("tokenizer.chat_template")
@@ -190,22 +155,21 @@ impl GgufLlm {
         let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
         let mut r = BufReader::new(file);
         let GgufFile { content, .. } = g;
-        let net = match arch.as_str() {
-            "llama" | "gemma3" | "qwen2" if chosen.is_gpu() || opts.candle => {
-                Net::Candle(CandleLlama::from_gguf(&content, &mut r, &device, window).map_err(bad)?)
-            }
-            "llama" | "gemma3" | "qwen2" => Net::Llama(
-                Llama::from_gguf(&content, &mut r, &device, window, opts.requantize)
+        let net = match arch.forward() {
+            Forward::Own(dec) if chosen.is_gpu() || opts.candle => Net::Candle(
+                CandleLlama::from_gguf(&content, &mut r, dec, &device, window).map_err(bad)?,
+            ),
+            Forward::Own(dec) => Net::Llama(
+                Llama::from_gguf(&content, &mut r, dec, &device, window, opts.requantize)
                     .map_err(bad)?,
             ),
-            "qwen3" => Net::Qwen3(
+            Forward::CandleQwen3 => Net::Qwen3(
                 quantized_qwen3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
             ),
-            "phi3" => Net::Phi3(
+            Forward::CandlePhi3 => Net::Phi3(
                 quantized_phi3::ModelWeights::from_gguf(false, content, &mut r, &device)
                     .map_err(bad)?,
             ),
-            _ => return Err(Error::model_format(&path, "unsupported architecture")),
         };
         let runtime = match net {
             Net::Llama(_) => "own CPU kernels".to_string(),
@@ -235,7 +199,12 @@ impl GgufLlm {
 
     /// `general.architecture`.
     pub fn architecture(&self) -> &str {
-        &self.arch
+        self.arch.name()
+    }
+
+    /// The architecture.
+    pub fn arch(&self) -> Arch {
+        self.arch
     }
 
     /// The device setting the model was loaded for and the device it runs on.

@@ -8,7 +8,8 @@
 //! last one (every follow-up question, every refine step) would run again from the
 //! first token; their three loaders read the GGUF metadata in three ways, where this
 //! file reads it once as [`super::llama`] does (same keys, same defaults, same Gemma
-//! layer pattern and rope bases); and Gemma 3 270M's sliding window and its local rope
+//! layer pattern and rope bases) and loads the tensors each architecture's description
+//! names ([`crate::llm::arch`]); and Gemma 3 270M's sliding window and its local rope
 //! base are handled here as llama.cpp's `llm_build_gemma3_iswa` does. The weights stay
 //! quantized on the device (candle's CUDA/Metal quantized kernels multiply them);
 //! everything else is f32, but for what llama.cpp keeps in f16: the KV cache, and the
@@ -25,6 +26,7 @@ use candle_core::{DType, Device, Module, Result, Tensor, D};
 
 use super::hparams::Hparams;
 use super::matmul::Rows;
+use crate::llm::arch::{self, Decoder, Ffn, Rope};
 
 /// One decoder layer's weights on the device.
 #[derive(Debug)]
@@ -38,9 +40,8 @@ struct Layer {
     w_down: QMatMul,
     attn_norm: Tensor,
     ffn_norm: Tensor,
-    /// Qwen2.
+    /// The architecture's optional biases and norms ([`arch::Block`]).
     qkv_bias: Option<[Tensor; 3]>,
-    /// Gemma 3.
     q_norm: Option<Tensor>,
     k_norm: Option<Tensor>,
     post_attn_norm: Option<Tensor>,
@@ -66,9 +67,10 @@ pub struct CandleLlama {
     rope_dim: usize,
     /// (cos, sin), `max_seq × rope_dim/2`, per rope (Gemma: global, local).
     ropes: Vec<(Tensor, Tensor)>,
-    neox: bool,
-    gelu: bool,
-    /// Queries scaled by this before attention (Gemma); else `1/√head_dim`.
+    rope: Rope,
+    ffn: Ffn,
+    /// Queries scaled by this before attention: `1/√head_dim` unless the architecture
+    /// says otherwise ([`arch::AttnScale`]).
     q_scale: f64,
     eps: f32,
     max_seq: usize,
@@ -79,16 +81,16 @@ pub struct CandleLlama {
 }
 
 impl CandleLlama {
-    /// Load a `llama`, `gemma3` or `qwen2` GGUF file onto `device`; `max_seq` bounds
+    /// Load a GGUF file of `decoder`'s architecture onto `device`; `max_seq` bounds
     /// the positions.
     pub fn from_gguf<R: Read + Seek>(
         ct: &gguf_file::Content,
         r: &mut R,
+        decoder: &'static Decoder,
         device: &Device,
         max_seq: usize,
     ) -> Result<Self> {
-        let h = Hparams::read(ct)?;
-        let (gemma, qwen2) = (h.gemma(), h.qwen2());
+        let h = Hparams::read(ct, decoder)?;
         let (n_head, n_kv_head, blocks, hidden, head_dim, eps) =
             (h.n_head, h.n_kv_head, h.blocks, h.hidden, h.head_dim, h.eps);
         // An even count: the rotation goes by pairs.
@@ -104,7 +106,7 @@ impl CandleLlama {
             ropes.push(rope_table(local, 1.0, rope_dim, max_seq, device)?);
         }
 
-        let tok_q = ct.tensor(r, "token_embd.weight", &Device::Cpu)?;
+        let tok_q = ct.tensor(r, arch::TOKEN_EMBD, &Device::Cpu)?;
         let embeddings = Rows::new(&tok_q)?;
         if embeddings.width() != hidden {
             candle_core::bail!(
@@ -112,41 +114,33 @@ impl CandleLlama {
                 embeddings.width()
             );
         }
-        let norm = vector(ct, r, "output_norm.weight", hidden, device)?;
+        let norm = vector(ct, r, arch::OUTPUT_NORM, hidden, device)?;
         // Tied output weights are the token embeddings, read again onto the device.
-        let output = match ct.tensor_infos.contains_key("output.weight") {
-            true => qmatmul(ct.tensor(r, "output.weight", device)?)?,
-            false => qmatmul(ct.tensor(r, "token_embd.weight", device)?)?,
+        let output = match ct.tensor_infos.contains_key(arch::OUTPUT) {
+            true => qmatmul(ct.tensor(r, arch::OUTPUT, device)?)?,
+            false => qmatmul(ct.tensor(r, arch::TOKEN_EMBD, device)?)?,
         };
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
-            let p = format!("blk.{i}");
-            let mut q = |n: &str| qmatmul(ct.tensor(r, &format!("{p}.{n}.weight"), device)?);
-            let (wq, wk, wv, wo) = (q("attn_q")?, q("attn_k")?, q("attn_v")?, q("attn_output")?);
-            let (w_gate, w_up, w_down) = (q("ffn_gate")?, q("ffn_up")?, q("ffn_down")?);
-            let mut v = |n: &str, len: usize| vector(ct, r, &format!("{p}.{n}"), len, device);
-            let attn_norm = v("attn_norm.weight", hidden)?;
-            let ffn_norm = v("ffn_norm.weight", hidden)?;
-            let (q_norm, k_norm, post_attn_norm, post_ffn_norm) = if gemma {
-                (
-                    Some(v("attn_q_norm.weight", head_dim)?),
-                    Some(v("attn_k_norm.weight", head_dim)?),
-                    Some(v("post_attention_norm.weight", hidden)?),
-                    Some(v("post_ffw_norm.weight", hidden)?),
-                )
-            } else {
-                (None, None, None, None)
+            let n = decoder.block.names(i);
+            let mut q = |name: &str| qmatmul(ct.tensor(r, name, device)?);
+            let (wq, wk, wv) = (q(&n.attn_q)?, q(&n.attn_k)?, q(&n.attn_v)?);
+            let wo = q(&n.attn_output)?;
+            let (w_gate, w_up, w_down) = (q(&n.ffn_gate)?, q(&n.ffn_up)?, q(&n.ffn_down)?);
+            let mut v = |name: &str, len: usize| vector(ct, r, name, len, device);
+            let attn_norm = v(&n.attn_norm, hidden)?;
+            let ffn_norm = v(&n.ffn_norm, hidden)?;
+            let kv = n_kv_head * head_dim;
+            let qkv_bias = match &n.qkv_bias {
+                Some([q, k, b]) => Some([v(q, n_head * head_dim)?, v(k, kv)?, v(b, kv)?]),
+                None => None,
             };
-            let qkv_bias = if qwen2 {
-                let kv = n_kv_head * head_dim;
-                Some([
-                    v("attn_q.bias", n_head * head_dim)?,
-                    v("attn_k.bias", kv)?,
-                    v("attn_v.bias", kv)?,
-                ])
-            } else {
-                None
-            };
+            let mut opt =
+                |name: &Option<String>, len: usize| name.as_deref().map(|n| v(n, len)).transpose();
+            let q_norm = opt(&n.q_norm, head_dim)?;
+            let k_norm = opt(&n.k_norm, head_dim)?;
+            let post_attn_norm = opt(&n.post_attn_norm, hidden)?;
+            let post_ffn_norm = opt(&n.post_ffn_norm, hidden)?;
             let sliding = h.sliding(i);
             layers.push(Layer {
                 wq,
@@ -169,7 +163,7 @@ impl CandleLlama {
         }
         Ok(Self {
             embeddings,
-            embed_scale: gemma.then(|| (hidden as f32).sqrt()),
+            embed_scale: decoder.embed_scale.then(|| (hidden as f32).sqrt()),
             cache: vec![None; layers.len()],
             layers,
             norm,
@@ -179,8 +173,8 @@ impl CandleLlama {
             head_dim,
             rope_dim,
             ropes,
-            neox: gemma || qwen2,
-            gelu: gemma,
+            rope: decoder.rope,
+            ffn: decoder.ffn,
             q_scale: 1.0 / (h.q_per as f64).sqrt(),
             eps,
             max_seq,
@@ -307,10 +301,9 @@ impl CandleLlama {
             x = (x + y)?;
             let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, self.eps)?;
             let gate = l.w_gate.forward(&h)?;
-            let gate = if self.gelu {
-                gate.gelu()?
-            } else {
-                candle_nn::ops::silu(&gate)?
+            let gate = match self.ffn {
+                Ffn::GeGlu => gate.gelu()?,
+                Ffn::SwiGlu => candle_nn::ops::silu(&gate)?,
             };
             let mut y = l.w_down.forward(&(gate * l.w_up.forward(&h)?)?)?;
             if let Some(n) = &l.post_ffn_norm {
@@ -330,12 +323,9 @@ impl CandleLlama {
 
     /// Rotary embedding of `x` (`1 × heads × t × hd`) over its first `rope_dim` values.
     fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-        let f = |x: &Tensor| {
-            if self.neox {
-                candle_nn::rotary_emb::rope(x, cos, sin)
-            } else {
-                candle_nn::rotary_emb::rope_i(x, cos, sin)
-            }
+        let f = |x: &Tensor| match self.rope {
+            Rope::Neox => candle_nn::rotary_emb::rope(x, cos, sin),
+            Rope::Norm => candle_nn::rotary_emb::rope_i(x, cos, sin),
         };
         if self.rope_dim == self.head_dim {
             return f(x);

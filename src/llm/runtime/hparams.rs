@@ -1,23 +1,18 @@
 //! A decoder's shape and settings as a GGUF file's metadata gives them, read once for
 //! both forward passes ([`super::llama`] on the own kernels, [`super::candle`] on any
-//! candle device): the same keys, defaults and checks as llama.cpp's `llm_load_hparams`
-//! for the llama, Qwen2 and Gemma 3 architectures.
+//! candle device): the same keys, defaults and checks as llama.cpp's `llm_load_hparams`,
+//! the defaults an architecture's own taken from its description ([`crate::llm::arch`]).
 
 use candle_core::quantized::gguf_file;
 use candle_core::Result;
 
-/// The architectures the forward passes run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arch {
-    Llama,
-    Qwen2,
-    Gemma3,
-}
+use crate::llm::arch::{AttnScale, Decoder};
 
 /// A decoder's hyperparameters.
 #[derive(Clone, Debug)]
 pub struct Hparams {
-    pub arch: Arch,
+    /// The architecture's description.
+    pub decoder: &'static Decoder,
     pub n_head: usize,
     pub n_kv_head: usize,
     pub blocks: usize,
@@ -28,35 +23,23 @@ pub struct Hparams {
     pub eps: f32,
     /// The global rope base (`rope.freq_base`).
     pub rope_base: f32,
-    /// Gemma 3's base for its sliding-window layers (`rope.local_freq_base`).
+    /// The base of the sliding-window layers (`rope.local_freq_base`).
     pub local_rope_base: Option<f32>,
     /// llama.cpp's `rope_freq_scale_train`: 1 / `rope.scaling.factor`.
     pub freq_scale: f32,
-    /// What queries are scaled by the square root of (`f_attention_scale`): Gemma 3
-    /// 27B (62 layers) the hidden size per head, every other model its head width.
+    /// What queries are scaled by the square root of ([`AttnScale`]): the head width
+    /// unless the architecture says otherwise.
     pub q_per: usize,
-    /// Gemma 3's sliding window, and every how many layers one is global.
+    /// The sliding window, and every how many layers one is global.
     pub window: Option<usize>,
     pub pattern: usize,
 }
 
 impl Hparams {
-    /// Read from `ct`'s metadata; an architecture other than llama, qwen2 or gemma3,
-    /// mixture-of-experts, or inconsistent head shapes are errors.
-    pub fn read(ct: &gguf_file::Content) -> Result<Self> {
-        let name = match ct.metadata.get("general.architecture") {
-            Some(v) => v.to_string()?.clone(),
-            None => "llama".to_string(),
-        };
-        let arch = match name.as_str() {
-            "llama" => Arch::Llama,
-            "gemma3" => Arch::Gemma3,
-            "qwen2" => Arch::Qwen2,
-            other => {
-                candle_core::bail!("architecture {other:?} is not a llama, gemma3 or qwen2 model")
-            }
-        };
-        let gemma = arch == Arch::Gemma3;
+    /// Read the metadata of `ct`, a file of `decoder`'s architecture;
+    /// mixture-of-experts or inconsistent head shapes are errors.
+    pub fn read(ct: &gguf_file::Content, decoder: &'static Decoder) -> Result<Self> {
+        let name = decoder.arch.name();
         let key = |s: &str| format!("{name}.{s}");
         let md = |s: &str| match ct.metadata.get(&key(s)) {
             None => candle_core::bail!("cannot find {} in metadata", key(s)),
@@ -84,7 +67,6 @@ impl Hparams {
         }
         let factor = md_f("rope.scaling.factor").unwrap_or(0.0);
         Ok(Self {
-            arch,
             n_head,
             n_kv_head,
             blocks,
@@ -94,30 +76,26 @@ impl Hparams {
                 .unwrap_or(head_dim)
                 .min(head_dim),
             eps: md_f("attention.layer_norm_rms_epsilon")?,
-            rope_base: md_f("rope.freq_base").unwrap_or(if gemma { 1_000_000.0 } else { 10_000.0 }),
-            local_rope_base: gemma.then(|| md_f("rope.local_freq_base").unwrap_or(10_000.0)),
+            rope_base: md_f("rope.freq_base").unwrap_or(decoder.rope_base),
+            local_rope_base: decoder
+                .sliding
+                .map(|s| md_f("rope.local_freq_base").unwrap_or(s.local_rope_base)),
             freq_scale: if factor > 0.0 { 1.0 / factor } else { 1.0 },
-            q_per: if gemma && blocks == 62 {
-                hidden / n_head
-            } else {
-                head_dim
+            q_per: match decoder.attn_scale {
+                AttnScale::HeadDim => head_dim,
+                AttnScale::Queries(width) => width(blocks, hidden, n_head, head_dim),
             },
             window: md_u("attention.sliding_window").ok().filter(|&w| w > 0),
-            pattern: md_u("attention.sliding_window_type").unwrap_or(6).max(1),
+            pattern: md_u("attention.sliding_window_type")
+                .unwrap_or(decoder.sliding.map_or(1, |s| s.pattern))
+                .max(1),
+            decoder,
         })
     }
 
-    pub fn gemma(&self) -> bool {
-        self.arch == Arch::Gemma3
-    }
-
-    pub fn qwen2(&self) -> bool {
-        self.arch == Arch::Qwen2
-    }
-
-    /// Whether layer `i` attends over the sliding window (Gemma 3: all but every
-    /// `pattern`-th layer), with the local rope base.
+    /// Whether layer `i` attends over the sliding window (all but every `pattern`-th
+    /// layer of an architecture with one), with the local rope base.
     pub fn sliding(&self, i: usize) -> bool {
-        self.gemma() && !(i + 1).is_multiple_of(self.pattern)
+        self.decoder.sliding.is_some() && !(i + 1).is_multiple_of(self.pattern)
     }
 }

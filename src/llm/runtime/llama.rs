@@ -1,6 +1,8 @@
-//! The dense decoders Quire runs with its own model code: the llama architecture
-//! (SmolLM2, Llama 3.x, TinyLlama) and Gemma 3, which is llama's graph with a few
-//! differences ([`Style`] and the optional per-layer weights).
+//! The dense decoders Quire runs with its own model code: llama (SmolLM2, Llama 3.x,
+//! TinyLlama), Qwen2 and Gemma 3, one graph read from each architecture's
+//! description ([`Decoder`]: its tensors, optional biases and norms, rope kind,
+//! feed-forward and attention scale; the files of `crate::llm::arch` say how each
+//! differs from llama, after llama.cpp's `llm_build_*`).
 //!
 //! Loading follows candle-transformers 0.11.1 `models/quantized_llama.rs` (Apache-2.0/
 //! MIT, © the candle authors); the forward pass is Quire's own, on the CPU, over plain
@@ -10,18 +12,6 @@
 //!   with the previous one reuses its keys and values;
 //! - grouped-query attention reads the shared K/V head directly;
 //! - weights of Q4_1 / Q5_0 / Q5_1 can optionally be requantized to Q8_0 at load.
-//!
-//! Gemma 3 as llama.cpp's `llm_build_gemma3_iswa` builds it: embeddings scaled by
-//! √hidden; RMS norms of each query and key head; NeoX rotary pairs, with base
-//! `rope.local_freq_base` (10⁴) on the sliding-window layers (five of every six) and
-//! `rope.freq_base` on the others; queries scaled by `1/√head_dim` before attention
-//! (whose own scale is then 1); a key is visible on a sliding layer while
-//! `query_pos − key_pos < window`; norms after attention and after the feed-forward,
-//! which is GELU-gated (`LLM_FFN_GELU`, `LLM_FFN_PAR`); output tied to the embeddings.
-//!
-//! Qwen2 as llama.cpp's `llm_build_qwen2` builds it: llama's graph with a bias added
-//! to each of the q, k and v projections (`ggml_add` after the matmul, in f32) and
-//! NeoX rotary pairs with base `rope.freq_base` (10⁶ for Qwen2.5).
 
 use std::io::{Read, Seek};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +25,7 @@ use super::hparams::Hparams;
 use super::kv_cache::KvCache;
 use super::matmul::{QLinear, Rows, Stacked};
 use super::ops;
+use crate::llm::arch::{self, AttnScale, Decoder, Ffn, Rope as RopeKind};
 
 /// Read tensor `name`, requantizing slow types to Q8_0 when `requant` is set.
 pub(crate) fn load_tensor<R: Read + Seek>(
@@ -68,12 +59,12 @@ struct Layer {
     w2: QLinear,
     attn_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
-    /// Qwen2: biases added to the q, k and v projections.
+    /// Biases added to the q, k and v projections (Qwen2).
     qkv_bias: Option<[Vec<f32>; 3]>,
-    /// Gemma: RMS norms of each query and key head.
+    /// RMS norms of each query and key head (Gemma 3).
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
-    /// Gemma: norms of the attention and feed-forward outputs.
+    /// Norms of the attention and feed-forward outputs (Gemma 3).
     post_attn_norm: Option<Vec<f32>>,
     post_ffn_norm: Option<Vec<f32>>,
     /// Keys visible while `query_pos − key_pos < window` (a sliding-window layer).
@@ -89,13 +80,11 @@ impl Layer {
     }
 }
 
-/// What sets an architecture apart from llama's graph.
+/// What sets an architecture apart from llama's graph, resolved for this model.
 #[derive(Debug, Clone, Copy)]
 struct Style {
-    /// Rotary pairs `(i, i + n/2)` (`GGML_ROPE_TYPE_NEOX`) instead of adjacent ones.
-    neox: bool,
-    /// GELU-gated feed-forward instead of SwiGLU.
-    gelu: bool,
+    rope: RopeKind,
+    ffn: Ffn,
     /// Token embeddings multiplied by this.
     embed_scale: Option<f32>,
     /// Queries multiplied by this before attention, whose own scale is then 1;
@@ -173,16 +162,16 @@ fn vector(
 }
 
 impl Llama {
-    /// Load a `llama`, `gemma3` or `qwen2` GGUF file; `max_seq` bounds the positions.
+    /// Load a GGUF file of `decoder`'s architecture; `max_seq` bounds the positions.
     pub fn from_gguf<R: Read + Seek>(
         ct: &gguf_file::Content,
         r: &mut R,
+        decoder: &'static Decoder,
         device: &Device,
         max_seq: usize,
         requant: bool,
     ) -> Result<Self> {
-        let h = Hparams::read(ct)?;
-        let (gemma, qwen2) = (h.gemma(), h.qwen2());
+        let h = Hparams::read(ct, decoder)?;
         let (n_head, n_kv_head, blocks, hidden, head_dim, rope_dim, eps) = (
             h.n_head,
             h.n_kv_head,
@@ -197,27 +186,23 @@ impl Llama {
             theta_scale: theta(h.rope_base),
             freq_scale: h.freq_scale,
         }];
-        let style = if let Some(local) = h.local_rope_base {
+        if let Some(local) = h.local_rope_base {
             ropes.push(Rope {
                 theta_scale: theta(local),
                 freq_scale: 1.0,
             });
-            Style {
-                neox: true,
-                gelu: true,
-                embed_scale: Some((hidden as f32).sqrt()),
-                q_scale: Some(1.0 / (h.q_per as f32).sqrt()),
-            }
-        } else {
-            Style {
-                neox: qwen2,
-                gelu: false,
-                embed_scale: None,
-                q_scale: None,
-            }
+        }
+        let style = Style {
+            rope: decoder.rope,
+            ffn: decoder.ffn,
+            embed_scale: decoder.embed_scale.then(|| (hidden as f32).sqrt()),
+            q_scale: match decoder.attn_scale {
+                AttnScale::HeadDim => None,
+                AttnScale::Queries(_) => Some(1.0 / (h.q_per as f32).sqrt()),
+            },
         };
         let cpu = Device::Cpu;
-        let tok_q = ct.tensor(r, "token_embd.weight", &cpu)?;
+        let tok_q = ct.tensor(r, arch::TOKEN_EMBD, &cpu)?;
         let embeddings = Rows::new(&tok_q)?;
         if embeddings.width() != hidden {
             candle_core::bail!(
@@ -225,46 +210,36 @@ impl Llama {
                 embeddings.width()
             );
         }
-        let norm = vector(ct, r, "output_norm.weight", hidden)?;
+        let norm = vector(ct, r, arch::OUTPUT_NORM, hidden)?;
         // llama.cpp reads tied output weights from the token embeddings' buffer
         // (plain CPU); an own output tensor goes where layer weights go.
-        let output = if ct.tensor_infos.contains_key("output.weight") {
-            QLinear::new_backend(load_tensor(ct, r, "output.weight", &cpu, requant)?)?
+        let output = if ct.tensor_infos.contains_key(arch::OUTPUT) {
+            QLinear::new_backend(load_tensor(ct, r, arch::OUTPUT, &cpu, requant)?)?
         } else {
             QLinear::new(tok_q)?
         };
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
-            let p = format!("blk.{i}");
-            let mut t = |n: &str| load_tensor(ct, r, &format!("{p}.{n}.weight"), &cpu, requant);
-            let wqkv = Stacked::new(vec![t("attn_q")?, t("attn_k")?, t("attn_v")?])?;
-            let wo = QLinear::new_backend(t("attn_output")?)?;
-            let w13 = Stacked::new(vec![t("ffn_gate")?, t("ffn_up")?])?;
-            let w2 = QLinear::new_backend(t("ffn_down")?)?;
-            let mut v = |n: &str, len: usize| vector(ct, r, &format!("{p}.{n}.weight"), len);
-            let attn_norm = v("attn_norm", hidden)?;
-            let ffn_norm = v("ffn_norm", hidden)?;
-            let (q_norm, k_norm, post_attn_norm, post_ffn_norm) = if gemma {
-                (
-                    Some(v("attn_q_norm", head_dim)?),
-                    Some(v("attn_k_norm", head_dim)?),
-                    Some(v("post_attention_norm", hidden)?),
-                    Some(v("post_ffw_norm", hidden)?),
-                )
-            } else {
-                (None, None, None, None)
+            let n = decoder.block.names(i);
+            let mut t = |name: &str| load_tensor(ct, r, name, &cpu, requant);
+            let wqkv = Stacked::new(vec![t(&n.attn_q)?, t(&n.attn_k)?, t(&n.attn_v)?])?;
+            let wo = QLinear::new_backend(t(&n.attn_output)?)?;
+            let w13 = Stacked::new(vec![t(&n.ffn_gate)?, t(&n.ffn_up)?])?;
+            let w2 = QLinear::new_backend(t(&n.ffn_down)?)?;
+            let mut v = |name: &str, len: usize| vector(ct, r, name, len);
+            let attn_norm = v(&n.attn_norm, hidden)?;
+            let ffn_norm = v(&n.ffn_norm, hidden)?;
+            let kv = n_kv_head * head_dim;
+            let qkv_bias = match &n.qkv_bias {
+                Some([q, k, b]) => Some([v(q, n_head * head_dim)?, v(k, kv)?, v(b, kv)?]),
+                None => None,
             };
-            let qkv_bias = if qwen2 {
-                let kv = n_kv_head * head_dim;
-                let mut b = |n: &str, len: usize| vector(ct, r, &format!("{p}.{n}.bias"), len);
-                Some([
-                    b("attn_q", n_head * head_dim)?,
-                    b("attn_k", kv)?,
-                    b("attn_v", kv)?,
-                ])
-            } else {
-                None
-            };
+            let mut opt =
+                |name: &Option<String>, len: usize| name.as_deref().map(|n| v(n, len)).transpose();
+            let q_norm = opt(&n.q_norm, head_dim)?;
+            let k_norm = opt(&n.k_norm, head_dim)?;
+            let post_attn_norm = opt(&n.post_attn_norm, hidden)?;
+            let post_ffn_norm = opt(&n.post_ffn_norm, hidden)?;
             let sliding = h.sliding(i);
             layers.push(Layer {
                 wqkv,
@@ -469,15 +444,13 @@ impl Llama {
                     .collect()
             })
             .collect();
-        let rotate = if style.neox {
-            ops::rope_neox
-        } else {
-            ops::rope_norm
+        let rotate = match style.rope {
+            RopeKind::Neox => ops::rope_neox,
+            RopeKind::Norm => ops::rope_norm,
         };
-        let act = if style.gelu {
-            ops::geglu
-        } else {
-            ops::swiglu_fast
+        let act = match style.ffn {
+            Ffn::GeGlu => ops::geglu,
+            Ffn::SwiGlu => ops::swiglu_fast,
         };
         // The norm of `v` by `w` (rows of `w.len()`), in place (through one buffer
         // reused for the whole pass).

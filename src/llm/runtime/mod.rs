@@ -3,12 +3,16 @@
 //! logits and greedy tokens are llama.cpp's bit for bit (tested against llama.cpp run
 //! here).
 //!
-//! - [`llama`]: the decoders (llama, Gemma 3): loading their weights and the forward
-//!   pass over a batch of sequences, with prefix reuse.
+//! - [`llama`]: the dense decoders (llama, Qwen2, Gemma 3): loading their weights and
+//!   the forward pass over a batch of sequences, with prefix reuse.
 //! - [`candle`]: the same decoders over candle tensors on any candle device (the GPU
 //!   path; on the CPU it is what tests compare with the own kernels).
 //! - [`hparams`]: a decoder's shape and settings from the GGUF metadata, read once
 //!   for both.
+//!
+//! Both loaders build a model from its architecture's description
+//! ([`crate::llm::arch::Decoder`]: tensor names, optional biases and norms, rope kind,
+//! feed-forward, attention scale); no architecture is named here.
 //! - [`attention`]: scores, softmax and weighted values of one layer, whole or split.
 //! - [`kv_cache`]: the per-layer cache of keys and values.
 //! - [`ops`]: element-wise steps (norms, rotary embeddings, activations, f16 rounding);
@@ -17,7 +21,8 @@
 //!
 //! Imports point one way: `candle` → `hparams`, `matmul`; `llama` → `hparams`, `attention`, `kv_cache`, `ops`, `matmul`;
 //! `attention` → `kv_cache`, `ops`, `wide`, `tables`; `ops` → `wide`, `tables`;
-//! `wide` → `tables`; and all of them → `crate::cpu`.
+//! `wide` → `tables`; and all of them → `crate::cpu`; `llama`, `candle` and
+//! `hparams` read `crate::llm::arch`, which imports nothing of the runtime.
 
 pub(crate) mod attention;
 pub mod candle;
