@@ -13,6 +13,7 @@ pub(crate) mod huge;
 pub mod pool;
 pub mod priority;
 pub mod scratch;
+pub(crate) mod simd;
 pub mod split;
 
 pub use cancel::Cancel;

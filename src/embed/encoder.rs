@@ -29,11 +29,11 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::cpu::scratch::with_scratch;
-use crate::embed::amx::{self, Amx, PackedB};
-use crate::embed::bgemm::{self, PackedH};
-use crate::embed::igemm::{self, PackedI8};
-use crate::embed::ops;
-use crate::embed::sgemm::{self, PackedW};
+use crate::embed::kernels::amx::{self, Amx, PackedB};
+use crate::embed::kernels::bgemm::{self, PackedH};
+use crate::embed::kernels::igemm::{self, PackedI8};
+use crate::embed::kernels::ops;
+use crate::embed::kernels::sgemm::{self, PackedW};
 use crate::{Error, Result};
 
 struct Layer {

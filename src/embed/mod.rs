@@ -1,15 +1,11 @@
 //! Text embeddings: the [`Embedder`] trait and the BERT embedder ([`bert`]: Quire's
 //! own encoder on the CPU, [`candle_bert`] on a GPU).
 
-pub mod amx;
 pub mod bert;
-pub mod bgemm;
 pub mod candle_bert;
 pub mod catalog;
 pub mod encoder;
-pub mod igemm;
-pub mod ops;
-pub mod sgemm;
+pub(crate) mod kernels;
 
 use std::ops::Range;
 

@@ -34,7 +34,8 @@ pub fn bf16(x: f32) -> u16 {
     ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
 }
 
-/// bf16 → f32 (exact).
+/// bf16 → f32 (exact; the tests' reference).
+#[cfg(test)]
 #[inline(always)]
 pub fn f32_of(x: u16) -> f32 {
     f32::from_bits((x as u32) << 16)
@@ -77,15 +78,8 @@ impl PackedB {
         Self { n, k, data }
     }
 
-    pub fn n(&self) -> usize {
-        self.n
-    }
-
-    pub fn k(&self) -> usize {
-        self.k
-    }
-
     /// The weight back in f32 (`n × k`), for tests.
+    #[cfg(test)]
     pub fn unpack(&self) -> Vec<f32> {
         let (n, k) = (self.n, self.k);
         let mut w = vec![0f32; n * k];

@@ -66,10 +66,6 @@ impl PackedW {
         }
         Self { n, k, data }
     }
-
-    pub fn n(&self) -> usize {
-        self.n
-    }
 }
 
 /// Whether this CPU runs these kernels (AVX-512 F).
@@ -187,61 +183,6 @@ unsafe fn block(
     }
 }
 
-/// The load/store masks of a 32-column panel's two registers when only its first
-/// `cols` columns exist.
-pub(crate) fn col_masks(cols: usize) -> (u16, u16) {
-    (lane_mask(cols), lane_mask(cols.saturating_sub(16)))
-}
-
-/// The mask of a register's first `count` f32 lanes (all 16 from 16 on).
-pub(crate) fn lane_mask(count: usize) -> u16 {
-    if count >= 16 {
-        0xffff
-    } else {
-        ((1u32 << count) - 1) as u16
-    }
-}
-
-/// The 16 f32 at `p`, or only the first `count` (the others zero) where fewer are left:
-/// a whole vector is loaded unmasked, since masked loads cost more even with every
-/// lane set (on Zen 5, ~16% of `igemm::add_outliers`' time).
-///
-/// # Safety
-/// `min(count, 16)` f32 at `p` are readable; the CPU has AVX-512 F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-pub(crate) unsafe fn load_lanes(p: *const f32, count: usize) -> std::arch::x86_64::__m512 {
-    use std::arch::x86_64::*;
-    // SAFETY: the caller's.
-    unsafe {
-        if count >= 16 {
-            _mm512_loadu_ps(p)
-        } else {
-            _mm512_maskz_loadu_ps(lane_mask(count), p)
-        }
-    }
-}
-
-/// [`load_lanes`]' store: `v`'s first `min(count, 16)` lanes to `p`.
-///
-/// # Safety
-/// `min(count, 16)` f32 at `p` are writable; the CPU has AVX-512 F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-pub(crate) unsafe fn store_lanes(p: *mut f32, count: usize, v: std::arch::x86_64::__m512) {
-    use std::arch::x86_64::*;
-    // SAFETY: the caller's.
-    unsafe {
-        if count >= 16 {
-            _mm512_storeu_ps(p, v)
-        } else {
-            _mm512_mask_storeu_ps(p, lane_mask(count), v)
-        }
-    }
-}
-
 /// 12 rows × 32 columns: `out[r][j] = bias[j] + Σₖ a[r][k] · panel[k][j]` for the
 /// first `cols` columns, the 24 accumulators named (so that they stay in registers).
 #[cfg(target_arch = "x86_64")]
@@ -261,7 +202,7 @@ unsafe fn tile(
     // SAFETY: the caller's: 12 rows of `k` inputs `lda` apart at `a`, 12 rows of
     // `cols` outputs `ldo` apart at `out`, `k × 32` panel values, `cols` bias values.
     unsafe {
-        let (m0, m1) = col_masks(cols);
+        let (m0, m1) = crate::cpu::simd::col_masks(cols);
         if k == 0 {
             // No products: the bias alone (the loop below runs at least once).
             let (b0, b1) = (

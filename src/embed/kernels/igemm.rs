@@ -354,7 +354,7 @@ unsafe fn block(q: &[u8], sz: &[(f32, i32)], rows: usize, w: &PackedI8, b: &[f32
     for (p, panel) in w.data.chunks_exact(k * NR).enumerate() {
         let j0 = p * NR;
         let cols = NR.min(n - j0);
-        let (m0, m1) = super::sgemm::col_masks(cols);
+        let (m0, m1) = crate::cpu::simd::col_masks(cols);
         // SAFETY: the caller's; the column vectors read `cols` values at `j0`.
         unsafe {
             let scales = w.scale.as_ptr().add(p * groups * NR);
@@ -426,10 +426,10 @@ unsafe fn add_outliers(
                     _mm512_storeu_ps(yr.as_mut_ptr().add(j), _mm512_fmadd_ps(vv, wv, yv));
                 }
                 if whole < n {
-                    let wv = super::sgemm::load_lanes(wr.as_ptr().add(whole), n - whole);
-                    let yv = super::sgemm::load_lanes(yr.as_ptr().add(whole), n - whole);
+                    let wv = crate::cpu::simd::load_lanes(wr.as_ptr().add(whole), n - whole);
+                    let yv = crate::cpu::simd::load_lanes(yr.as_ptr().add(whole), n - whole);
                     let y = _mm512_fmadd_ps(vv, wv, yv);
-                    super::sgemm::store_lanes(yr.as_mut_ptr().add(whole), n - whole, y);
+                    crate::cpu::simd::store_lanes(yr.as_mut_ptr().add(whole), n - whole, y);
                 }
             }
         }

@@ -120,8 +120,11 @@ fn exp_pairs_avx512(row: &[f32], scale: f32, out: &mut [u32]) -> f32 {
         let (sv, m) = (_mm512_mul_ps(sv, l), _mm512_mul_ps(m, l));
         // The lanes of `row` from `c` on, in a register.
         let lanes = |c: usize| {
-            let v = super::sgemm::load_lanes(p.add(c), n - c);
-            exp2_lanes(super::sgemm::lane_mask(n - c), _mm512_fmsub_ps(v, sv, m))
+            let v = crate::cpu::simd::load_lanes(p.add(c), n - c);
+            exp2_lanes(
+                crate::cpu::simd::lane_mask(n - c),
+                _mm512_fmsub_ps(v, sv, m),
+            )
         };
         // Two sums, so that neighbouring vectors do not wait on each other.
         let (mut sum0, mut sum1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
@@ -137,7 +140,7 @@ fn exp_pairs_avx512(row: &[f32], scale: f32, out: &mut [u32]) -> f32 {
                 _mm512_setzero_ps()
             };
             let v = std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-            let keep = super::sgemm::lane_mask((n - c).div_ceil(2).min(16));
+            let keep = crate::cpu::simd::lane_mask((n - c).div_ceil(2).min(16));
             _mm512_mask_storeu_epi32(out.as_mut_ptr().add(c / 2) as *mut i32, keep, v);
             c += 32;
         }
@@ -190,12 +193,12 @@ fn pairs_avx512(x: &[f32], out: &mut [u32]) {
     }
     if c < n {
         let count = n - c;
-        let (m0, m1) = super::sgemm::col_masks(count);
+        let (m0, m1) = crate::cpu::simd::col_masks(count);
         unsafe {
             let lo = _mm512_maskz_loadu_ps(m0, x.as_ptr().add(c));
             let hi = _mm512_maskz_loadu_ps(m1, x.as_ptr().add(c + 16));
             let p: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
-            let keep = super::sgemm::lane_mask(count.div_ceil(2));
+            let keep = crate::cpu::simd::lane_mask(count.div_ceil(2));
             _mm512_mask_storeu_epi32(out.as_mut_ptr().add(c / 2) as *mut i32, keep, p);
         }
     }
@@ -209,7 +212,7 @@ fn interleave_avx512(even: &[f32], odd: Option<&[f32]>, dst: &mut [u32]) {
     use std::arch::x86_64::*;
     let cols = even.len();
     assert!(cols <= 32 && dst.len() >= cols && odd.is_none_or(|o| o.len() == cols));
-    let (m0, m1) = super::sgemm::col_masks(cols);
+    let (m0, m1) = crate::cpu::simd::col_masks(cols);
     // SAFETY: masked loads within the rows, masked stores within `dst` (asserted).
     unsafe {
         let row = |r: &[f32]| -> __m512i {
@@ -316,7 +319,7 @@ unsafe fn tile(
                 c[2 * r + 1] = _mm512_dpbf16_ps(c[2 * r + 1], v, w1);
             }
         }
-        let (m0, m1) = super::sgemm::col_masks(cols);
+        let (m0, m1) = crate::cpu::simd::col_masks(cols);
         for r in 0..rows {
             _mm512_mask_storeu_ps(out.add(r * ldo), m0, c[2 * r]);
             _mm512_mask_storeu_ps(out.add(r * ldo + 16), m1, c[2 * r + 1]);
@@ -330,11 +333,11 @@ mod tests {
 
     use crate::embed::test_values as values;
 
-    /// f32 → bf16, rounded to nearest even: [`amx::bf16`](crate::embed::amx::bf16)'s
+    /// f32 → bf16, rounded to nearest even: [`amx::bf16`](super::amx::bf16)'s
     /// bits, which are `vcvtne2ps2bf16`'s for every value but subnormals (which it
     /// flushes to zero; these tests have none).
     fn bf16(x: f32) -> u32 {
-        crate::embed::amx::bf16(x) as u32
+        crate::embed::kernels::amx::bf16(x) as u32
     }
 
     fn f32_of(b: u32) -> f64 {
@@ -391,7 +394,7 @@ mod tests {
             let mut got = vec![7u32; len.div_ceil(2) + 1];
             let sum = exp_pairs(&row, 0.17, &mut got);
             let mut e = row.clone();
-            let want_sum = crate::embed::ops::exp_scaled(&mut e, 0.17);
+            let want_sum = crate::embed::kernels::ops::exp_scaled(&mut e, 0.17);
             assert!(
                 (sum - want_sum).abs() <= 4e-6 * want_sum,
                 "len {len}: sum {sum} vs {want_sum}"

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::embed::amx::bf16;
+use super::amx::bf16;
 
 /// `fn name(args) body`, compiled for AVX-512 as well, that copy chosen at run time.
 macro_rules! wide_fn {
@@ -148,7 +148,11 @@ unsafe fn gelu_avx512(y: &mut [f32]) {
         // SAFETY: the load and the store are of the lanes within `y`.
         unsafe {
             let at = y.as_mut_ptr().add(i);
-            super::sgemm::store_lanes(at, n - i, gelu_lanes(super::sgemm::load_lanes(at, n - i)));
+            crate::cpu::simd::store_lanes(
+                at,
+                n - i,
+                gelu_lanes(crate::cpu::simd::load_lanes(at, n - i)),
+            );
         }
     }
 }
@@ -227,7 +231,7 @@ pub fn exp_scaled(row: &mut [f32], scale: f32) -> f32 {
 fn exp_scaled_avx512(row: &mut [f32], scale: f32) -> f32 {
     use std::arch::x86_64::*;
     let n = row.len();
-    let mask = |c: usize| crate::embed::sgemm::lane_mask(n - c);
+    let mask = |c: usize| crate::cpu::simd::lane_mask(n - c);
     let p = row.as_mut_ptr();
     // SAFETY: each load and store is masked to the lanes within `row`.
     unsafe {
@@ -274,7 +278,7 @@ pub(crate) fn scaled_max_avx512(
             m0 = _mm512_max_ps(m0, _mm512_loadu_ps(row.as_ptr().add(c)));
         }
         if whole < n {
-            let k = crate::embed::sgemm::lane_mask(n - whole);
+            let k = crate::cpu::simd::lane_mask(n - whole);
             let v = _mm512_maskz_loadu_ps(k, row.as_ptr().add(whole));
             m1 = _mm512_mask_max_ps(m1, k, m1, v);
         }
@@ -481,7 +485,7 @@ mod tests {
         for ((p, v), p16) in row.iter().zip(&orig).zip(&row16) {
             let want = ((v - m) as f64 * 0.5).exp() / z;
             assert!((*p as f64 - want).abs() < 1e-6, "{p} vs {want}");
-            assert_eq!(*p16, crate::embed::amx::bf16(*p));
+            assert_eq!(*p16, crate::embed::kernels::amx::bf16(*p));
         }
     }
 
@@ -493,7 +497,7 @@ mod tests {
         let mut e16 = vec![0u16; 41];
         let sum = super::exp_bf16(&row, 0.25, &mut e16);
         for (pi, ei) in p.iter().zip(&e16) {
-            let e = crate::embed::amx::f32_of(*ei) / sum;
+            let e = crate::embed::kernels::amx::f32_of(*ei) / sum;
             assert!((e - pi).abs() <= pi * 1e-2 + 1e-7, "{e} vs {pi}");
         }
         let mut e = row.clone();
@@ -553,7 +557,7 @@ mod tests {
         super::residual_norm(&mut y, &x, &w, &b, 1e-12, &mut y16);
         for (i, (g, w)) in y.iter().zip(&want).enumerate() {
             assert!((*g as f64 - w).abs() < 1e-5, "{i}: {g} vs {w}");
-            assert_eq!(y16[i], crate::embed::amx::bf16(*g));
+            assert_eq!(y16[i], crate::embed::kernels::amx::bf16(*g));
         }
     }
 
@@ -574,7 +578,7 @@ mod tests {
                     (g - want).abs() <= 1e-6 * (1.0 + v.abs()),
                     "{n}/{i}: gelu({v}) {g} vs {want}"
                 );
-                assert_eq!(y16[i], crate::embed::amx::bf16(g));
+                assert_eq!(y16[i], crate::embed::kernels::amx::bf16(g));
             }
         }
         // Past the clamp: 0 far below, `x` far above.
