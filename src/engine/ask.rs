@@ -63,7 +63,9 @@ impl Engine {
         };
         // A database that retrieves by itself (PostgreSQL), else the in-memory
         // index, brought up to date.
-        let corpus: Arc<dyn Corpus> = match self.store().in_database() {
+        // (The store's lock is let go before the in-memory index takes it again.)
+        let in_database = self.store().in_database();
+        let corpus: Arc<dyn Corpus> = match in_database {
             Some(db) => db,
             None => self.retrieval_index()?,
         };
