@@ -34,23 +34,9 @@ impl Default for SplitConfig {
     }
 }
 
-/// A piece of a document, ready to embed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chunk {
-    pub text: String,
-    /// 1-based physical page where the chunk starts.
-    pub page_start: u32,
-    /// 1-based physical page where it ends (same as `page_start` for most chunks).
-    pub page_end: u32,
-    /// Offset of the first character, in characters from the start of
-    /// `page_start`'s text.
-    pub char_start: usize,
-    /// Offset just past the last character, in characters from the start of
-    /// `page_end`'s text.
-    pub char_end: usize,
-    /// Length in the model's tokens, special tokens included (≤ `max_tokens`).
-    pub tokens: usize,
-}
+/// A piece of a document, ready to embed: the store's own type (what the index
+/// keeps of a chunk), named here too since splitting makes them.
+pub use crate::store::Chunk;
 
 /// A sentence (or part of one) on one page.
 #[derive(Debug, Clone)]

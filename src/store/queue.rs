@@ -2,31 +2,12 @@
 //! starts, so that a kill, a crash or a restart loses nothing. A row is `queued`, then
 //! `running` while a pipeline works on it, then `done`, `failed` or `cancelled`.
 //! Rows left `running` by a process that died go back to `queued` when the index is
-//! opened again ([`requeue_interrupted`]); finished rows are kept until the next batch
-//! starts, for the UI's list.
+//! opened again ([`Queue::requeue_interrupted`]); finished rows are kept until the
+//! next batch starts, for the UI's list.
 
-use rusqlite::{params, Connection, OptionalExtension};
-
-use super::QueueState;
 use crate::Result;
 
-/// Migration 2: the queue table and the pages' OCR mark.
-pub(super) const SCHEMA: &str = "CREATE TABLE queue (
-         id        INTEGER PRIMARY KEY AUTOINCREMENT,
-         path      TEXT NOT NULL,
-         bytes     INTEGER NOT NULL DEFAULT 0,
-         state     TEXT NOT NULL DEFAULT 'queued'
-                   CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
-         progress  REAL NOT NULL DEFAULT 0,
-         eta_secs  REAL,
-         error     TEXT,
-         doc_id    INTEGER,
-         added_at  INTEGER NOT NULL,
-         started_at INTEGER,
-         finished_at INTEGER
-     );
-     CREATE INDEX queue_by_state ON queue(state, id);
-     ALTER TABLE pages ADD COLUMN ocr INTEGER NOT NULL DEFAULT 0;";
+use super::QueueState;
 
 /// One file in the queue.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -46,201 +27,30 @@ pub struct QueueRow {
     pub finished_at: Option<i64>,
 }
 
-fn now_ms() -> i64 {
-    super::now_ms()
-}
-
-/// Add `files` (path, size) to the queue; a path already waiting or running is not
-/// added twice. Finished rows of earlier batches are cleared first when nothing is
-/// waiting. Returns the ids of the rows for `files`, in order.
-pub fn enqueue(conn: &mut Connection, files: &[(String, u64)]) -> Result<Vec<i64>> {
-    let tx = conn.transaction()?;
-    let waiting: i64 = tx.query_row(
-        "SELECT count(*) FROM queue WHERE state IN ('queued', 'running')",
-        [],
-        |r| r.get(0),
-    )?;
-    if waiting == 0 {
-        tx.execute("DELETE FROM queue", [])?;
-    }
-    let mut ids = Vec::with_capacity(files.len());
-    for (path, bytes) in files {
-        let here: Option<i64> = tx
-            .query_row(
-                "SELECT id FROM queue WHERE path = ?1 AND state IN ('queued', 'running')",
-                [path],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let id = match here {
-            Some(id) => id,
-            None => {
-                tx.execute(
-                    "INSERT INTO queue (path, bytes, added_at) VALUES (?1, ?2, ?3)",
-                    params![path, *bytes as i64, now_ms()],
-                )?;
-                tx.last_insert_rowid()
-            }
-        };
-        ids.push(id);
-    }
-    tx.commit()?;
-    Ok(ids)
-}
-
-/// Take the oldest waiting row: it becomes `running`. `None` when nothing waits.
-pub fn claim(conn: &Connection) -> Result<Option<QueueRow>> {
-    let id: Option<i64> = conn
-        .query_row(
-            "SELECT id FROM queue WHERE state = 'queued' ORDER BY id LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let Some(id) = id else { return Ok(None) };
-    conn.execute(
-        "UPDATE queue SET state = 'running', progress = 0, eta_secs = NULL, started_at = ?2
-         WHERE id = ?1",
-        params![id, now_ms()],
-    )?;
-    get(conn, id)
-}
-
-/// Rows waiting (`queued`), not counting running ones.
-pub fn waiting(conn: &Connection) -> Result<usize> {
-    let n: i64 = conn.query_row(
-        "SELECT count(*) FROM queue WHERE state = 'queued'",
-        [],
-        |r| r.get(0),
-    )?;
-    Ok(n as usize)
-}
-
-/// One row.
-pub fn get(conn: &Connection, id: i64) -> Result<Option<QueueRow>> {
-    Ok(conn
-        .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
-        .optional()?)
-}
-
-const SELECT: &str = "SELECT id, path, bytes, state, progress, eta_secs, error, doc_id,
-                             started_at, finished_at FROM queue";
-
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueueRow> {
-    Ok(QueueRow {
-        id: r.get(0)?,
-        path: r.get(1)?,
-        bytes: r.get::<_, i64>(2)?.max(0) as u64,
-        state: r.get(3)?,
-        progress: r.get(4)?,
-        eta_secs: r.get(5)?,
-        error: r.get(6)?,
-        doc_id: r.get(7)?,
-        started_at: r.get(8)?,
-        finished_at: r.get(9)?,
-    })
-}
-
-/// The whole queue, oldest first.
-pub fn list(conn: &Connection) -> Result<Vec<QueueRow>> {
-    let mut st = conn.prepare(&format!("{SELECT} ORDER BY id"))?;
-    let rows = st.query_map([], row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-/// Progress of a running row.
-pub fn progress(conn: &Connection, id: i64, fraction: f64, eta_secs: Option<f64>) -> Result<()> {
-    conn.execute(
-        "UPDATE queue SET progress = ?2, eta_secs = ?3 WHERE id = ?1 AND state = 'running'",
-        params![id, fraction.clamp(0.0, 1.0), eta_secs],
-    )?;
-    Ok(())
-}
-
-/// A row is finished: `done` (with its document), `failed` (with the reason).
-/// A row the user cancelled meanwhile stays cancelled.
-pub fn finish(conn: &Connection, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()> {
-    let state = if error.is_some() {
-        QueueState::Failed
-    } else {
-        QueueState::Done
-    };
-    conn.execute(
-        "UPDATE queue SET state = ?2, doc_id = ?3, error = ?4, progress = 1, eta_secs = NULL,
-                          finished_at = ?5
-         WHERE id = ?1 AND state != 'cancelled'",
-        params![id, state, doc_id, error, now_ms()],
-    )?;
-    Ok(())
-}
-
-/// A running row whose work was interrupted (not by the user) waits again.
-pub fn requeue(conn: &Connection, id: i64) -> Result<()> {
-    conn.execute(
-        "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL, started_at = NULL
-         WHERE id = ?1 AND state = 'running'",
-        [id],
-    )?;
-    Ok(())
-}
-
-/// Rows left `running` by a process that is gone wait again. Returns how many.
-pub fn requeue_interrupted(conn: &Connection) -> Result<usize> {
-    Ok(conn.execute(
-        "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL, started_at = NULL
-         WHERE state = 'running'",
-        [],
-    )?)
-}
-
-/// Cancel one row (`Some(id)`) or every waiting and running row (`None`). Returns the
-/// ids that were cancelled.
-pub fn cancel(conn: &Connection, id: Option<i64>) -> Result<Vec<i64>> {
-    let mut st = conn.prepare(
-        "UPDATE queue SET state = 'cancelled', eta_secs = NULL, finished_at = ?2
-         WHERE (?1 IS NULL OR id = ?1) AND state IN ('queued', 'running') RETURNING id",
-    )?;
-    let ids = st.query_map(params![id, now_ms()], |r| r.get(0))?;
-    Ok(ids.collect::<rusqlite::Result<_>>()?)
-}
-
-/// Whether the row is still wanted (not cancelled, not gone).
-pub fn wanted(conn: &Connection, id: i64) -> Result<bool> {
-    let state: Option<String> = conn
-        .query_row("SELECT state FROM queue WHERE id = ?1", [id], |r| r.get(0))
-        .optional()?;
-    Ok(state.is_some_and(|s| s != "cancelled"))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn claim_finish_cancel_and_requeue() {
-        let mut s = super::super::sqlite::Sqlite::open_in_memory().unwrap();
-        let c = s.conn_mut();
-        let ids = enqueue(c, &[("/a.pdf".into(), 1), ("/b.pdf".into(), 2)]).unwrap();
-        // The same path waiting is not queued twice.
-        assert_eq!(enqueue(c, &[("/a.pdf".into(), 1)]).unwrap(), vec![ids[0]]);
-        let a = claim(c).unwrap().unwrap();
-        assert_eq!((a.id, a.state.as_str()), (ids[0], "running"));
-        assert_eq!(waiting(c).unwrap(), 1);
-        // A process that died leaves it running: it waits again.
-        assert_eq!(requeue_interrupted(c).unwrap(), 1);
-        assert_eq!(claim(c).unwrap().unwrap().id, ids[0]);
-        finish(c, ids[0], Some(7), None).unwrap();
-        assert_eq!(cancel(c, Some(ids[1])).unwrap(), vec![ids[1]]);
-        assert!(!wanted(c, ids[1]).unwrap());
-        assert!(claim(c).unwrap().is_none());
-        // A cancelled row stays cancelled when its work ends.
-        finish(c, ids[1], None, Some("late")).unwrap();
-        let states: Vec<QueueState> = list(c).unwrap().into_iter().map(|r| r.state).collect();
-        assert_eq!(states, [QueueState::Done, QueueState::Cancelled]);
-        // A new batch clears the finished rows.
-        let new = enqueue(c, &[("/c.pdf".into(), 3)]).unwrap();
-        assert_eq!(list(c).unwrap().len(), 1);
-        assert!(new[0] > ids[1]);
-    }
+/// The indexing queue.
+pub trait Queue {
+    /// Add `files` (path, size); a path already waiting or running is not added
+    /// twice. Returns the rows' ids, in order.
+    fn enqueue(&mut self, files: &[(String, u64)]) -> Result<Vec<i64>>;
+    /// Take the oldest waiting row: it becomes `running`.
+    fn claim(&self) -> Result<Option<QueueRow>>;
+    /// Rows waiting (`queued`), not counting running ones.
+    fn waiting(&self) -> Result<usize>;
+    /// One row.
+    fn queue_row(&self, id: i64) -> Result<Option<QueueRow>>;
+    /// The whole queue, oldest first.
+    fn queue(&self) -> Result<Vec<QueueRow>>;
+    /// Progress of a running row.
+    fn progress(&self, id: i64, fraction: f64, eta_secs: Option<f64>) -> Result<()>;
+    /// A row is finished: `done` (with its document) or `failed` (with the reason);
+    /// a row cancelled meanwhile stays cancelled.
+    fn finish(&self, id: i64, doc_id: Option<i64>, error: Option<&str>) -> Result<()>;
+    /// A running row whose work was interrupted (not by the user) waits again.
+    fn requeue(&self, id: i64) -> Result<()>;
+    /// Rows left `running` by a process that is gone wait again. Returns how many.
+    fn requeue_interrupted(&self) -> Result<usize>;
+    /// Cancel one row or every waiting and running one; returns the ids cancelled.
+    fn cancel(&self, id: Option<i64>) -> Result<Vec<i64>>;
+    /// Whether the row is still wanted (not cancelled, not gone).
+    fn wanted(&self, id: i64) -> Result<bool>;
 }

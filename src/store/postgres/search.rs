@@ -12,15 +12,15 @@
 //!   in-memory index, in double precision rather than single: scores agree to about
 //!   1e-6, so two chunks tied that closely may swap.
 //!
-//! Each retriever takes a connection from a small pool of its own, so a question
-//! never waits for the indexer's transaction on the store's connection.
+//! Each retriever takes a connection from a small pool of its own
+//! ([`Pool`]), so a question never waits for the indexer's transaction on the
+//! store's connection.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use postgres::Client;
 
-use super::postgres::{connect, Conn};
+use super::connection::{vector_text, Pool};
 use crate::embed::Embedder;
 use crate::retrieve::{ChunkInfo, Corpus, DocFilter, Hit, Retriever, RetrieverKind};
 use crate::text::analyzer as text;
@@ -31,48 +31,27 @@ use crate::Result;
 /// twice) are ordered by id, as the in-memory index orders them.
 const TIE_SLACK: i64 = 8;
 
-/// Connections kept for the next query (more are opened when several run at once).
-const POOL: usize = 4;
-
 /// The in-database retrievers of one PostgreSQL index.
 pub struct PgSearch {
-    url: String,
-    pool: Mutex<Vec<Conn>>,
+    pool: Pool,
 }
 
 impl PgSearch {
     pub fn new(url: &str) -> Self {
         Self {
-            url: url.to_string(),
-            pool: Mutex::new(Vec::new()),
+            pool: Pool::new(url),
         }
     }
 
-    /// Run `f` on a pooled connection; a connection that failed is dropped.
+    /// Run `f` on a pooled connection (off any async runtime).
     fn with<T: Send>(&self, f: impl FnOnce(&mut Client) -> Result<T> + Send) -> Result<T> {
-        super::postgres::off_runtime(|| self.pooled(f))
-    }
-
-    fn pooled<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
-        let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut client = match pooled {
-            Some(c) if !c.is_closed() => c,
-            _ => Conn::new(connect(&self.url)?),
-        };
-        let r = f(&mut client);
-        if r.is_ok() {
-            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-            if pool.len() < POOL {
-                pool.push(client);
-            }
-        }
-        r
+        self.pool.with(f)
     }
 
     /// The `k` chunks nearest `query` (an embedding), best first.
     pub fn nearest(&self, query: &[f32], k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
         let dims = query.len() as i32;
-        let q = super::postgres::vector_text(query);
+        let q = vector_text(query);
         self.with(|c| {
             let rows = match filter {
                 None => {
