@@ -386,7 +386,10 @@ fn sibling_imports(dir: &Path, module: &str) -> Vec<(String, String)> {
     for f in files {
         let name = stem(f);
         let src = std::fs::read_to_string(f).expect("source");
-        let mut code = outside_tests(&src).replace("super::", "crate::");
+        // Another crate's paths (`quire::store` in bench/) are not siblings.
+        let mut code = outside_tests(&src)
+            .replace("quire::", "other_crate::")
+            .replace("super::", "crate::");
         if !module.is_empty() {
             code = code.replace(&format!("crate::{module}::"), "crate::");
         }
