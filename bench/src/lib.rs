@@ -11,6 +11,8 @@
 //! reranking), [`not_found`] (the "not found" threshold's calibration), [`serving`]
 //! (`quire serve` under concurrent asks while a batch indexes); [`pdftotext`]
 //! is the one runner of poppler's `pdftotext` that extract and retrieval share.
+//! [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
+//! Quire's logits.
 
 pub mod answer;
 pub mod conversations;
@@ -19,6 +21,7 @@ pub mod extract;
 pub mod ingest;
 pub mod llm;
 pub mod load;
+pub mod margins;
 pub mod not_found;
 pub mod pdftotext;
 pub mod retrieval;
@@ -29,6 +32,13 @@ pub mod support;
 use std::path::{Path, PathBuf};
 
 use quire::{Error, Result};
+
+/// The shared folder of references and corpora: `$QUIRE_SHARED` or `../shared`.
+pub fn shared() -> PathBuf {
+    std::env::var_os("QUIRE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared"))
+}
 
 /// The PDFs of `dir` (not its subfolders), sorted by name.
 pub fn pdfs(dir: &Path) -> Result<Vec<PathBuf>> {

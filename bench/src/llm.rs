@@ -104,10 +104,7 @@ pub fn threads() -> usize {
 /// Where llama.cpp's `speed.json` for `model` is: `$QUIRE_SHARED` or `../shared`.
 pub fn default_reference(model: &Path) -> Option<PathBuf> {
     let stem = model.file_stem()?.to_str()?;
-    let shared = std::env::var_os("QUIRE_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("../shared"));
-    let p = shared
+    let p = crate::shared()
         .join("reference/llamacpp")
         .join(stem)
         .join("speed.json");

@@ -72,6 +72,23 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Diagnostics: along llama.cpp's greedy sequences, how far its token is from
+    /// Quire's greedy choice at each step (`+lead` where they agree, `-gap` where they
+    /// part), with the file's weights and requantized to Q8_0.
+    Margins {
+        /// A GGUF file (default: SmolLM2-135M-Instruct, whose references are shared).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// llama.cpp's greedy.jsonl for the same file (default: the shared reference).
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// Tokens per sequence.
+        #[arg(long, default_value_t = 20)]
+        steps: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// PDF text extraction against `pdftotext -layout`: per-page word F1 and pages/s.
     Extract {
         /// Folder of PDFs (default: ../shared/corpus/pdfs).
@@ -284,6 +301,23 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             (load, peer),
             json,
         ),
+        BenchCmd::Margins {
+            model,
+            reference,
+            steps,
+            json,
+        } => {
+            let model = match model {
+                Some(p) => p,
+                None => quire::models::find(quire::models::SMOLLM2)?,
+            };
+            let reference = match reference {
+                Some(p) => p,
+                None => quire_bench::margins::default_reference(&model)
+                    .context("no reference for a model without a file name")?,
+            };
+            emit(&quire_bench::margins::run(&model, &reference, steps)?, json)
+        }
         BenchCmd::Extract { dir, json } => extract(dir, json),
         BenchCmd::Ingest {
             dir,

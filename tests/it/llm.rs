@@ -343,43 +343,8 @@ fn load_rejects_a_llama_file_without_weights_or_vocabulary() {
     }
 }
 
-/// Diagnostics: along llama.cpp's greedy sequence, how far its token is from ours.
-#[test]
-#[ignore = "diagnostics: prints logit margins along the reference sequences"]
-fn greedy_margins_smollm2() {
-    for requantize in [false, true] {
-        let opts = LoadOptions {
-            requantize,
-            ..LoadOptions::default()
-        };
-        let llm = GgufLlm::load_with(util::smollm2(), &opts).expect("load");
-        for line in reference("SmolLM2-135M-Instruct.Q4_1", "greedy.jsonl") {
-            let mut ctx = ids(&line["prompt_ids"]);
-            let mut row = Vec::new();
-            for &want in ids(&line["greedy_ids"]).iter().take(20) {
-                let l = llm.logits(&ctx).expect("logits");
-                let (best, top) =
-                    l.iter()
-                        .enumerate()
-                        .fold((0, f32::MIN), |a, (i, &v)| if v > a.1 { (i, v) } else { a });
-                let w = l[want as usize];
-                row.push(if best == want as usize {
-                    let second = l
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| *i != best)
-                        .map(|(_, &v)| v)
-                        .fold(f32::MIN, f32::max);
-                    format!("+{:.3}", top - second)
-                } else {
-                    format!("-{:.3}", top - w)
-                });
-                ctx.push(want);
-            }
-            eprintln!("MARGIN rq={requantize} {}", row.join(" "));
-        }
-    }
-}
+// The logit margins along llama.cpp's greedy sequences (a diagnostic that checks
+// nothing) are printed by `quire bench margins` (bench/src/margins.rs).
 
 /// A batch of prompts run together gives each prompt exactly what it gets alone:
 /// same text, same token counts, same stop reasons; the pieces streamed for each
