@@ -205,6 +205,59 @@ pub struct BlockNames {
     pub post_ffn_norm: Option<String>,
 }
 
+/// A block's vectors (its norms, and the biases and norms its architecture has), as
+/// either loader reads them: `T` is what a loader makes of one (a `Vec<f32>`, a
+/// candle tensor).
+pub struct BlockVectors<T> {
+    pub attn_norm: T,
+    pub ffn_norm: T,
+    /// q, k, v.
+    pub qkv_bias: Option<[T; 3]>,
+    pub q_norm: Option<T>,
+    pub k_norm: Option<T>,
+    pub post_attn_norm: Option<T>,
+    pub post_ffn_norm: Option<T>,
+}
+
+/// The widths a block's vectors have.
+#[derive(Debug, Clone, Copy)]
+pub struct Widths {
+    pub hidden: usize,
+    pub head_dim: usize,
+    pub n_head: usize,
+    pub n_kv_head: usize,
+}
+
+impl BlockNames {
+    /// Read the block's vectors with `read(name, length)`.
+    pub fn vectors<T, E>(
+        &self,
+        w: Widths,
+        mut read: impl FnMut(&str, usize) -> std::result::Result<T, E>,
+    ) -> std::result::Result<BlockVectors<T>, E> {
+        let kv = w.n_kv_head * w.head_dim;
+        let qkv_bias = match &self.qkv_bias {
+            Some([q, k, v]) => Some([read(q, w.n_head * w.head_dim)?, read(k, kv)?, read(v, kv)?]),
+            None => None,
+        };
+        let mut opt =
+            |name: &Option<String>, len: usize| name.as_deref().map(|n| read(n, len)).transpose();
+        let q_norm = opt(&self.q_norm, w.head_dim)?;
+        let k_norm = opt(&self.k_norm, w.head_dim)?;
+        let post_attn_norm = opt(&self.post_attn_norm, w.hidden)?;
+        let post_ffn_norm = opt(&self.post_ffn_norm, w.hidden)?;
+        Ok(BlockVectors {
+            attn_norm: read(&self.attn_norm, w.hidden)?,
+            ffn_norm: read(&self.ffn_norm, w.hidden)?,
+            qkv_bias,
+            q_norm,
+            k_norm,
+            post_attn_norm,
+            post_ffn_norm,
+        })
+    }
+}
+
 impl Block {
     /// The names of block `i`'s tensors.
     pub fn names(&self, i: usize) -> BlockNames {

@@ -127,20 +127,23 @@ impl CandleLlama {
             let (wq, wk, wv) = (q(&n.attn_q)?, q(&n.attn_k)?, q(&n.attn_v)?);
             let wo = q(&n.attn_output)?;
             let (w_gate, w_up, w_down) = (q(&n.ffn_gate)?, q(&n.ffn_up)?, q(&n.ffn_down)?);
-            let mut v = |name: &str, len: usize| vector(ct, r, name, len, device);
-            let attn_norm = v(&n.attn_norm, hidden)?;
-            let ffn_norm = v(&n.ffn_norm, hidden)?;
-            let kv = n_kv_head * head_dim;
-            let qkv_bias = match &n.qkv_bias {
-                Some([q, k, b]) => Some([v(q, n_head * head_dim)?, v(k, kv)?, v(b, kv)?]),
-                None => None,
+            let widths = arch::Widths {
+                hidden,
+                head_dim,
+                n_head,
+                n_kv_head,
             };
-            let mut opt =
-                |name: &Option<String>, len: usize| name.as_deref().map(|n| v(n, len)).transpose();
-            let q_norm = opt(&n.q_norm, head_dim)?;
-            let k_norm = opt(&n.k_norm, head_dim)?;
-            let post_attn_norm = opt(&n.post_attn_norm, hidden)?;
-            let post_ffn_norm = opt(&n.post_ffn_norm, hidden)?;
+            let arch::BlockVectors {
+                attn_norm,
+                ffn_norm,
+                qkv_bias,
+                q_norm,
+                k_norm,
+                post_attn_norm,
+                post_ffn_norm,
+            } = n.vectors(widths, |name: &str, len: usize| {
+                vector(ct, r, name, len, device)
+            })?;
             let sliding = h.sliding(i);
             layers.push(Layer {
                 wq,

@@ -226,20 +226,21 @@ impl Llama {
             let wo = QLinear::new_backend(t(&n.attn_output)?)?;
             let w13 = Stacked::new(vec![t(&n.ffn_gate)?, t(&n.ffn_up)?])?;
             let w2 = QLinear::new_backend(t(&n.ffn_down)?)?;
-            let mut v = |name: &str, len: usize| vector(ct, r, name, len);
-            let attn_norm = v(&n.attn_norm, hidden)?;
-            let ffn_norm = v(&n.ffn_norm, hidden)?;
-            let kv = n_kv_head * head_dim;
-            let qkv_bias = match &n.qkv_bias {
-                Some([q, k, b]) => Some([v(q, n_head * head_dim)?, v(k, kv)?, v(b, kv)?]),
-                None => None,
+            let widths = arch::Widths {
+                hidden,
+                head_dim,
+                n_head,
+                n_kv_head,
             };
-            let mut opt =
-                |name: &Option<String>, len: usize| name.as_deref().map(|n| v(n, len)).transpose();
-            let q_norm = opt(&n.q_norm, head_dim)?;
-            let k_norm = opt(&n.k_norm, head_dim)?;
-            let post_attn_norm = opt(&n.post_attn_norm, hidden)?;
-            let post_ffn_norm = opt(&n.post_ffn_norm, hidden)?;
+            let arch::BlockVectors {
+                attn_norm,
+                ffn_norm,
+                qkv_bias,
+                q_norm,
+                k_norm,
+                post_attn_norm,
+                post_ffn_norm,
+            } = n.vectors(widths, |name: &str, len: usize| vector(ct, r, name, len))?;
             let sliding = h.sliding(i);
             layers.push(Layer {
                 wqkv,
