@@ -46,12 +46,6 @@ pub struct AnswerRecord {
 }
 
 impl AnswerRecord {
-    /// The record of a stored message (an empty one for a question, or for what no
-    /// longer reads as a record).
-    pub fn of(message: &Message) -> Self {
-        serde_json::from_value(serde_json::Value::Object(message.extra.clone())).unwrap_or_default()
-    }
-
     /// How a stored answer ended: `None` for a finished one (read from the
     /// `status` key alone, whatever else the record holds).
     pub fn status_of(message: &Message) -> Option<AnswerStatus> {
