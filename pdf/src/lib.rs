@@ -20,6 +20,7 @@ mod error;
 mod font;
 mod isolate;
 mod layout;
+mod resources;
 mod tables;
 
 pub use encoding::normalize_ligatures;
@@ -128,15 +129,7 @@ fn page_text(
     page_id: lopdf::ObjectId,
     fonts: &mut content::FontCache,
 ) -> (String, bool) {
-    let mut resources: Vec<&lopdf::Dictionary> = Vec::new();
-    if let Ok((own, inherited)) = doc.get_page_resources(page_id) {
-        resources.extend(own);
-        resources.extend(
-            inherited
-                .iter()
-                .filter_map(|id| doc.get_dictionary(*id).ok()),
-        );
-    }
+    let resources = resources::page_resources(doc, page_id);
     let Ok(data) = doc.get_page_content_with_limit(page_id, MAX_STREAM) else {
         return (String::new(), false);
     };

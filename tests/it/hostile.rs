@@ -245,11 +245,12 @@ fn batch() -> Vec<(&'static str, Vec<u8>, Option<&'static str>)> {
     ]
 }
 
-/// Which of the batch must be indexed; the others may be indexed (when the extractor
-/// makes sense of them: a tree 100,000 deep, a form that draws itself) or fail, with
-/// the reason given, but never take the batch down.
+/// Which of the batch must be indexed (the tree 100,000 deep too: its page's fonts are
+/// found by walking up the tree without recursion); the others may be indexed (when the
+/// extractor makes sense of them: a form that draws itself) or fail, with the reason
+/// given, but never take the batch down.
 fn must_index(name: &str) -> bool {
-    name.starts_with("good-") || name == "scripted.pdf"
+    name.starts_with("good-") || name == "scripted.pdf" || name == "deep-tree.pdf"
 }
 
 fn file_name(p: &str) -> String {
@@ -327,6 +328,30 @@ fn hostile_pdfs_fail_alone_in_the_cli() {
     );
     let found = String::from_utf8_lossy(&out.stdout);
     assert!(found.contains("scripted.pdf"), "{found}");
+
+    // The page at the bottom of the tree 100,000 deep is read, as pdftotext reads it.
+    let out = Command::new(crate::util::quire_exe())
+        .args(["search", "--json", "--retrievers", "bm25", "--data-dir"])
+        .arg(&data)
+        .arg("bottom of a deep tree")
+        .output()
+        .expect("run quire search");
+    let found = String::from_utf8_lossy(&out.stdout);
+    assert!(found.contains("deep-tree.pdf"), "{found}");
+}
+
+/// A page tree nested 100,000 deep, extracted in the child process as indexing does:
+/// the page's text, with its font, is there.
+#[test]
+fn a_page_tree_100000_deep_keeps_its_text() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let path = tmp.path().join("deep.pdf");
+    std::fs::write(&path, deep_tree(100_000)).expect("write");
+    let doc = quire::ingest::pdf::Extractor::new(crate::util::quire_exe())
+        .extract(&path)
+        .expect("extract");
+    assert_eq!(doc.pages.len(), 1);
+    assert_eq!(doc.pages[0].text.trim(), "At the bottom of a deep tree");
 }
 
 /// One multipart body with every file of `files`.
