@@ -220,6 +220,37 @@ fn exercise(s: &mut Store) -> Vec<String> {
     ));
     let new = s.enqueue(&[("/c.pdf".into(), 3)]).unwrap();
     t.push(format!("{} {}", s.queue().unwrap().len(), new[0] > ids[1]));
+    // A long document: its chunks are written in several batches (PostgreSQL sends
+    // them as arrays), and each keeps its own text, pages, vector and terms.
+    let n = 1300u32;
+    let pages: Vec<ExtractedPage> = (1..=n / 10)
+        .map(|p| page(p, &format!("page {p}"), false))
+        .collect();
+    let chunks: Vec<Chunk> = (0..n)
+        .map(|i| chunk(i / 10 + 1, &format!("chunk{i} word{} shared", i % 7)))
+        .collect();
+    let embs: Vec<Vec<f32>> = (0..n).map(|i| vec![i as f32, 1.0, -(i as f32)]).collect();
+    let long = s
+        .insert_document(&NewDocument {
+            path: "/x/long.pdf",
+            hash: "h4",
+            bytes: 99,
+            title: None,
+            pages: &pages,
+            chunks: &chunks,
+            embeddings: &embs,
+            model: "m2",
+        })
+        .unwrap();
+    let stored = s.load_chunks_of(&[long]).unwrap();
+    assert_eq!(stored.len(), n as usize);
+    for (i, c) in stored.iter().enumerate() {
+        assert_eq!(c.text, format!("chunk{i} word{} shared", i % 7));
+        assert_eq!(c.embedding, vec![i as f32, 1.0, -(i as f32)]);
+        assert_eq!(c.page_start, i as u32 / 10 + 1);
+    }
+    t.push(format!("{:?}", s.page_text(long, n / 10).unwrap()));
+    t.push(format!("{:?}", s.check().unwrap()));
     t
 }
 

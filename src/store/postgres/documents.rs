@@ -13,6 +13,10 @@ use crate::store::{file_name, now_ms, DocumentRow, Documents, NewDocument, Store
 use crate::text::analyzer as text;
 use crate::{Error, Result};
 
+/// Chunks written per statement: large enough that a document takes a few round trips,
+/// small enough that one statement's arrays stay a few megabytes.
+const BATCH: usize = 512;
+
 /// A chunk's BM25 terms: each distinct term with its frequency (saturated at 255, as
 /// the in-memory index keeps it), and how many terms it has in all.
 pub(super) fn chunk_terms(text_: &str) -> (Vec<(String, i32)>, i64) {
@@ -213,56 +217,76 @@ impl Documents for Postgres {
                 )?
                 .get(0);
             collections::restore(&mut tx, id, &cols)?;
-            let page =
-                tx.prepare("INSERT INTO pages (doc_id, number, text, ocr) VALUES ($1, $2, $3, $4)")?;
-            for p in doc.pages {
-                tx.execute(&page, &[&id, &i64::from(p.number), &p.text, &p.ocr])?;
-            }
-            let chunk = tx.prepare(
-                "INSERT INTO chunks (doc_id, seq, page_start, page_end, char_start, char_end, tokens,
-                                     terms, text)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-            )?;
-            let emb = tx.prepare(
-                "INSERT INTO embeddings (chunk_id, model, dims, vector)
-                 VALUES ($1, $2, $3, $4::text::vector)",
-            )?;
-            let post = tx.prepare(
-                "INSERT INTO postings (term, chunk_id, tf)
-                 SELECT t, $2, f FROM unnest($1::text[], $3::int[]) AS u(t, f)",
+            // Every table is written in batches of rows passed as arrays and unnested by
+            // the server: a few statements per document, not three per chunk.
+            let numbers: Vec<i64> = doc.pages.iter().map(|p| i64::from(p.number)).collect();
+            let texts: Vec<&str> = doc.pages.iter().map(|p| p.text.as_str()).collect();
+            let ocr: Vec<bool> = doc.pages.iter().map(|p| p.ocr).collect();
+            tx.execute(
+                "INSERT INTO pages (doc_id, number, text, ocr)
+                 SELECT $1, n, t, o FROM unnest($2::bigint[], $3::text[], $4::bool[]) AS u(n, t, o)",
+                &[&id, &numbers, &texts, &ocr],
             )?;
             let mut total_terms = 0i64;
-            for (seq, ((ch, v), (tf, len))) in doc
-                .chunks
-                .iter()
-                .zip(doc.embeddings)
-                .zip(&terms)
-                .enumerate()
-            {
-                let cid: i64 = tx
-                    .query_one(
-                        &chunk,
-                        &[
-                            &id,
-                            &(seq as i64),
-                            &i64::from(ch.page_start),
-                            &i64::from(ch.page_end),
-                            &(ch.char_start as i64),
-                            &(ch.char_end as i64),
-                            &(ch.tokens as i64),
-                            len,
-                            &ch.text,
-                        ],
-                    )?
-                    .get(0);
-                tx.execute(
-                    &emb,
-                    &[&cid, &doc.model, &(v.len() as i32), &vector_text(v)],
+            for (at, batch) in doc.chunks.chunks(BATCH).enumerate() {
+                let first = at * BATCH;
+                let rows = first..first + batch.len();
+                let seqs: Vec<i64> = rows.clone().map(|i| i as i64).collect();
+                let col = |f: &dyn Fn(&crate::store::Chunk) -> i64| -> Vec<i64> {
+                    batch.iter().map(f).collect()
+                };
+                let lens: Vec<i64> = terms[rows.clone()].iter().map(|(_, n)| *n).collect();
+                let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
+                let ids = tx.query(
+                    "INSERT INTO chunks (doc_id, seq, page_start, page_end, char_start, char_end,
+                                         tokens, terms, text)
+                     SELECT $1, s, ps, pe, cs, ce, tk, tm, tx
+                     FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],
+                                 $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])
+                          AS u(s, ps, pe, cs, ce, tk, tm, tx)
+                     ORDER BY s
+                     RETURNING id, seq",
+                    &[
+                        &id,
+                        &seqs,
+                        &col(&|c| i64::from(c.page_start)),
+                        &col(&|c| i64::from(c.page_end)),
+                        &col(&|c| c.char_start as i64),
+                        &col(&|c| c.char_end as i64),
+                        &col(&|c| c.tokens as i64),
+                        &lens,
+                        &texts,
+                    ],
                 )?;
-                let names: Vec<&str> = tf.iter().map(|(t, _)| t.as_str()).collect();
-                let counts: Vec<i32> = tf.iter().map(|(_, n)| *n).collect();
-                tx.execute(&post, &[&names, &cid, &counts])?;
-                total_terms += len;
+                // RETURNING's order is not promised: each id goes back to its seq.
+                let mut cids = vec![0i64; batch.len()];
+                for r in ids {
+                    let seq: i64 = r.get(1);
+                    cids[seq as usize - first] = r.get(0);
+                }
+                let vectors = &doc.embeddings[rows.clone()];
+                let dims: Vec<i32> = vectors.iter().map(|v| v.len() as i32).collect();
+                let vtexts: Vec<String> = vectors.iter().map(|v| vector_text(v)).collect();
+                tx.execute(
+                    "INSERT INTO embeddings (chunk_id, model, dims, vector)
+                     SELECT c, $2, d, v::vector FROM unnest($1::bigint[], $3::int[], $4::text[])
+                          AS u(c, d, v)",
+                    &[&cids, &doc.model, &dims, &vtexts],
+                )?;
+                let (mut names, mut chunk_ids, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+                for (cid, (tf, len)) in cids.iter().zip(&terms[rows]) {
+                    for (t, n) in tf {
+                        names.push(t.as_str());
+                        chunk_ids.push(*cid);
+                        counts.push(*n);
+                    }
+                    total_terms += len;
+                }
+                tx.execute(
+                    "INSERT INTO postings (term, chunk_id, tf)
+                     SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[])",
+                    &[&names, &chunk_ids, &counts],
+                )?;
             }
             Self::count(&mut tx, doc.chunks.len() as i64, total_terms)?;
             tx.commit()?;
