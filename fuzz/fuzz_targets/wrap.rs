@@ -13,7 +13,9 @@ pub fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
         out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
     for o in offsets {
         out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
     }
@@ -67,3 +69,9 @@ pub fn page(content: &[u8], to_unicode: &[u8]) -> Vec<u8> {
 pub const PLAIN_CMAP: &[u8] = b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap \
 /CMapName /Fuzz def 1 begincodespacerange <0000> <FFFF> endcodespacerange \
 1 beginbfrange <0001> <00FF> <0041> endbfrange endcmap CMapName currentdict /CMap defineresource pop end end";
+
+#[allow(dead_code)] // the `content` target brings its own
+/// The `cmap` target's content stream: two-byte codes shown with the fuzzed CMap's
+/// font, in `Tj` and `TJ`, then Helvetica and the form.
+pub const CMAP_CONTENT: &[u8] = b"BT /F2 12 Tf 72 720 Td <0001002A0041FFFF00FF> Tj \
+[<00410042> -200 <0043>] TJ /F1 12 Tf (plain) Tj ET /X1 Do";
