@@ -6,6 +6,7 @@ mod util;
 mod chat;
 mod chat_parity;
 mod embed;
+mod folders;
 mod gpu;
 mod hostile;
 mod index;
