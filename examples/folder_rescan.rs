@@ -12,7 +12,6 @@ use std::time::Instant;
 use quire::engine::{Cancel, Engine, EngineConfig, SyncReport};
 use quire::ingest::pipeline::content_hash;
 use quire::store::folders::mtime_ns;
-use quire::store::{Documents, Folders};
 
 fn bytes(seed: u64, len: usize) -> Vec<u8> {
     // xorshift: distinct contents without a dependency.

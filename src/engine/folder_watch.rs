@@ -3,8 +3,9 @@
 //! folders, debounced (a sync once the events have been quiet for [`QUIET`], or
 //! [`MAX_WAIT`] after the first), each burst ending in one [`Engine::sync_folders`].
 //! Every [`RECHECK`] it reads the folders again: a folder added or removed is watched
-//! or let go, and a folder whose root went or came back (a disk unmounted, mounted:
-//! no event says so) is synced. Dropping the handle stops it, and the sync it runs.
+//! or let go (a folder newly watched is synced: what changed before its watch was set
+//! sent no event), and a folder whose root went or came back (a disk unmounted,
+//! mounted: no event says so) is synced. Dropping the handle stops it, and the sync it runs.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -116,6 +117,9 @@ fn run(engine: &Engine, stop: &AtomicBool, cancel: &Cancel) {
                 match watcher.watch(&new, RecursiveMode::Recursive) {
                     Ok(()) => {
                         watched.insert(new);
+                        // What changed before the watch was set has no event: a sync
+                        // (a stat a file) finds it.
+                        first.get_or_insert_with(Instant::now);
                     }
                     Err(e) => eprintln!("quire: cannot watch {}: {e}", new.display()),
                 }

@@ -167,7 +167,8 @@ impl Engine {
     /// one watched already is refused (its files would be two folders'), as is a
     /// path that is not a folder.
     pub fn add_folder(&self, path: &Path, opts: &FolderOptions) -> Result<FolderView> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        let meta = std::fs::metadata(path)
+            .map_err(|e| Error::Invalid(format!("cannot watch {}: {e}", path.display())))?;
         if !meta.is_dir() {
             return Err(Error::Invalid(format!(
                 "{} is not a folder (add single PDFs with `quire index`)",
@@ -227,6 +228,8 @@ impl Engine {
     /// `keep_documents`; its files waiting in the queue are cancelled then. Returns how
     /// many documents were removed.
     pub fn remove_folder(&self, id: i64, keep_documents: bool) -> Result<usize> {
+        // Not in the middle of a scan, which could queue the folder's files again.
+        let _one = lock(&self.folder_sync);
         let mut store = self.store();
         let folder = store
             .folders()?
@@ -258,8 +261,9 @@ impl Engine {
 
     /// Sync every watched folder now: list it, apply what changed (renames in place,
     /// deletions), queue new and changed files and index them (progress through `on`,
-    /// as [`Engine::index`]'s), fill the folders' collections. One sync runs at a
-    /// time; another waits for it.
+    /// as [`Engine::index`]'s), fill the folders' collections. One scan runs at a
+    /// time (another, or a folder's removal, waits for it); the indexing that follows
+    /// drains the queue as [`Engine::index`] does, beside any other.
     pub fn sync_folders(
         &self,
         cancel: &Cancel,
@@ -267,14 +271,19 @@ impl Engine {
     ) -> Result<SyncReport> {
         let start = Instant::now();
         let _reg = self.register(cancel);
-        let _one = lock(&self.folder_sync);
-        let mut report = self.scan_folders_now(cancel)?;
+        let mut report = {
+            let _one = lock(&self.folder_sync);
+            self.scan_folders_now(cancel)?
+        };
         if self.queued()? > 0 {
             let s = self.index_summary(&[], cancel, on)?;
             report.indexed = s.indexed;
             report.failed = s.failed;
         }
-        self.fill_folder_collections()?;
+        {
+            let _one = lock(&self.folder_sync);
+            self.fill_folder_collections()?;
+        }
         report.secs = start.elapsed().as_secs_f64();
         Ok(report)
     }

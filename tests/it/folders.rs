@@ -361,3 +361,86 @@ fn a_folder_whose_root_disappears_keeps_its_documents_unavailable() {
     assert_eq!((r.removed, r.unavailable), (1, 0));
     assert_eq!(e.documents().expect("docs").len(), 1);
 }
+
+#[test]
+fn folders_are_added_listed_rescanned_and_removed_over_http() {
+    use crate::server::{json_request, start_with};
+    use serde_json::{json, Value};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = folder(&tmp.path().join("shelf"), &["oceanography"], 1);
+    let s = start_with(quire_cli::server::DEFAULT_MAX_UPLOAD, Ok);
+    let (status, made) = json_request(
+        s.addr,
+        "POST",
+        "/api/folders",
+        &json!({ "path": root, "collection": "Ocean" }),
+    );
+    assert_eq!(status, 200, "{made}");
+    let id = made["id"].as_i64().expect("id");
+    // Indexed in the background.
+    eventually(180, "the added folder indexed", || {
+        s.engine
+            .documents()
+            .expect("docs")
+            .iter()
+            .any(|d| d.status == "done")
+    });
+    let (status, list) = json_request(s.addr, "GET", "/api/folders", &Value::Null);
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list[0]["path"], json!(root.display().to_string()));
+    assert_eq!(list[0]["collection_name"], json!("Ocean"));
+    assert_eq!(list[0]["available"], json!(true));
+    // A path that is no folder is refused with its reason; nothing else changes.
+    let (status, err) = json_request(
+        s.addr,
+        "POST",
+        "/api/folders",
+        &json!({ "path": root.join("nope") }),
+    );
+    assert_eq!(status, 400, "{err}");
+    assert!(
+        err["error"].as_str().is_some_and(|e| e.contains("nope")),
+        "{err}"
+    );
+    let (status, r) = json_request(
+        s.addr,
+        "POST",
+        &format!("/api/folders/{id}/rescan"),
+        &json!({}),
+    );
+    assert_eq!(status, 200, "{r}");
+    let (status, r) = json_request(s.addr, "POST", "/api/folders/999/rescan", &json!({}));
+    assert_eq!(status, 404, "{r}");
+    let (status, r) = json_request(
+        s.addr,
+        "DELETE",
+        &format!("/api/folders/{id}"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["documents_removed"], json!(1));
+    let (_, list) = json_request(s.addr, "GET", "/api/folders", &Value::Null);
+    assert_eq!(list, json!([]));
+    assert!(s.engine.documents().expect("docs").is_empty());
+}
+
+#[test]
+fn a_postgres_index_refuses_watched_folders_with_a_clear_error() {
+    let pg = util::postgres::Postgres::start();
+    let url = pg.fresh_database("folders");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = folder(&tmp.path().join("docs"), &["rheology"], 1);
+    let e = Engine::open(EngineConfig {
+        data_dir: tmp.path().join("data"),
+        store: Some(url),
+        ..EngineConfig::default()
+    })
+    .expect("engine on postgres");
+    let err = e
+        .add_folder(&root, &Default::default())
+        .expect_err("refused");
+    assert_eq!(err.to_string(), "watched folders need the SQLite store");
+    assert!(e.folders().expect("folders").is_empty());
+    let r = sync(&e);
+    assert_eq!((r.folders, r.added), (0, 0));
+}
