@@ -2,9 +2,11 @@
 //! modification time) against the documents the index holds under the folder →
 //! the actions that bring the index in step. A file whose size and time match is
 //! unchanged without being read; only the others are hashed (sha256), and a new file
-//! only when a missing document has its size (a rename keeps the bytes). A missing
-//! document whose bytes turn up under another path is moved in place, not indexed
-//! again; the rest of the missing are removed. Running it again after its actions
+//! only when a document has its size (a rename keeps the bytes, and so does a copy).
+//! A missing document whose bytes turn up under another path is moved in place, not
+//! indexed again; the rest of the missing are removed. A new file with the bytes of a
+//! document that is there is a copy, which the index keeps once: nothing to do (not
+//! queued again at every sync). Running it again after its actions
 //! were applied gives nothing to do: a sync is idempotent.
 
 use std::collections::{HashMap, HashSet};
@@ -57,6 +59,8 @@ pub struct Diff {
     pub unchanged: usize,
     /// Files read to hash them.
     pub hashed: usize,
+    /// New files with the bytes of a document that is there (copies: kept once).
+    pub copies: usize,
 }
 
 /// Compare `disk` with `known`. `protected`: folders that could not be listed, whose
@@ -80,11 +84,14 @@ pub fn diff(
     // Documents whose files are gone, by content: a file with their bytes elsewhere
     // is the same document renamed.
     let mut missing: HashMap<&str, Vec<&KnownFile>> = HashMap::new();
-    let mut missing_sizes: HashSet<u64> = HashSet::new();
+    let mut sizes: HashSet<u64> = HashSet::new();
+    let mut present: HashSet<&str> = HashSet::new();
     for k in known {
+        sizes.insert(k.bytes);
         if !on_disk.contains(k.path.as_str()) && !shielded(&k.path) {
             missing.entry(k.hash.as_str()).or_default().push(k);
-            missing_sizes.insert(k.bytes);
+        } else {
+            present.insert(k.hash.as_str());
         }
     }
     let mut out = Diff::default();
@@ -129,15 +136,18 @@ pub fn diff(
                 }
             }
             None => {
-                let renamed = if missing_sizes.contains(&d.bytes) {
+                let h = if sizes.contains(&d.bytes) {
                     match hashed(&d.path, &mut out)? {
-                        Some(h) => claim(&h),
+                        Some(h) => Some(h),
                         None => continue,
                     }
                 } else {
                     None
                 };
-                match renamed {
+                match h.as_deref().and_then(&mut claim) {
+                    None if h.as_deref().is_some_and(|h| present.contains(h)) => {
+                        out.copies += 1;
+                    }
                     Some(id) => {
                         moved.insert(id);
                         out.actions.push(Action::Move {
@@ -302,6 +312,15 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn a_copy_of_a_document_that_is_there_is_left_alone() {
+        let d = [disk("/f/a.pdf", 10, 1), disk("/f/copy.pdf", 10, 2)];
+        let k = [known(1, "/f/a.pdf", "ha", 10, Some(1))];
+        let (diff, read) = run(&d, &k, &[("/f/copy.pdf", "ha")]);
+        assert_eq!((diff.actions.len(), diff.copies, diff.unchanged), (0, 1, 1));
+        assert_eq!(read, ["/f/copy.pdf"]);
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct SyncReport {
     pub removed: usize,
     /// Files found as they were indexed.
     pub unchanged: usize,
+    /// Files with the same bytes as a document of another path (kept once, under
+    /// that path).
+    pub copies: usize,
     /// Documents of folders that are missing, kept.
     pub unavailable: usize,
     /// Files read to hash them (those whose size or time changed).
@@ -337,6 +340,7 @@ impl Engine {
         let d = diff(&disk, &known, &protected, &mut read)?;
         report.unchanged = d.unchanged;
         report.hashed = d.hashed;
+        report.copies = d.copies;
         let mut queue = Vec::new();
         {
             let mut store = self.store();

@@ -444,3 +444,28 @@ fn a_postgres_index_refuses_watched_folders_with_a_clear_error() {
     let r = sync(&e);
     assert_eq!((r.folders, r.added), (0, 0));
 }
+
+#[test]
+fn a_copy_of_an_indexed_file_is_kept_once_and_not_queued_again() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = folder(&tmp.path().join("copies"), &["seismology"], 1);
+    let e = engine(&tmp.path().join("data"));
+    e.add_folder(&root, &Default::default()).expect("add");
+    sync(&e);
+    std::fs::copy(root.join("00-seismology.pdf"), root.join("copy.pdf")).expect("copy");
+    for _ in 0..2 {
+        let r = sync(&e);
+        assert_eq!(
+            (r.unchanged, r.copies, r.added, r.indexed),
+            (1, 1, 0, 0),
+            "{r:?}"
+        );
+        assert_eq!(e.documents().expect("docs").len(), 1, "the same bytes once");
+    }
+    // The original deleted: the copy takes the document over, not indexed again.
+    let id = e.documents().expect("docs")[0].id;
+    std::fs::remove_file(root.join("00-seismology.pdf")).expect("rm");
+    let r = sync(&e);
+    assert_eq!((r.renamed, r.removed, r.indexed), (1, 0, 0), "{r:?}");
+    assert_eq!(doc_at(&e, &root.join("copy.pdf")), Some(id));
+}

@@ -101,6 +101,9 @@ fn describe(r: &SyncReport) -> String {
         r.removed,
         r.unchanged
     );
+    if r.copies > 0 {
+        s += &format!(", {} copies of indexed files", r.copies);
+    }
     if r.unavailable > 0 {
         s += &format!(", {} in missing folders kept (unavailable)", r.unavailable);
     }
