@@ -94,7 +94,11 @@ fn describe(r: &SyncReport) -> String {
     let mut s = format!(
         "synced {} folder(s) in {}: {} new, {} changed, {} renamed, {} removed, {} unchanged",
         r.folders,
-        fmt_secs(r.secs),
+        if r.secs < 60.0 {
+            format!("{:.2}s", r.secs)
+        } else {
+            fmt_secs(r.secs)
+        },
         r.added,
         r.changed,
         r.renamed,

@@ -237,8 +237,16 @@ pub fn docs(engine: &quire::engine::Engine) -> anyhow::Result<()> {
         match d.error {
             Some(e) => println!("{:>4}  failed  {}  ({e})", d.id, d.path),
             None => println!(
-                "{:>4}  {:>4} pages {:>5} chunks  {}",
-                d.id, d.pages, d.chunks, d.path
+                "{:>4}  {:>4} pages {:>5} chunks  {}{}",
+                d.id,
+                d.pages,
+                d.chunks,
+                d.path,
+                if d.unavailable {
+                    "  (unavailable: its watched folder is missing)"
+                } else {
+                    ""
+                }
             ),
         }
     }
