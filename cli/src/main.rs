@@ -97,6 +97,15 @@ enum Cmd {
         #[command(flatten)]
         data: DataDir,
     },
+    /// Watched folders: their PDFs indexed and kept in step with the disk (new,
+    /// changed, renamed, deleted files) while `quire serve` or the window runs, and
+    /// at their start.
+    Folders {
+        #[command(subcommand)]
+        cmd: cli::folders::FoldersCmd,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// Show the indexing queue (each file's state, progress and ETA), or cancel one
     /// file or all of it: a `quire index` or `quire serve` indexing the same data
     /// directory stops that file at its next step and goes on with the others.
@@ -308,8 +317,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 ),
             };
             let engine = std::sync::Arc::new(data.engine()?);
-            // Finish what a killed or crashed run left queued, without being asked.
+            // Finish what a killed or crashed run left queued, and sync the watched
+            // folders, without being asked; then keep them in step while serving.
             quire::engine::spawn_resume(engine.clone());
+            let _watcher = quire::engine::watch_folders(engine.clone());
             let opts = quire_cli::server::ServeOptions {
                 addr: std::net::SocketAddr::new(host, port),
                 token,
@@ -322,6 +333,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Index { paths, json, data } => cli::index::index(&data.engine()?, &paths, json),
+        Cmd::Folders { cmd, data } => cli::folders::run(&data.engine()?, cmd),
         Cmd::Queue { cmd, json, data } => {
             let engine = data.engine()?;
             match cmd {

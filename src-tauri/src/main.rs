@@ -108,6 +108,41 @@ async fn create_collection(
 }
 
 #[tauri::command]
+async fn folders(engine: Eng<'_>) -> CmdResult<Vec<engine::FolderView>> {
+    let e = engine.inner().clone();
+    blocking(move || e.folders()).await
+}
+
+/// Watch a folder, then sync in the background (the queue shows the progress).
+#[tauri::command]
+async fn add_folder(
+    engine: Eng<'_>,
+    path: PathBuf,
+    collection: Option<String>,
+) -> CmdResult<engine::FolderView> {
+    let e = engine.inner().clone();
+    let opts = engine::FolderOptions {
+        collection: collection.filter(|c| !c.trim().is_empty()),
+    };
+    let f = blocking(move || e.add_folder(&path, &opts)).await?;
+    engine::spawn_sync(engine.inner().clone());
+    Ok(f)
+}
+
+#[tauri::command]
+async fn remove_folder(engine: Eng<'_>, id: i64, keep_documents: bool) -> CmdResult<usize> {
+    let e = engine.inner().clone();
+    blocking(move || e.remove_folder(id, keep_documents)).await
+}
+
+/// Sync every watched folder now, in the background.
+#[tauri::command]
+async fn rescan_folders(engine: Eng<'_>) -> CmdResult<()> {
+    engine::spawn_sync(engine.inner().clone());
+    Ok(())
+}
+
+#[tauri::command]
 async fn update_collection(
     engine: Eng<'_>,
     id: i64,
@@ -235,6 +270,17 @@ async fn reembed(engine: Eng<'_>, channel: Channel<IndexEvent>) -> CmdResult<()>
     Ok(())
 }
 
+/// The native folder picker, for "Add folder" (`None`: cancelled).
+#[tauri::command]
+async fn pick_folder(app: tauri::AppHandle) -> Option<PathBuf> {
+    use tauri_plugin_dialog::DialogExt;
+    let (tx, mut rx) = tauri::async_runtime::channel(1);
+    app.dialog().file().pick_folder(move |folder| {
+        let _ = tx.try_send(folder.and_then(|f| f.into_path().ok()));
+    });
+    rx.recv().await.flatten()
+}
+
 /// The native file picker, for PDFs.
 #[tauri::command]
 async fn pick_files(app: tauri::AppHandle) -> Vec<PathBuf> {
@@ -270,8 +316,10 @@ fn main() {
             std::process::exit(1);
         }
     };
-    // Finish what a killed or crashed run left queued, without being asked.
+    // Finish what a killed or crashed run left queued, and sync the watched folders,
+    // without being asked; then keep them in step while the window is open.
     engine::spawn_resume(engine.clone());
+    let watcher = engine::watch_folders(engine.clone());
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .manage(engine)
@@ -298,7 +346,12 @@ fn main() {
             queue,
             cancel_queued,
             reembed,
-            pick_files
+            pick_files,
+            folders,
+            add_folder,
+            remove_folder,
+            rescan_folders,
+            pick_folder
         ])
         .on_window_event(|window, event| {
             if let WindowEvent::CloseRequested { .. } = event {
@@ -308,6 +361,7 @@ fn main() {
             }
         })
         .run(tauri::generate_context!());
+    drop(watcher);
     if let Err(e) = result {
         eprintln!("quire-desktop: {e}");
         std::process::exit(1);

@@ -158,17 +158,27 @@ impl Engine {
 }
 
 /// When files wait in the queue (a batch a kill, a crash or a restart interrupted),
-/// index them on a thread of their own, without being asked; the shells call this at
-/// start. Returns the thread when there was something to do. Its progress shows in
+/// or folders are watched, index them on a thread of their own, without being asked;
+/// the shells call this at start. A watched folder is synced first
+/// ([`Engine::sync_folders`]): what changed while Quire was closed is found. Returns
+/// the thread when there was something to do. Its progress shows in
 /// [`Engine::queue`]; cancelling all work ([`Engine::cancel_all`]) stops it and leaves
 /// the rest queued for the next start.
 pub fn spawn_resume(engine: Arc<Engine>) -> Option<std::thread::JoinHandle<()>> {
-    if engine.queued().ok()? == 0 {
+    let folders = engine.watching_folders().unwrap_or(false);
+    if !folders && engine.queued().ok()? == 0 {
         return None;
     }
     Some(std::thread::spawn(move || {
         let cancel = Cancel::new();
-        if let Err(e) = engine.index_summary(&[], &cancel, &mut |_| true) {
+        let r = if folders {
+            engine.sync_folders(&cancel, &mut |_| true).map(|_| ())
+        } else {
+            engine
+                .index_summary(&[], &cancel, &mut |_| true)
+                .map(|_| ())
+        };
+        if let Err(e) = r {
             if !matches!(e, crate::Error::Cancelled) {
                 eprintln!("quire: resuming the indexing queue: {e}");
             }

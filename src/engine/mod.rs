@@ -14,6 +14,9 @@ use crate::{Error, Result};
 mod ask;
 mod exchanges;
 mod files;
+mod folder_diff;
+mod folder_watch;
+mod folders;
 mod index_cache;
 mod indexer_lock;
 mod indexing;
@@ -30,6 +33,8 @@ mod uploads;
 pub use crate::support::{SentenceSupport, Span, Support, Verdict, WrongCitation};
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
+pub use folder_watch::{watch_folders, FolderWatcher};
+pub use folders::{spawn_sync, FolderOptions, FolderView, SyncReport};
 pub use indexing::{spawn_resume, QueueItem, QueueView};
 pub use modes::{ModeInfo, ModeKind};
 pub use record::{AnswerRecord, AnswerStatus};
@@ -62,6 +67,8 @@ pub struct Engine {
     verified: files::Verified,
     /// Synthesizers a program registered as response modes.
     synthesizers: Vec<modes::Registered>,
+    /// Held for the whole of a watched folders' sync: one at a time.
+    folder_sync: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -99,6 +106,7 @@ impl Engine {
             index_cache: Default::default(),
             verified: Default::default(),
             synthesizers: Vec::new(),
+            folder_sync: Mutex::new(()),
         })
     }
 
@@ -345,13 +353,16 @@ impl Engine {
         lock(&self.db)
     }
 
-    /// Documents in the index, failed ones included, by id.
+    /// Documents in the index, failed ones included, by id; those of a watched folder
+    /// that is missing are marked unavailable.
     pub fn documents(&self) -> Result<Vec<DocumentView>> {
+        let missing = self.unavailable_roots();
         Ok(self
             .store()
             .documents()?
             .into_iter()
             .map(|d| DocumentView {
+                unavailable: folders::in_any(&d.path, &missing),
                 id: d.id,
                 path: d.path,
                 file_name: d.file_name,

@@ -406,6 +406,10 @@ pub struct DocumentView {
     pub chunks: usize,
     pub status: DocStatus,
     pub error: Option<String>,
+    /// In a watched folder that is missing now (an unmounted disk): kept and still
+    /// searched, but its file cannot be opened.
+    #[serde(default)]
+    pub unavailable: bool,
 }
 
 /// A document's own file, open for reading and checked to hold the bytes that were

@@ -31,6 +31,7 @@ use super::IndexEvent;
 use crate::cpu::priority::Priority;
 use crate::cpu::Cancel;
 use crate::embed::Embedder;
+use crate::store::folders::mtime_ns;
 use crate::store::queue::QueueRow;
 use crate::store::{DocStatus, NewDocument, QueueState, Store};
 use crate::{Error, Result};
@@ -199,6 +200,9 @@ struct Prepared {
     /// This file's own cancel flag.
     cancel: Cancel,
     hash: String,
+    /// The file's size and modification time, read before its bytes (so a change
+    /// made while it is read shows at the next sync of a watched folder).
+    stat: Option<(u64, i64)>,
     /// The extracted document with its chunks, or (document id, chunks) when it is
     /// already indexed.
     doc: Result<Result<Split, (i64, usize)>, Stop>,
@@ -382,11 +386,15 @@ impl Pipeline<'_> {
                 }
                 cancel.is_cancelled() || file_cancel.is_cancelled()
             };
+            let stat = std::fs::metadata(&row.path)
+                .ok()
+                .and_then(|m| Some((m.len(), mtime_ns(&m)?)));
             let (hash, doc) = self.prepare(Path::new(&row.path), &stop);
             let p = Prepared {
                 row,
                 cancel: file_cancel,
                 hash,
+                stat,
                 doc,
             };
             if let Err(mpsc::SendError(p)) = tx.send(p) {
@@ -468,6 +476,11 @@ impl Pipeline<'_> {
         match self.build(&p.row, &p.cancel, doc, &p.hash, clock, cancel, emit) {
             Ok(done) => {
                 clock.done_bytes += size;
+                // What a watched folder's next sync compares (without it, as after a
+                // kill just before this, that sync reads the file once more: no harm).
+                if let Some((bytes, mtime)) = p.stat {
+                    let _ = lock(self.store).stamp_document(done.0, bytes, mtime);
+                }
                 Ok(done)
             }
             Err(Stop::File(reason)) => {

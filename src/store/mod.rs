@@ -1,6 +1,6 @@
 //! The index: documents, their pages, chunks and embeddings, the indexing queue,
 //! collections and conversations, behind one trait ([`Backend`], made of one trait per
-//! concern: [`Documents`], [`Queue`], [`Collections`], [`Conversations`]) with two
+//! concern: [`Documents`], [`Queue`], [`Collections`], [`Conversations`], [`Folders`]) with two
 //! implementations:
 //!
 //! - [`sqlite::Sqlite`], the default: one file (`index.sqlite` in the data
@@ -16,12 +16,13 @@
 //!
 //! The files of this folder are the neutral part, what either database keeps: a
 //! concern's trait and row types in a file of its own (`documents.rs`, `queue.rs`,
-//! `collections.rs`, `conversations.rs`), the states kept as text (`states.rs`);
+//! `collections.rs`, `conversations.rs`, `folders.rs`), the states kept as text (`states.rs`);
 //! `sqlite/` and `postgres/` implement them, file by file.
 
 pub mod collections;
 pub mod conversations;
 pub mod documents;
+pub mod folders;
 pub mod postgres;
 pub mod queue;
 pub mod sqlite;
@@ -36,12 +37,13 @@ use crate::Result;
 pub use collections::{Collection, Collections};
 pub use conversations::{Conversation, ConversationInfo, Conversations, Message, NewMessage};
 pub use documents::{Chunk, DocumentRow, Documents, NewDocument, StoredChunk};
+pub use folders::{FolderRow, Folders, KnownFile};
 pub use queue::{Queue, QueueRow};
 pub use states::{DocStatus, QueueState, Role};
 
 /// What the engine keeps in an index, whichever database holds it: its documents,
 /// queue, collections and conversations, and what the index is.
-pub trait Backend: Documents + Queue + Collections + Conversations + Send {
+pub trait Backend: Documents + Queue + Collections + Conversations + Folders + Send {
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
     /// Where it is, for messages: the file, or the server and database (no password).

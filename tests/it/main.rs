@@ -6,6 +6,7 @@ mod util;
 mod chat;
 mod chat_parity;
 mod embed;
+mod folders;
 mod fuzz_corpus;
 mod gpu;
 mod hostile;

@@ -1,6 +1,7 @@
 // Quire's UI: chat, response modes, sources, documents, settings. This entry applies
 // the theme and wires the modules, each with one job, then starts:
 //   ./documents.js ./indexing.js   the documents list; adding, dropping and indexing PDFs
+//   ./folders.js                   watched folders: add, list, rescan, stop watching
 //   ./status.js ./welcome.js       what is missing or stale; the empty conversation
 //   ./conversations.js             the kept conversations: list, open, delete, export
 //   ./messages.js ./answer.js      a question and its answers on screen; one answer drawn
@@ -16,6 +17,7 @@ import { state } from "./state.js";
 import { banner } from "./banner.js";
 import { initDocuments, loadDocuments } from "./documents.js";
 import { initIndexing } from "./indexing.js";
+import { initFolders } from "./folders.js";
 import { checkStatus } from "./status.js";
 import { showWelcome } from "./welcome.js";
 import { initConversations, openConversation, deleteMessage } from "./conversations.js";
@@ -41,6 +43,7 @@ $("mode").addEventListener("change", showModeHelp);
 // A new documents list changes the welcome and what the scope picker offers.
 initDocuments({ onChange: (docs) => { showWelcome(); setDocuments(docs); } });
 initIndexing();
+initFolders();
 initConversations();
 initMessages({ edit: editQuestion, remove: deleteMessage, again: askAgain });
 initAsking();

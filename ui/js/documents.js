@@ -31,7 +31,7 @@ export async function loadDocuments() {
   for (const d of state.docs) {
     const failed = d.status === "failed";
     const name = d.title || d.file_name || d.path;
-    ul.append(el("li", { class: failed ? "failed" : "", title: failed ? d.error : `${d.path} — click to open`, dataset: { docId: d.id } },
+    ul.append(el("li", { class: failed ? "failed" : d.unavailable ? "unavailable" : "", title: failed ? d.error : d.unavailable ? `${d.path} — its folder is missing (still searched)` : `${d.path} — click to open`, dataset: { docId: d.id } },
       el(failed ? "span" : "button", {
         type: failed ? undefined : "button",
         class: failed ? "name" : "name openable",

@@ -118,6 +118,11 @@ const http = {
   queue: () => httpJson("GET", "/api/queue"),
   /** Cancel one queued file by id, or (no id) the whole queue. */
   cancelQueued: (id) => httpJson("POST", "/api/queue/cancel", { id: id ?? null }),
+  folders: () => httpJson("GET", "/api/folders"),
+  addFolder: (path, collection) => httpJson("POST", "/api/folders", { path, collection }),
+  removeFolder: (id, keepDocuments) =>
+    httpJson("DELETE", `/api/folders/${encodeURIComponent(id)}?keep_documents=${keepDocuments ? "true" : "false"}`),
+  rescanFolder: (id) => httpJson("POST", `/api/folders/${encodeURIComponent(id)}/rescan`),
   onFileDrop: null,
 };
 
@@ -179,6 +184,11 @@ const desktop = tauri && {
   queue: () => ipc("queue"),
   cancelQueued: (id) => ipc("cancel_queued", { id: id ?? null }),
   pickFiles: () => ipc("pick_files"),
+  folders: () => ipc("folders"),
+  addFolder: (path, collection) => ipc("add_folder", { path, collection }),
+  removeFolder: (id, keepDocuments) => ipc("remove_folder", { id, keepDocuments }),
+  rescanFolder: () => ipc("rescan_folders"),
+  pickFolder: () => ipc("pick_folder"),
   /** Subscribe to native drag and drop: cb({ kind: "enter"|"leave"|"drop", paths }). */
   onFileDrop(cb) {
     const win = tauri.webviewWindow?.getCurrentWebviewWindow?.() ?? tauri.window?.getCurrentWindow?.();

@@ -2,33 +2,49 @@
 
 use std::path::{Path, PathBuf};
 
-/// `quire index`: a progress line on stderr (or JSON events on stdout), then a
-/// summary; fails only when nothing could be indexed.
-pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> anyhow::Result<()> {
-    use quire::engine::IndexEvent as E;
-    use std::io::Write;
-    let cancel = quire::llm::Cancel::new();
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut line = String::new();
-    let mut file = (0, 0, String::new());
-    let mut on = |ev: E| {
-        if json {
+/// Indexing progress as `quire index` shows it: a progress line on stderr (on a
+/// terminal) and a line per file done or failed, or each event as one JSON line on
+/// stdout. `quire folders` shows its syncs the same way.
+pub struct Progress {
+    json: bool,
+    tty: bool,
+    line: String,
+    file: (usize, usize, String),
+}
+
+impl Progress {
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            line: String::new(),
+            file: (0, 0, String::new()),
+        }
+    }
+
+    /// Show one event; false when the output is gone (a closed pipe stops the run).
+    pub fn on(&mut self, ev: quire::engine::IndexEvent) -> bool {
+        use quire::engine::IndexEvent as E;
+        use std::io::Write;
+        if self.json {
             if let Ok(s) = serde_json::to_string(&ev) {
                 let mut out = std::io::stdout().lock();
-                // A closed pipe stops the run.
                 return writeln!(out, "{s}").and_then(|_| out.flush()).is_ok();
             }
             return true;
         }
+        let tty = self.tty;
         let name = |p: &str| {
             Path::new(p)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| p.to_string())
         };
+        let file = &mut self.file;
+        let line = &mut self.line;
         let status = match &ev {
             E::File { index, total, path } => {
-                file = (*index, *total, name(path));
+                *file = (*index, *total, name(path));
                 Some(format!("[{index}/{total}] {}: extracting", file.2))
             }
             E::Embedded {
@@ -61,12 +77,12 @@ pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> a
                 } else {
                     format!("{chunks} chunks")
                 };
-                eprintln!("{}done   {}: {what}", clear(tty, &line), name(path));
+                eprintln!("{}done   {}: {what}", clear(tty, line), name(path));
                 line.clear();
                 None
             }
             E::FileFailed { path, reason } => {
-                eprintln!("{}FAILED {}: {reason}", clear(tty, &line), name(path));
+                eprintln!("{}FAILED {}: {reason}", clear(tty, line), name(path));
                 line.clear();
                 None
             }
@@ -85,18 +101,31 @@ pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> a
             E::Page { .. } | E::Finished { .. } => None,
         };
         if let (Some(s), true) = (status, tty) {
-            eprint!("{}{s}", clear(tty, &line));
-            line = s;
+            eprint!("{}{s}", clear(tty, line));
+            *line = s;
         }
         true
-    };
+    }
+
+    /// Erase the progress line.
+    pub fn end(&mut self) {
+        if self.tty && !self.line.is_empty() {
+            eprint!("{}", clear(self.tty, &self.line));
+            self.line.clear();
+        }
+    }
+}
+
+/// `quire index`: a progress line on stderr (or JSON events on stdout), then a
+/// summary; fails only when nothing could be indexed.
+pub fn index(engine: &quire::engine::Engine, paths: &[PathBuf], json: bool) -> anyhow::Result<()> {
+    let cancel = quire::llm::Cancel::new();
+    let mut progress = Progress::new(json);
     if paths.is_empty() && engine.queued()? == 0 {
         anyhow::bail!("nothing to index: name files or folders (nothing is left queued)");
     }
-    let summary = engine.index_summary(paths, &cancel, &mut on)?;
-    if tty && !line.is_empty() {
-        eprint!("{}", clear(tty, &line));
-    }
+    let summary = engine.index_summary(paths, &cancel, &mut |ev| progress.on(ev))?;
+    progress.end();
     eprintln!(
         "indexed {} file(s) ({} already there), {} failed, in {}",
         summary.indexed,
@@ -130,7 +159,7 @@ fn bar(done: usize, total: usize, width: usize) -> String {
     format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
 }
 
-fn fmt_secs(s: f64) -> String {
+pub fn fmt_secs(s: f64) -> String {
     let s = s.max(0.0).round() as u64;
     if s >= 60 {
         format!("{}m{:02}s", s / 60, s % 60)
@@ -208,8 +237,16 @@ pub fn docs(engine: &quire::engine::Engine) -> anyhow::Result<()> {
         match d.error {
             Some(e) => println!("{:>4}  failed  {}  ({e})", d.id, d.path),
             None => println!(
-                "{:>4}  {:>4} pages {:>5} chunks  {}",
-                d.id, d.pages, d.chunks, d.path
+                "{:>4}  {:>4} pages {:>5} chunks  {}{}",
+                d.id,
+                d.pages,
+                d.chunks,
+                d.path,
+                if d.unavailable {
+                    "  (unavailable: its watched folder is missing)"
+                } else {
+                    ""
+                }
             ),
         }
     }

@@ -2,6 +2,7 @@
 
 pub mod ask;
 pub mod collections;
+pub mod folders;
 pub mod generate;
 pub mod index;
 pub mod search;

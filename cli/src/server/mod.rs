@@ -8,6 +8,7 @@
 mod assets;
 mod collections;
 mod error;
+mod folders;
 mod guard;
 mod openai;
 
@@ -94,6 +95,9 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
             "/collections/{id}",
             axum::routing::put(collections::update).delete(collections::remove),
         )
+        .route("/folders", get(folders::list).post(folders::add))
+        .route("/folders/{id}", delete(folders::remove))
+        .route("/folders/{id}/rescan", post(folders::rescan))
         .route("/conversations", get(conversations))
         .route(
             "/conversations/{id}",

@@ -33,6 +33,7 @@ mod collections;
 mod connection;
 mod conversations;
 mod documents;
+mod folders;
 mod queue;
 mod search;
 

@@ -11,6 +11,7 @@
 mod collections;
 mod conversations;
 mod documents;
+mod folders;
 mod queue;
 
 use std::path::Path;
@@ -76,6 +77,8 @@ const MIGRATIONS: &[&str] = &[
      INSERT INTO meta (key, value) VALUES ('generation', 0);",
     // 2: the indexing queue (see `queue`), and which pages' text came from OCR.
     queue::SCHEMA,
+    // 3: watched folders, and each document's file modification time.
+    folders::SCHEMA,
 ];
 
 /// The SQLite index.
