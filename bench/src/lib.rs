@@ -11,6 +11,8 @@
 //! reranking), [`not_found`] (the "not found" threshold's calibration), [`serving`]
 //! (`quire serve` under concurrent asks while a batch indexes); [`pdftotext`]
 //! is the one runner of poppler's `pdftotext` that extract and retrieval share.
+//! [`library`] (a library of N generated PDFs, [`pdfgen`], indexed into each store:
+//! throughput, ETA accuracy, memory, index size, search, sync after a change).
 //! [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
 //! Quire's logits.
 
@@ -19,10 +21,12 @@ pub mod conversations;
 pub mod embed;
 pub mod extract;
 pub mod ingest;
+pub mod library;
 pub mod llm;
 pub mod load;
 pub mod margins;
 pub mod not_found;
+pub mod pdfgen;
 pub mod pdftotext;
 pub mod retrieval;
 pub mod serving;

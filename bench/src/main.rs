@@ -245,6 +245,32 @@ enum BenchCmd {
         #[arg(long, default_value_t = 20)]
         reps: usize,
     },
+    /// A library of N text PDFs (1–300 pages, median ~12) indexed as the app indexes
+    /// it, into each store: throughput, ETA accuracy, peak RSS, index size per page,
+    /// search p50/p99, and the sync after 1% of the files changed.
+    Library {
+        /// Documents in the library.
+        #[arg(long, default_value_t = 100)]
+        docs: usize,
+        /// Where the PDFs are made (or reused when there already); default: a folder
+        /// of the temporary directory named after N and the seed, kept between runs.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The store to index into: sqlite, postgres (a throwaway server started by
+        /// scripts/pg-test-server.sh from .venv-pg) or a postgres:// URL (its
+        /// documents are removed first). Repeat to measure several in one run.
+        #[arg(long, default_values_t = vec!["sqlite".to_string()])]
+        store: Vec<String>,
+        /// The library's seed: the same seed, the same files.
+        #[arg(long, default_value_t = 50)]
+        seed: u64,
+        /// Search queries timed per store.
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -390,6 +416,24 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             sizes,
             queries,
         } => retrieval_scale(json, &sizes, queries),
+        BenchCmd::Library {
+            docs,
+            dir,
+            store,
+            seed,
+            queries,
+            json,
+        } => {
+            let opts = quire_bench::library::Options {
+                docs,
+                dir: dir.unwrap_or_else(|| quire_bench::library::default_dir(docs, seed)),
+                stores: store,
+                seed,
+                queries,
+            };
+            let r = quire_bench::library::run(&opts, &mut |m| eprintln!("{m}"))?;
+            emit(&r, json)
+        }
         BenchCmd::ServeLoad(a) => serve_load(a),
         BenchCmd::Support {
             json,

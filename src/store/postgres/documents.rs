@@ -1,6 +1,8 @@
 //! Documents in PostgreSQL (see [`crate::store::documents`]): documents, pages, chunks,
 //! embeddings (pgvector, with an HNSW index per dimension) and the BM25 postings of
 //! each chunk, with the collection statistics and the generation counter in `meta`.
+//! A document is written in one transaction, its rows a few hundred to a statement
+//! (`INSERT … SELECT … FROM unnest($arrays)`), not one statement a row.
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,10 +14,6 @@ use super::{Postgres, MIGRATION_LOCK};
 use crate::store::{file_name, now_ms, DocumentRow, Documents, NewDocument, StoredChunk};
 use crate::text::analyzer as text;
 use crate::{Error, Result};
-
-/// Chunks written per statement: large enough that a document takes a few round trips,
-/// small enough that one statement's arrays stay a few megabytes.
-const BATCH: usize = 512;
 
 /// A chunk's BM25 terms: each distinct term with its frequency (saturated at 255, as
 /// the in-memory index keeps it), and how many terms it has in all.
@@ -30,6 +28,11 @@ pub(super) fn chunk_terms(text_: &str) -> (Vec<(String, i32)>, i64) {
     terms.sort();
     (terms, len)
 }
+
+/// Rows (pages, chunks with their embeddings) written by one statement.
+const ROWS: usize = 256;
+/// BM25 postings written by one statement.
+const POSTING_ROWS: usize = 8192;
 
 impl Postgres {
     /// The HNSW index over vectors of `dims` dimensions, made if missing.
@@ -96,6 +99,126 @@ impl Postgres {
                  WHEN 'terms' THEN $2::bigint ELSE 1 END
              WHERE key IN ('generation', 'chunks', 'terms')",
             &[&chunks, &terms],
+        )?;
+        Ok(())
+    }
+
+    /// Document `id`'s pages, [`ROWS`] a statement.
+    fn write_pages(
+        tx: &mut Transaction<'_>,
+        id: i64,
+        pages: &[quire_pdf::ExtractedPage],
+    ) -> Result<()> {
+        for part in pages.chunks(ROWS) {
+            let numbers: Vec<i64> = part.iter().map(|p| i64::from(p.number)).collect();
+            let texts: Vec<&str> = part.iter().map(|p| p.text.as_str()).collect();
+            let ocr: Vec<bool> = part.iter().map(|p| p.ocr).collect();
+            tx.execute(
+                "INSERT INTO pages (doc_id, number, text, ocr)
+                 SELECT $1::bigint, u.* FROM unnest($2::bigint[], $3::text[], $4::bool[]) AS u",
+                &[&id, &numbers, &texts, &ocr],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Document `id`'s chunks with their embeddings and BM25 postings (`terms`, per
+    /// chunk), [`ROWS`] chunks a statement (their postings [`POSTING_ROWS`] a
+    /// statement): a few statements a document instead of three a chunk. Returns
+    /// the terms counted.
+    fn write_chunks(
+        tx: &mut Transaction<'_>,
+        id: i64,
+        doc: &NewDocument<'_>,
+        terms: &[(Vec<(String, i32)>, i64)],
+    ) -> Result<i64> {
+        let mut total_terms = 0i64;
+        let rows: Vec<_> = doc
+            .chunks
+            .iter()
+            .zip(doc.embeddings)
+            .zip(terms)
+            .enumerate()
+            .collect();
+        for part in rows.chunks(ROWS) {
+            let col = |f: &dyn Fn(&crate::store::Chunk) -> i64| -> Vec<i64> {
+                part.iter().map(|(_, ((c, _), _))| f(c)).collect()
+            };
+            let seqs: Vec<i64> = part.iter().map(|(seq, _)| *seq as i64).collect();
+            let lens: Vec<i64> = part.iter().map(|(_, (_, (_, len)))| *len).collect();
+            let texts: Vec<&str> = part
+                .iter()
+                .map(|(_, ((c, _), _))| c.text.as_str())
+                .collect();
+            let inserted = tx.query(
+                "INSERT INTO chunks (doc_id, seq, page_start, page_end, char_start, char_end,
+                                     tokens, terms, text)
+                 SELECT $1::bigint, u.* FROM unnest($2::bigint[], $3::bigint[], $4::bigint[],
+                     $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[]) AS u
+                 RETURNING seq, id",
+                &[
+                    &id,
+                    &seqs,
+                    &col(&|c| i64::from(c.page_start)),
+                    &col(&|c| i64::from(c.page_end)),
+                    &col(&|c| c.char_start as i64),
+                    &col(&|c| c.char_end as i64),
+                    &col(&|c| c.tokens as i64),
+                    &lens,
+                    &texts,
+                ],
+            )?;
+            // Each chunk's id, by its sequence number (RETURNING promises no order).
+            let ids: HashMap<i64, i64> = inserted.iter().map(|r| (r.get(0), r.get(1))).collect();
+            let cids = seqs
+                .iter()
+                .map(|s| {
+                    ids.get(s)
+                        .copied()
+                        .ok_or_else(|| Error::Invalid(format!("chunk {s} was not written")))
+                })
+                .collect::<Result<Vec<i64>>>()?;
+            let dims: Vec<i32> = part.iter().map(|(_, ((_, v), _))| v.len() as i32).collect();
+            let vectors: Vec<String> = part.iter().map(|(_, ((_, v), _))| vector_text(v)).collect();
+            tx.execute(
+                "INSERT INTO embeddings (chunk_id, model, dims, vector)
+                 SELECT u.c, $1::text, u.d, u.v::vector
+                 FROM unnest($2::bigint[], $3::int[], $4::text[]) AS u(c, d, v)",
+                &[&doc.model, &cids, &dims, &vectors],
+            )?;
+            let (mut names, mut chunk_ids, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+            for ((_, (_, (tf, len))), cid) in part.iter().zip(&cids) {
+                total_terms += len;
+                for (t, n) in tf {
+                    names.push(t.as_str());
+                    chunk_ids.push(*cid);
+                    counts.push(*n);
+                    if names.len() >= POSTING_ROWS {
+                        Self::write_postings(tx, &names, &chunk_ids, &counts)?;
+                        names.clear();
+                        chunk_ids.clear();
+                        counts.clear();
+                    }
+                }
+            }
+            Self::write_postings(tx, &names, &chunk_ids, &counts)?;
+        }
+        Ok(total_terms)
+    }
+
+    fn write_postings(
+        tx: &mut Transaction<'_>,
+        names: &[&str],
+        chunk_ids: &[i64],
+        counts: &[i32],
+    ) -> Result<()> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        tx.execute(
+            "INSERT INTO postings (term, chunk_id, tf)
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[])",
+            &[&names, &chunk_ids, &counts],
         )?;
         Ok(())
     }
@@ -217,77 +340,8 @@ impl Documents for Postgres {
                 )?
                 .get(0);
             collections::restore(&mut tx, id, &cols)?;
-            // Every table is written in batches of rows passed as arrays and unnested by
-            // the server: a few statements per document, not three per chunk.
-            let numbers: Vec<i64> = doc.pages.iter().map(|p| i64::from(p.number)).collect();
-            let texts: Vec<&str> = doc.pages.iter().map(|p| p.text.as_str()).collect();
-            let ocr: Vec<bool> = doc.pages.iter().map(|p| p.ocr).collect();
-            tx.execute(
-                "INSERT INTO pages (doc_id, number, text, ocr)
-                 SELECT $1, n, t, o FROM unnest($2::bigint[], $3::text[], $4::bool[]) AS u(n, t, o)",
-                &[&id, &numbers, &texts, &ocr],
-            )?;
-            let mut total_terms = 0i64;
-            for (at, batch) in doc.chunks.chunks(BATCH).enumerate() {
-                let first = at * BATCH;
-                let rows = first..first + batch.len();
-                let seqs: Vec<i64> = rows.clone().map(|i| i as i64).collect();
-                let col = |f: &dyn Fn(&crate::store::Chunk) -> i64| -> Vec<i64> {
-                    batch.iter().map(f).collect()
-                };
-                let lens: Vec<i64> = terms[rows.clone()].iter().map(|(_, n)| *n).collect();
-                let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
-                let ids = tx.query(
-                    "INSERT INTO chunks (doc_id, seq, page_start, page_end, char_start, char_end,
-                                         tokens, terms, text)
-                     SELECT $1, s, ps, pe, cs, ce, tk, tm, tx
-                     FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],
-                                 $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])
-                          AS u(s, ps, pe, cs, ce, tk, tm, tx)
-                     ORDER BY s
-                     RETURNING id, seq",
-                    &[
-                        &id,
-                        &seqs,
-                        &col(&|c| i64::from(c.page_start)),
-                        &col(&|c| i64::from(c.page_end)),
-                        &col(&|c| c.char_start as i64),
-                        &col(&|c| c.char_end as i64),
-                        &col(&|c| c.tokens as i64),
-                        &lens,
-                        &texts,
-                    ],
-                )?;
-                // RETURNING's order is not promised: each id goes back to its seq.
-                let mut cids = vec![0i64; batch.len()];
-                for r in ids {
-                    let seq: i64 = r.get(1);
-                    cids[seq as usize - first] = r.get(0);
-                }
-                let vectors = &doc.embeddings[rows.clone()];
-                let dims: Vec<i32> = vectors.iter().map(|v| v.len() as i32).collect();
-                let vtexts: Vec<String> = vectors.iter().map(|v| vector_text(v)).collect();
-                tx.execute(
-                    "INSERT INTO embeddings (chunk_id, model, dims, vector)
-                     SELECT c, $2, d, v::vector FROM unnest($1::bigint[], $3::int[], $4::text[])
-                          AS u(c, d, v)",
-                    &[&cids, &doc.model, &dims, &vtexts],
-                )?;
-                let (mut names, mut chunk_ids, mut counts) = (Vec::new(), Vec::new(), Vec::new());
-                for (cid, (tf, len)) in cids.iter().zip(&terms[rows]) {
-                    for (t, n) in tf {
-                        names.push(t.as_str());
-                        chunk_ids.push(*cid);
-                        counts.push(*n);
-                    }
-                    total_terms += len;
-                }
-                tx.execute(
-                    "INSERT INTO postings (term, chunk_id, tf)
-                     SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[])",
-                    &[&names, &chunk_ids, &counts],
-                )?;
-            }
+            Self::write_pages(&mut tx, id, doc.pages)?;
+            let total_terms = Self::write_chunks(&mut tx, id, doc, &terms)?;
             Self::count(&mut tx, doc.chunks.len() as i64, total_terms)?;
             tx.commit()?;
             Ok(id)
