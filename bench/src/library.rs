@@ -240,7 +240,7 @@ impl PgServer {
             .arg("start")
             .arg(dir.path())
             .output()
-            .map_err(|e| Error::io(&pg_script(), e))?;
+            .map_err(|e| Error::io(pg_script(), e))?;
         let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if !out.status.success() || !url.starts_with("postgres://") {
             return Err(Error::Invalid(format!(

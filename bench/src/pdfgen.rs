@@ -221,14 +221,14 @@ pub fn text_pdf(pages: &[Vec<String>]) -> Vec<u8> {
     let mut offsets = Vec::with_capacity(objs.len());
     for (i, body) in objs.iter().enumerate() {
         offsets.push(out.len());
-        let _ = write!(out, "{} 0 obj\n", i + 1);
+        let _ = writeln!(out, "{} 0 obj", i + 1);
         out.extend_from_slice(body);
         out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
     let _ = write!(out, "xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1);
     for o in offsets {
-        let _ = write!(out, "{o:010} 00000 n \n");
+        let _ = writeln!(out, "{o:010} 00000 n ");
     }
     let _ = write!(
         out,

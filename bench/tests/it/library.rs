@@ -9,7 +9,15 @@ fn library_bench_indexes_a_small_library_and_reports_sane_figures() {
     let dir = tempfile::tempdir().unwrap();
     let pdfs = dir.path().join("pdfs");
     let out = Command::new(env!("CARGO_BIN_EXE_quire-bench"))
-        .args(["library", "--docs", "5", "--queries", "20", "--json", "--dir"])
+        .args([
+            "library",
+            "--docs",
+            "5",
+            "--queries",
+            "20",
+            "--json",
+            "--dir",
+        ])
         .arg(&pdfs)
         .output()
         .unwrap();
@@ -31,7 +39,10 @@ fn library_bench_indexes_a_small_library_and_reports_sane_figures() {
     assert_eq!(runs.len(), 1, "{v}");
     let r = &runs[0];
     assert_eq!(r["store"], "sqlite");
-    assert_eq!((r["indexed"].as_u64(), r["failed"].as_u64()), (Some(5), Some(0)));
+    assert_eq!(
+        (r["indexed"].as_u64(), r["failed"].as_u64()),
+        (Some(5), Some(0))
+    );
     // Every page of every generated PDF was extracted and indexed.
     assert_eq!(r["pages"].as_u64().unwrap(), library_pages, "{r}");
     let chunks = r["chunks"].as_u64().unwrap();
@@ -78,7 +89,15 @@ fn library_bench_indexes_a_small_library_and_reports_sane_figures() {
     let again: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
     let fresh = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_quire-bench"))
-        .args(["library", "--docs", "5", "--queries", "1", "--json", "--dir"])
+        .args([
+            "library",
+            "--docs",
+            "5",
+            "--queries",
+            "1",
+            "--json",
+            "--dir",
+        ])
         .arg(fresh.path())
         .output()
         .unwrap();

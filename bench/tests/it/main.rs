@@ -6,6 +6,7 @@ mod util;
 
 mod answer;
 mod ingest;
+mod library;
 mod retrieval;
 mod serving;
 mod store;
