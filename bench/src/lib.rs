@@ -25,6 +25,7 @@ pub mod margins;
 pub mod not_found;
 pub mod pdftotext;
 pub mod retrieval;
+pub mod rows;
 pub mod serving;
 pub mod store;
 pub mod support;

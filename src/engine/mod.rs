@@ -17,6 +17,7 @@ mod files;
 mod index_cache;
 mod indexer_lock;
 mod indexing;
+mod library;
 mod llm_cache;
 mod models;
 mod modes;
@@ -31,6 +32,9 @@ pub use crate::support::{SentenceSupport, Span, Support, Verdict, WrongCitation}
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
 pub use indexing::{spawn_resume, QueueItem, QueueView};
+pub use library::{
+    LibraryFilter, LibraryItem, LibraryPage, LibraryQuery, LibrarySort, LibrarySummary,
+};
 pub use modes::{ModeInfo, ModeKind};
 pub use record::{AnswerRecord, AnswerStatus};
 pub use scope::ResolvedScope;

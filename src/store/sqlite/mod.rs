@@ -11,6 +11,7 @@
 mod collections;
 mod conversations;
 mod documents;
+mod library;
 mod queue;
 
 use std::path::Path;
@@ -76,6 +77,8 @@ const MIGRATIONS: &[&str] = &[
      INSERT INTO meta (key, value) VALUES ('generation', 0);",
     // 2: the indexing queue (see `queue`), and which pages' text came from OCR.
     queue::SCHEMA,
+    // 3: failed documents ignored; names and dates indexed for paging.
+    library::SCHEMA,
 ];
 
 /// The SQLite index.
