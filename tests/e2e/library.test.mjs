@@ -65,6 +65,7 @@ async function filter(page, text, check) {
   const t = Date.now();
   await page.fill("#doc-search", text);
   await page.waitForFunction(check, text);
+  await page.waitForSelector("#documents:not([aria-busy])", { state: "attached" });
   return { wall: Date.now() - t, render: await lastRender(page) };
 }
 
@@ -80,6 +81,7 @@ after(async () => {
 });
 
 const allMatch = (text) => {
+  if (document.querySelector("#documents[aria-busy]")) return false;
   const rows = [...document.querySelectorAll("#documents li.vrow")];
   return rows.length > 0 && rows.every((li) => (li.querySelector(".name")?.textContent || "").includes(text));
 };
@@ -120,7 +122,8 @@ test("2,000 documents: listed a page at a time, scrolled, searched, filtered, by
   // By keyboard: Down moves row to row, End to the last one (scrolling as needed).
   await page.fill("#doc-search", "");
   await page.selectOption("#doc-filter", "done");
-  await page.waitForFunction(() => document.querySelector('#documents li.vrow[aria-posinset="1"] .name')?.textContent === "bridges-00008.pdf");
+  await page.waitForFunction(() => !document.querySelector("#documents[aria-busy]")
+    && document.querySelector('#documents li.vrow[aria-posinset="1"] .name')?.textContent === "bridges-00008.pdf");
   await page.focus('#documents li.vrow[aria-posinset="1"] button.name');
   for (let i = 0; i < 40; i++) await page.keyboard.press("ArrowDown");
   assert.equal(await page.evaluate(() => document.activeElement.closest("li").getAttribute("aria-posinset")), "41");

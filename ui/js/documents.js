@@ -39,7 +39,11 @@ export function initDocuments({ onChange }) {
     onError: (e) => banner(`Could not list documents: ${e.message}`),
   });
   let typing = 0;
-  $("doc-search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(showList, 60); });
+  $("doc-search").addEventListener("input", () => {
+    clearTimeout(typing);
+    $("documents").setAttribute("aria-busy", "true");
+    typing = setTimeout(showList, 60);
+  });
   $("doc-filter").addEventListener("change", showList);
   $("doc-sort").addEventListener("change", showList);
   setInterval(poll, POLL_MS);

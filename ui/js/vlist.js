@@ -20,6 +20,9 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
   list.classList.add("vlist");
   list.setAttribute("role", "list");
 
+  /** Where the list starts in the scroller's content. */
+  const listTop = () => (list.offsetParent === scroller ? list.offsetTop : list.offsetTop - scroller.offsetTop);
+
   function item(i) {
     const p = pages.get(Math.floor(i / pageSize));
     return Array.isArray(p) ? p[i % pageSize] : undefined;
@@ -48,7 +51,7 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
 
   /** Draw the rows in view; load the pages they need. */
   function draw() {
-    const top = scroller.scrollTop - (list.offsetTop - scroller.offsetTop);
+    const top = scroller.scrollTop - listTop();
     const height = scroller.clientHeight || rowHeight * 20;
     const first = Math.max(0, Math.floor(top / rowHeight) - OVERSCAN);
     const last = Math.min(total, Math.ceil((top + height) / rowHeight) + OVERSCAN);
@@ -99,7 +102,7 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
 
   /** Scroll row `i` into view and focus its first control (or the row). */
   async function focusRow(i) {
-    const top = i * rowHeight + (list.offsetTop - scroller.offsetTop);
+    const top = i * rowHeight + listTop();
     if (top < scroller.scrollTop) scroller.scrollTop = top;
     else if (top + rowHeight > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = top + rowHeight - scroller.clientHeight;
     draw();
@@ -112,22 +115,35 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
     target.focus({ preventScroll: true });
   }
 
-  /** Read everything again from the first page the view needs; resolves once the
-   *  rows in view are drawn. Keeps the scroll position (and the focused row). */
+  /** Read everything again from the page the view is on; resolves once the rows in
+   *  view are drawn. The rows shown stay (and keep the focus) until the new ones come;
+   *  the scroll position is kept, and the focused row's place. */
   async function reset() {
-    token++;
-    pages = new Map();
-    const focused = document.activeElement?.closest?.("li.vrow")?.dataset.index;
-    for (const [i, li] of rows) { if (String(i) !== focused) li.remove(); rows.delete(i); }
-    const top = Math.max(0, scroller.scrollTop - (list.offsetTop - scroller.offsetTop));
+    const mine = ++token;
+    list.setAttribute("aria-busy", "true");
+    const top = Math.max(0, scroller.scrollTop - listTop());
     const n = Math.floor(Math.floor(top / rowHeight) / pageSize);
-    await load(n);
-    // A list that shrank: back to its top.
-    if (top > total * rowHeight) { scroller.scrollTop = 0; await load(0); }
+    let page;
+    try {
+      page = await fetchPage(n * pageSize, pageSize);
+    } catch (e) {
+      if (mine === token) { list.removeAttribute("aria-busy"); onError?.(e); }
+      return;
+    }
+    if (mine !== token) return;
+    pages = new Map([[n, page.items]]);
+    total = page.total;
+    sized();
+    const focused = document.activeElement?.closest?.("li.vrow")?.dataset.index;
     clear(list);
     rows.clear();
+    // A list that shrank: back to its top.
+    if (top > total * rowHeight) scroller.scrollTop = 0;
     draw();
-    if (focused !== undefined && total) focusRow(Math.min(Number(focused), total - 1));
+    await Promise.all([...pages.values()].filter((p) => !Array.isArray(p)));
+    if (mine !== token) return;
+    list.removeAttribute("aria-busy");
+    if (focused !== undefined && total) await focusRow(Math.min(Number(focused), total - 1));
   }
 
   return { reset, focusRow, total: () => total, redraw: draw };
