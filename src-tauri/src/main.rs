@@ -234,6 +234,13 @@ async fn queue(engine: Eng<'_>) -> CmdResult<engine::QueueView> {
     blocking(move || e.queue()).await
 }
 
+/// A page of the files waiting or running, with the queue's ETA.
+#[tauri::command]
+async fn queue_page(engine: Eng<'_>, offset: usize, limit: usize) -> CmdResult<engine::QueuePage> {
+    let e = engine.inner().clone();
+    blocking(move || e.queue_page(offset, limit)).await
+}
+
 /// Cancel one queued or running file, or (without an id) the whole queue.
 #[tauri::command]
 async fn cancel_queued(engine: Eng<'_>, id: Option<i64>) -> CmdResult<usize> {
@@ -318,6 +325,7 @@ fn main() {
             cancel,
             index_paths,
             queue,
+            queue_page,
             cancel_queued,
             reembed,
             pick_files

@@ -31,7 +31,7 @@ mod uploads;
 pub use crate::support::{SentenceSupport, Span, Support, Verdict, WrongCitation};
 pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
-pub use indexing::{spawn_resume, QueueItem, QueueView};
+pub use indexing::{spawn_resume, QueueItem, QueuePage, QueueView};
 pub use library::{
     LibraryFilter, LibraryItem, LibraryPage, LibraryQuery, LibrarySort, LibrarySummary,
 };

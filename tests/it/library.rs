@@ -315,3 +315,18 @@ fn the_sqlite_store_pages_searches_filters_and_sorts() {
     );
     assert_eq!(t[10], "wait-b/queued/name/0: 1 0 wait-b.pdf:queued:0:0:");
 }
+
+#[test]
+fn the_queue_is_read_a_page_of_waiting_files_at_a_time() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let e = engine(&tmp.path().join("data"));
+    let files: Vec<(String, u64)> = (0..7).map(|i| (format!("/in/f{i}.pdf"), 10)).collect();
+    let ids = e.store().enqueue(&files).expect("enqueue");
+    e.cancel_queued(Some(ids[0])).expect("cancel");
+    let p = e.queue_page(2, 3).expect("page");
+    assert_eq!((p.total, p.offset), (6, 2));
+    let paths: Vec<&str> = p.items.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/in/f3.pdf", "/in/f4.pdf", "/in/f5.pdf"]);
+    assert_eq!(e.queue_page(6, 3).expect("past the end").items.len(), 0);
+    assert_eq!(e.library_summary().expect("summary").queued, 6);
+}

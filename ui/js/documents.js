@@ -12,6 +12,7 @@ import { openDocument, closeViewer, shownDocument } from "./viewer.js";
 import { state } from "./state.js";
 import { banner, summaryBanner } from "./banner.js";
 import { virtualList } from "./vlist.js";
+import { refresh as refreshQueue } from "./queue.js";
 
 const $ = (id) => document.getElementById(id);
 const ROW = 30;
@@ -78,6 +79,7 @@ function renderRow(d) {
 async function act(run) {
   try { await run(); } catch (e) { banner(e.message); }
   loadDocuments();
+  refreshQueue();
 }
 
 /** Draw the list again from the engine (search, filter and sort as chosen), timed

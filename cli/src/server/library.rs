@@ -1,12 +1,13 @@
 //! `/api/documents`: the library a page at a time (`?search=&filter=&sort=&offset=&limit=`),
-//! its counts (`/api/documents/summary`), and retrying or ignoring a failed file.
+//! its counts (`/api/documents/summary`), retrying or ignoring a failed file; and the
+//! queue's waiting files a page at a time (`/api/queue/page?offset=&limit=`).
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::Json;
 use serde::Deserialize;
 
 use super::{blocking, ApiResult, AppState};
-use quire::engine::{LibraryPage, LibraryQuery, LibrarySummary};
+use quire::engine::{LibraryPage, LibraryQuery, LibrarySummary, QueuePage};
 
 /// The query string of a page; absent fields take their defaults.
 #[derive(Debug, Default, Deserialize)]
@@ -60,4 +61,14 @@ pub(super) async fn ignore(
     let e = st.engine.clone();
     blocking(move || e.ignore_failed(id)).await?;
     Ok(Json(serde_json::json!({})))
+}
+
+pub(super) async fn queue_page(
+    State(st): State<AppState>,
+    Query(p): Query<PageParams>,
+) -> ApiResult<Json<QueuePage>> {
+    let e = st.engine.clone();
+    Ok(Json(
+        blocking(move || e.queue_page(p.offset, p.limit)).await?,
+    ))
 }

@@ -111,6 +111,7 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         .route("/ask", post(ask))
         .route("/reembed", post(reembed))
         .route("/queue", get(queue))
+        .route("/queue/page", get(library::queue_page))
         .route("/queue/cancel", post(cancel_queued))
         .route(
             "/upload",
