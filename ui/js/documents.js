@@ -51,9 +51,9 @@ export function initDocuments({ onChange }) {
   document.addEventListener("visibilitychange", poll);
 }
 
-/** Names of the documents seen, for the scope picker's summary. */
+/** File names of the documents seen, for the scope picker's summary. */
 function remember(items) {
-  for (const d of items) if (d.status === "done") state.names.set(d.id, d.title || d.file_name);
+  for (const d of items) if (d.status === "done") state.names.set(d.id, d.file_name);
 }
 
 function renderRow(d) {

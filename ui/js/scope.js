@@ -128,7 +128,7 @@ function documentPicker() {
     list: $("collection-docs"),
     rowHeight: ROW,
     fetchPage: (offset, limit) => transport.library({ search: search.value.trim(), filter: "done", sort: "name", offset, limit })
-      .then((p) => { for (const d of p.items) shared.names.set(d.id, d.title || d.file_name); return p; }),
+      .then((p) => { for (const d of p.items) shared.names.set(d.id, d.file_name); return p; }),
     renderRow: (d) => el("li", {}, el("label", { class: "check" },
       el("input", { type: "checkbox", value: d.id, checked: picked.has(d.id), onchange: (e) => { if (e.target.checked) picked.add(d.id); else picked.delete(d.id); } }),
       ` ${d.title || d.file_name}`, el("span", { class: "meta" }, ` ${d.file_name}`))),

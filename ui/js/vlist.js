@@ -46,7 +46,8 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
   }
 
   function sized() {
-    list.style.height = `${total * rowHeight}px`;
+    // Nothing listed: the list's own height, so that its message does not overflow.
+    list.style.height = total ? `${total * rowHeight}px` : "";
   }
 
   /** Draw the rows in view; load the pages they need. */
