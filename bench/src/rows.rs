@@ -106,6 +106,7 @@ pub fn fill(dir: &Path, n: usize) -> Result<Filled> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use quire::store::{LibraryFilter, LibraryQuery};

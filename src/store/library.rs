@@ -160,6 +160,7 @@ pub trait Library {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -133,7 +133,7 @@ fn failed_files_are_listed_ignored_and_retried() {
     );
     assert_eq!(e.library(&query(LibraryFilter::All, "")).unwrap().total, 1);
     // ... even when the same unchanged file fails again.
-    let _ = e.index(&[bad.clone()], &Cancel::new(), &mut |_| true);
+    let _ = e.index(std::slice::from_ref(&bad), &Cancel::new(), &mut |_| true);
     assert_eq!(e.library_summary().expect("summary").failed, 0);
     // An indexed document cannot be ignored, nor an unknown id.
     let good_id = e.library(&query(LibraryFilter::Done, "")).unwrap().items[0].id;
@@ -160,7 +160,7 @@ fn failed_files_are_listed_ignored_and_retried() {
     let id = e.library(&query(LibraryFilter::Failed, "")).unwrap().items[0].id;
     e.ignore_failed(id).expect("ignore");
     std::fs::write(&bad, b"%PDF-1.4\nstill not a pdf, but other bytes").expect("write");
-    let _ = e.index(&[bad.clone()], &Cancel::new(), &mut |_| true);
+    let _ = e.index(std::slice::from_ref(&bad), &Cancel::new(), &mut |_| true);
     assert_eq!(e.library_summary().expect("summary").failed, 1);
 
     // Retrying a file that is gone says so.
@@ -212,7 +212,7 @@ pub(crate) fn library_transcript(s: &mut Store) -> Vec<String> {
                     ..page.clone()
                 },
             ],
-            chunks: &[chunk.clone()],
+            chunks: std::slice::from_ref(&chunk),
             embeddings: &[vec![1.0, 0.0]],
             model: "m",
         })
