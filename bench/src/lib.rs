@@ -29,6 +29,7 @@ pub mod not_found;
 pub mod pdfgen;
 pub mod pdftotext;
 pub mod retrieval;
+pub mod rows;
 pub mod serving;
 pub mod store;
 pub mod support;

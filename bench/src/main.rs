@@ -21,6 +21,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum BenchCmd {
+    /// Write N synthetic documents (rows only: no PDF read, nothing embedded) into the
+    /// SQLite index of data directory DIR, for the UI's tests and timings at scale.
+    FillRows {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// How many documents (every 50th is recorded as failed).
+        n: usize,
+        /// The data directory (created if needed).
+        dir: PathBuf,
+    },
     /// Embedding throughput: 256 chunks of 200 words, batch 32, median of 3, side by
     /// side with sentence-transformers' figure.
     Embed {
@@ -384,6 +395,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             embedder,
             (queries, model),
         ),
+        BenchCmd::FillRows { json, n, dir } => emit(&quire_bench::rows::fill(&dir, n)?, json),
         BenchCmd::Answer(a) => answer(&a),
         BenchCmd::Conversations(a) => conversations(&a),
         BenchCmd::TreeBatch(a) => tree_batch(&a),

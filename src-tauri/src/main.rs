@@ -54,10 +54,29 @@ async fn status(engine: Eng<'_>) -> CmdResult<engine::Status> {
     blocking(move || Ok(e.status())).await
 }
 
+/// One page of the library (see `quire::engine::Engine::library`).
 #[tauri::command]
-async fn documents(engine: Eng<'_>) -> CmdResult<Vec<engine::DocumentView>> {
+async fn library(engine: Eng<'_>, query: engine::LibraryQuery) -> CmdResult<engine::LibraryPage> {
     let e = engine.inner().clone();
-    blocking(move || e.documents()).await
+    blocking(move || e.library(&query)).await
+}
+
+#[tauri::command]
+async fn library_summary(engine: Eng<'_>) -> CmdResult<engine::LibrarySummary> {
+    let e = engine.inner().clone();
+    blocking(move || e.library_summary()).await
+}
+
+#[tauri::command]
+async fn retry_failed(engine: Eng<'_>, id: i64) -> CmdResult<i64> {
+    let e = engine.inner().clone();
+    blocking(move || e.retry_failed(id)).await
+}
+
+#[tauri::command]
+async fn ignore_failed(engine: Eng<'_>, id: i64) -> CmdResult<()> {
+    let e = engine.inner().clone();
+    blocking(move || e.ignore_failed(id)).await
 }
 
 #[tauri::command]
@@ -250,6 +269,13 @@ async fn queue(engine: Eng<'_>) -> CmdResult<engine::QueueView> {
     blocking(move || e.queue()).await
 }
 
+/// A page of the files waiting or running, with the queue's ETA.
+#[tauri::command]
+async fn queue_page(engine: Eng<'_>, offset: usize, limit: usize) -> CmdResult<engine::QueuePage> {
+    let e = engine.inner().clone();
+    blocking(move || e.queue_page(offset, limit)).await
+}
+
 /// Cancel one queued or running file, or (without an id) the whole queue.
 #[tauri::command]
 async fn cancel_queued(engine: Eng<'_>, id: Option<i64>) -> CmdResult<usize> {
@@ -325,7 +351,10 @@ fn main() {
         .manage(engine)
         .invoke_handler(tauri::generate_handler![
             status,
-            documents,
+            library,
+            library_summary,
+            retry_failed,
+            ignore_failed,
             remove_document,
             document_file,
             settings,
@@ -344,6 +373,7 @@ fn main() {
             cancel,
             index_paths,
             queue,
+            queue_page,
             cancel_queued,
             reembed,
             pick_files,

@@ -33,6 +33,21 @@ pub struct QueueView {
     pub paused_for_question: bool,
 }
 
+/// A page of the files waiting or running, as the UI's virtual list reads them, with
+/// what the whole queue's view says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuePage {
+    /// Files waiting or running, in all.
+    pub total: usize,
+    pub offset: usize,
+    /// Those of the page, in queue order.
+    pub items: Vec<QueueItem>,
+    /// Estimated seconds until the whole queue is done, once there is a measure.
+    pub eta_secs: Option<f64>,
+    /// Indexing waits while a question is answered (questions first).
+    pub paused_for_question: bool,
+}
+
 impl Engine {
     /// Queue `paths` (files or folders, recursively) and index everything queued,
     /// returning how it went. See [`Engine::index`].
@@ -106,6 +121,30 @@ impl Engine {
             pending,
             eta_secs: (known && pending > 0).then_some(eta),
             paused_for_question: pending > 0 && self.priority.busy(),
+        })
+    }
+
+    /// Up to `limit` (at most 500) of the files waiting or running from `offset`,
+    /// with the queue's ETA: what the window's queue list draws.
+    pub fn queue_page(&self, offset: usize, limit: usize) -> Result<QueuePage> {
+        let view = self.queue()?;
+        let live: Vec<QueueItem> = view
+            .items
+            .into_iter()
+            .filter(|r| r.state.pending())
+            .collect();
+        let total = live.len();
+        let items = live
+            .into_iter()
+            .skip(offset)
+            .take(limit.clamp(1, crate::store::library::MAX_PAGE))
+            .collect();
+        Ok(QueuePage {
+            total,
+            offset,
+            items,
+            eta_secs: view.eta_secs,
+            paused_for_question: view.paused_for_question,
         })
     }
 

@@ -20,6 +20,7 @@ mod folders;
 mod index_cache;
 mod indexer_lock;
 mod indexing;
+mod library;
 mod llm_cache;
 mod models;
 mod modes;
@@ -36,6 +37,10 @@ pub use exchanges::to_markdown;
 pub use folder_watch::{watch_folders, FolderWatcher};
 pub use folders::{spawn_sync, FolderOptions, FolderView, SyncReport};
 pub use indexing::{spawn_resume, QueueItem, QueueView};
+pub use indexing::{spawn_resume, QueueItem, QueuePage, QueueView};
+pub use library::{
+    LibraryFilter, LibraryItem, LibraryPage, LibraryQuery, LibrarySort, LibrarySummary,
+};
 pub use modes::{ModeInfo, ModeKind};
 pub use record::{AnswerRecord, AnswerStatus};
 pub use scope::ResolvedScope;

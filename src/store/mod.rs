@@ -23,6 +23,7 @@ pub mod collections;
 pub mod conversations;
 pub mod documents;
 pub mod folders;
+pub mod library;
 pub mod postgres;
 pub mod queue;
 pub mod sqlite;
@@ -38,12 +39,17 @@ pub use collections::{Collection, Collections};
 pub use conversations::{Conversation, ConversationInfo, Conversations, Message, NewMessage};
 pub use documents::{Chunk, DocumentRow, Documents, NewDocument, StoredChunk};
 pub use folders::{FolderRow, Folders, KnownFile};
+pub use library::{
+    Library, LibraryFilter, LibraryItem, LibraryPage, LibraryQuery, LibrarySort, LibrarySummary,
+};
 pub use queue::{Queue, QueueRow};
 pub use states::{DocStatus, QueueState, Role};
 
 /// What the engine keeps in an index, whichever database holds it: its documents,
 /// queue, collections and conversations, and what the index is.
-pub trait Backend: Documents + Queue + Collections + Conversations + Folders + Send {
+pub trait Backend:
+    Documents + Queue + Collections + Conversations + Folders + Library + Send
+{
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
     /// Where it is, for messages: the file, or the server and database (no password).

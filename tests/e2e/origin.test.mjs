@@ -66,7 +66,7 @@ after(async () => {
 
 /** The documents the server holds, asked from its own page. */
 async function documents(page) {
-  return page.evaluate(() => fetch("/api/documents").then((r) => r.json()));
+  return page.evaluate(() => fetch("/api/documents").then((r) => r.json()).then((p) => p.items));
 }
 
 test("the printed address opens the UI and leaves the address bar without the token", async () => {

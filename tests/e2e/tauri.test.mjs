@@ -254,7 +254,7 @@ test("in the window, a collection scopes a question, and an off-topic question i
     const done = arguments[arguments.length - 1];
     const invoke = window.__TAURI__.core.invoke;
     (async () => {
-      const docs = await invoke("documents");
+      const docs = (await invoke("library", { query: { search: arguments[0], filter: "done" } })).items;
       const wasy = docs.find((d) => d.file_name === arguments[0]);
       return invoke("create_collection", { name: "Symbols", documents: [wasy.id] });
     })().then(done, (e) => done({ error: String(e) }));

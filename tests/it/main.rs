@@ -12,6 +12,7 @@ mod gpu;
 mod hostile;
 mod index;
 mod layout;
+mod library;
 mod live_index;
 mod llm;
 mod models;

@@ -81,7 +81,11 @@ impl Serve {
             None,
         );
         assert_eq!(status, 200, "{body}");
-        serde_json::from_str(&body).expect("documents JSON")
+        let page: Value = serde_json::from_str(&body).expect("documents JSON");
+        page["items"]
+            .as_array()
+            .expect("a page of documents")
+            .clone()
     }
 }
 

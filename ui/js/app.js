@@ -40,8 +40,8 @@ setModes(null, "compact");
 $("mode").addEventListener("change", showModeHelp);
 
 // ---------- wiring ----------
-// A new documents list changes the welcome and what the scope picker offers.
-initDocuments({ onChange: (docs) => { showWelcome(); setDocuments(docs); } });
+// A new library summary changes the welcome and what the scope picker offers.
+initDocuments({ onChange: (summary) => { showWelcome(); setDocuments(summary); } });
 initIndexing();
 initFolders();
 initConversations();

@@ -1,14 +1,19 @@
 // Collections of documents, and the composer's scope picker: a question searches all
 // documents, one collection, or documents chosen here. The collections list lives in
 // the sidebar; one dialog names a collection and picks its documents, or picks the
-// documents of a one-off scope. Names and file names are shown as text only.
+// documents of a one-off scope; its documents are a virtual list (./vlist.js) with a
+// search box, read a page at a time, the checked ones kept apart from the rows drawn.
+// Names and file names are shown as text only.
 import { transport } from "./transport.js";
 import { el, clear } from "./dom.js";
+import { state as shared } from "./state.js";
+import { virtualList } from "./vlist.js";
 
 const $ = (id) => document.getElementById(id);
 const KEY = "quire-scope";
 const DOCS_KEY = "quire-scope-docs";
-const state = { collections: [], docs: [], chosen: savedChoice(), onError: () => {} };
+const state = { collections: [], indexed: 0, chosen: savedChoice(), onError: () => {} };
+const ROW = 28;
 
 function savedChoice() {
   try { return (JSON.parse(localStorage.getItem(DOCS_KEY)) || []).map(Number).filter(Number.isFinite); } catch (_) { return []; }
@@ -35,11 +40,9 @@ export function initScope({ onError }) {
   $("collection-form").addEventListener("submit", (e) => e.preventDefault());
 }
 
-/** The documents changed (indexed, removed): refresh the lists that name them. */
-export async function setDocuments(docs) {
-  state.docs = docs.filter((d) => d.status === "done");
-  const known = new Set(state.docs.map((d) => d.id));
-  state.chosen = state.chosen.filter((id) => known.has(id));
+/** The library changed (indexed, removed): refresh the lists that name its documents. */
+export async function setDocuments(summary) {
+  state.indexed = summary?.indexed || 0;
   await loadCollections();
 }
 
@@ -96,15 +99,44 @@ function showSummary() {
   $("scope-choose").hidden = v !== "docs";
   $("composer").classList.toggle("scoped", v !== "all");
   if (v === "docs") {
-    const names = state.chosen.map((id) => state.docs.find((d) => d.id === id)?.file_name).filter(Boolean);
-    out.textContent = names.length ? names.join(", ") : "none chosen";
+    out.textContent = names(state.chosen, "none chosen");
   } else if (v.startsWith("c:")) {
     const c = state.collections.find((x) => `c:${x.id}` === v);
-    const names = (c?.documents || []).map((id) => state.docs.find((d) => d.id === id)?.file_name).filter(Boolean);
-    out.textContent = names.length ? names.join(", ") : "no documents yet";
+    out.textContent = names(c?.documents || [], "no documents yet");
   } else {
-    out.textContent = `${state.docs.length} document${state.docs.length === 1 ? "" : "s"}`;
+    out.textContent = `${state.indexed.toLocaleString("en-US")} document${state.indexed === 1 ? "" : "s"}`;
   }
+}
+
+/** The names of documents `ids` when all were listed so far (a few), else how many. */
+function names(ids, none) {
+  if (!ids.length) return none;
+  const known = ids.map((id) => shared.names.get(id));
+  if (ids.length <= 5 && known.every(Boolean)) return known.join(", ");
+  return `${ids.length} document${ids.length === 1 ? "" : "s"}`;
+}
+
+/** The documents checked in the dialog, and its virtual list (made once). */
+let picked = new Set();
+let picker = null;
+function documentPicker() {
+  if (picker) return picker;
+  const search = $("collection-search");
+  const err = $("collection-error");
+  picker = virtualList({
+    scroller: $("collection-scroll"),
+    list: $("collection-docs"),
+    rowHeight: ROW,
+    fetchPage: (offset, limit) => transport.library({ search: search.value.trim(), filter: "done", sort: "name", offset, limit })
+      .then((p) => { for (const d of p.items) shared.names.set(d.id, d.file_name); return p; }),
+    renderRow: (d) => el("li", {}, el("label", { class: "check" },
+      el("input", { type: "checkbox", value: d.id, checked: picked.has(d.id), onchange: (e) => { if (e.target.checked) picked.add(d.id); else picked.delete(d.id); } }),
+      ` ${d.title || d.file_name}`, el("span", { class: "meta" }, ` ${d.file_name}`))),
+    empty: () => el("li", { class: "meta" }, search.value.trim() ? "Nothing matches." : "No indexed documents yet: add PDFs first."),
+    onError: (e) => { err.textContent = e.message; err.hidden = false; },
+  });
+  search.addEventListener("input", () => picker.reset());
+  return picker;
 }
 
 /** The dialog: a name (for a collection) and the documents, checked. Resolves with
@@ -113,16 +145,13 @@ function docDialog({ title, name, ids, withName, onSave }) {
   const dlg = $("collection-dialog");
   $("collection-title").textContent = title;
   const nameField = $("collection-name");
+  const err = $("collection-error");
   nameField.value = name || "";
   $("collection-name-row").hidden = !withName;
-  const list = clear($("collection-docs"));
-  for (const d of state.docs) {
-    list.append(el("li", {}, el("label", { class: "check" },
-      el("input", { type: "checkbox", value: d.id, checked: ids.includes(d.id) }),
-      ` ${d.title || d.file_name}`, el("span", { class: "meta" }, ` ${d.file_name}`))));
-  }
-  if (!state.docs.length) list.append(el("li", { class: "meta" }, "No indexed documents yet: add PDFs first."));
-  const err = $("collection-error");
+  picked = new Set(ids);
+  $("collection-search").value = "";
+  const list = $("collection-docs");
+  const picker = documentPicker();
   err.hidden = true;
   const save = $("collection-save");
   const cancel = $("collection-cancel");
@@ -132,9 +161,8 @@ function docDialog({ title, name, ids, withName, onSave }) {
     dlg.close();
   };
   save.onclick = async () => {
-    const chosen = [...list.querySelectorAll("input:checked")].map((i) => Number(i.value));
     try {
-      await onSave({ name: nameField.value, ids: chosen });
+      await onSave({ name: nameField.value, ids: [...picked] });
       done();
     } catch (e) {
       err.textContent = e.message;
@@ -143,7 +171,8 @@ function docDialog({ title, name, ids, withName, onSave }) {
   };
   cancel.onclick = () => done();
   dlg.showModal();
-  (withName ? nameField : list.querySelector("input") || cancel).focus();
+  picker.reset().then(() => { if (!withName) (list.querySelector("input") || $("collection-search")).focus(); });
+  if (withName) nameField.focus();
 }
 
 function chooseDocuments() {

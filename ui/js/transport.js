@@ -55,7 +55,11 @@ async function httpJson(method, url, body) {
 const http = {
   kind: "http",
   status: () => httpJson("GET", "/api/status"),
-  documents: () => httpJson("GET", "/api/documents"),
+  library: (q) => httpJson("GET", `/api/documents?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`),
+  queuePage: (offset, limit) => httpJson("GET", `/api/queue/page?offset=${offset}&limit=${limit}`),
+  librarySummary: () => httpJson("GET", "/api/documents/summary"),
+  retryFailed: (id) => httpJson("POST", `/api/documents/${encodeURIComponent(id)}/retry`),
+  ignoreFailed: (id) => httpJson("POST", `/api/documents/${encodeURIComponent(id)}/ignore`),
   removeDocument: (id) => httpJson("DELETE", `/api/documents/${encodeURIComponent(id)}`),
   /** What PDF.js opens a document from: its URL, which PDF.js reads in ranges. The
    *  first byte is asked for here, so that a file moved or changed since indexing
@@ -151,7 +155,11 @@ function streamed(cmd, args, onEvent) {
 const desktop = tauri && {
   kind: "tauri",
   status: () => ipc("status"),
-  documents: () => ipc("documents"),
+  library: (query) => ipc("library", { query }),
+  queuePage: (offset, limit) => ipc("queue_page", { offset, limit }),
+  librarySummary: () => ipc("library_summary"),
+  retryFailed: (id) => ipc("retry_failed", { id }),
+  ignoreFailed: (id) => ipc("ignore_failed", { id }),
   removeDocument: (id) => ipc("remove_document", { id }),
   /** The document's bytes, over IPC (no file-system access for the page). */
   async documentSource(id) {

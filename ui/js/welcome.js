@@ -16,7 +16,7 @@ export function showWelcome() {
   if (box.querySelector(".msg")) return;
   const first = modelsCard(state.status, async () => { await checkStatus(); showWelcome(); });
   if (first) { box.append(first); return; }
-  const n = state.docs.filter((d) => d.status === "done").length;
+  const n = state.summary?.indexed || 0;
   box.append(el("section", { class: "welcome", "aria-label": "Getting started" },
     el("h2", {}, n ? `Ask about your ${n} document${n === 1 ? "" : "s"}` : "Start by adding your PDFs"),
     n

@@ -10,6 +10,7 @@ mod collections;
 mod error;
 mod folders;
 mod guard;
+mod library;
 mod openai;
 
 use std::convert::Infallible;
@@ -82,7 +83,10 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
     };
     let api = Router::new()
         .route("/status", get(status))
-        .route("/documents", get(documents))
+        .route("/documents", get(library::page))
+        .route("/documents/summary", get(library::summary))
+        .route("/documents/{id}/retry", post(library::retry))
+        .route("/documents/{id}/ignore", post(library::ignore))
         .route("/documents/{id}", delete(remove_document))
         .route("/documents/{id}/file", get(document_file))
         .route("/settings", get(get_settings).put(put_settings))
@@ -111,6 +115,7 @@ pub fn router(engine: Arc<Engine>, opts: &ServeOptions) -> Router {
         .route("/ask", post(ask))
         .route("/reembed", post(reembed))
         .route("/queue", get(queue))
+        .route("/queue/page", get(library::queue_page))
         .route("/queue/cancel", post(cancel_queued))
         .route(
             "/upload",
@@ -182,11 +187,6 @@ async fn blocking<T: Send + 'static>(
 async fn status(State(st): State<AppState>) -> ApiResult<Json<engine::Status>> {
     let e = st.engine.clone();
     Ok(Json(blocking(move || Ok(e.status())).await?))
-}
-
-async fn documents(State(st): State<AppState>) -> ApiResult<Json<Vec<engine::DocumentView>>> {
-    let e = st.engine.clone();
-    Ok(Json(blocking(move || e.documents()).await?))
 }
 
 /// The indexing queue with each file's progress and the ETA of the whole.

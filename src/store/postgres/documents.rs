@@ -351,11 +351,20 @@ impl Documents for Postgres {
     fn insert_failed(&mut self, path: &str, hash: &str, bytes: u64, error: &str) -> Result<i64> {
         self.run(|c| {
             let mut tx = c.transaction()?;
+            // A failed file ignored stays ignored while it has not changed.
+            let ignored = tx
+                .query_opt(
+                    "SELECT 1 FROM documents WHERE path = $1 AND hash = $2
+                     AND status = 'failed' AND ignored",
+                    &[&path, &hash],
+                )?
+                .is_some();
             let cols = Self::replace_path(&mut tx, path)?;
             let id: i64 = tx
                 .query_one(
-                    "INSERT INTO documents (path, file_name, hash, status, error, bytes, indexed_at)
-                     VALUES ($1, $2, $3, 'failed', $4, $5, $6) RETURNING id",
+                    "INSERT INTO documents
+                         (path, file_name, hash, status, error, bytes, indexed_at, ignored)
+                     VALUES ($1, $2, $3, 'failed', $4, $5, $6, $7) RETURNING id",
                     &[
                         &path,
                         &file_name(path),
@@ -363,6 +372,7 @@ impl Documents for Postgres {
                         &error,
                         &(bytes as i64),
                         &now_ms(),
+                        &ignored,
                     ],
                 )?
                 .get(0);

@@ -34,6 +34,7 @@ mod connection;
 mod conversations;
 mod documents;
 mod folders;
+mod library;
 mod queue;
 mod search;
 
@@ -49,7 +50,8 @@ use crate::store::{Backend, CHECKS};
 use crate::{Error, Result};
 
 /// The schema, one entry per version.
-const MIGRATIONS: &[&str] = &["CREATE EXTENSION IF NOT EXISTS vector;
+const MIGRATIONS: &[&str] = &[
+    "CREATE EXTENSION IF NOT EXISTS vector;
      CREATE TABLE documents (
          id         BIGSERIAL PRIMARY KEY,
          path       TEXT NOT NULL UNIQUE,
@@ -143,7 +145,10 @@ const MIGRATIONS: &[&str] = &["CREATE EXTENSION IF NOT EXISTS vector;
          extra           TEXT,
          created_at      BIGINT NOT NULL
      );
-     CREATE INDEX messages_by_conversation ON messages(conversation_id, id);"];
+     CREATE INDEX messages_by_conversation ON messages(conversation_id, id);",
+    // 2: failed documents ignored; names and dates indexed for paging.
+    library::SCHEMA,
+];
 
 /// The advisory lock key the migrations run under ("quire" in ASCII).
 const MIGRATION_LOCK: i64 = 0x71_7569_7265;

@@ -192,20 +192,25 @@ impl Documents for Sqlite {
     /// Record that the file at `path` could not be indexed (replacing what was there).
     fn insert_failed(&mut self, path: &str, hash: &str, bytes: u64, error: &str) -> Result<i64> {
         let tx = self.conn.transaction()?;
-        let old: Option<i64> = tx
-            .query_row("SELECT id FROM documents WHERE path = ?1", [path], |r| {
-                r.get(0)
-            })
+        let old: Option<(i64, String, bool)> = tx
+            .query_row(
+                "SELECT id, hash, status = 'failed' AND ignored != 0 FROM documents
+                 WHERE path = ?1",
+                [path],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .optional()?;
-        let in_collections = match old {
-            Some(old) => collections::of_document(&tx, old)?,
+        let in_collections = match &old {
+            Some((old, _, _)) => collections::of_document(&tx, *old)?,
             None => Vec::new(),
         };
+        // A failed file ignored stays ignored while it has not changed.
+        let ignored = matches!(&old, Some((_, h, true)) if h == hash);
         tx.execute("DELETE FROM documents WHERE path = ?1", [path])?;
         tx.execute(
-            "INSERT INTO documents (path, file_name, hash, status, error, bytes, indexed_at)
-             VALUES (?1, ?2, ?3, 'failed', ?4, ?5, ?6)",
-            params![path, file_name(path), hash, error, bytes as i64, now_ms()],
+            "INSERT INTO documents (path, file_name, hash, status, error, bytes, indexed_at, ignored)
+             VALUES (?1, ?2, ?3, 'failed', ?4, ?5, ?6, ?7)",
+            params![path, file_name(path), hash, error, bytes as i64, now_ms(), ignored],
         )?;
         let id = tx.last_insert_rowid();
         collections::restore(&tx, id, &in_collections)?;

@@ -12,6 +12,7 @@ mod collections;
 mod conversations;
 mod documents;
 mod folders;
+mod library;
 mod queue;
 
 use std::path::Path;
@@ -79,6 +80,8 @@ const MIGRATIONS: &[&str] = &[
     queue::SCHEMA,
     // 3: watched folders, and each document's file modification time.
     folders::SCHEMA,
+    // 4: failed documents ignored; names and dates indexed for paging.
+    library::SCHEMA,
 ];
 
 /// The SQLite index.
