@@ -36,7 +36,6 @@ pub use ask::synth_nodes;
 pub use exchanges::to_markdown;
 pub use folder_watch::{watch_folders, FolderWatcher};
 pub use folders::{spawn_sync, FolderOptions, FolderView, SyncReport};
-pub use indexing::{spawn_resume, QueueItem, QueueView};
 pub use indexing::{spawn_resume, QueueItem, QueuePage, QueueView};
 pub use library::{
     LibraryFilter, LibraryItem, LibraryPage, LibraryQuery, LibrarySort, LibrarySummary,
