@@ -107,7 +107,8 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
     if (top < scroller.scrollTop) scroller.scrollTop = top;
     else if (top + rowHeight > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = top + rowHeight - scroller.clientHeight;
     draw();
-    if (!item(i)) await load(Math.floor(i / pageSize));
+    // A reset meanwhile (the 2 s poll, a filter) drops the page being read: read it again.
+    for (let tries = 0; !item(i) && tries < 3; tries++) await load(Math.floor(i / pageSize));
     draw();
     const li = rows.get(i);
     if (!li) return;
