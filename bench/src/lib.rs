@@ -11,7 +11,8 @@
 //! reranking), [`not_found`] (the "not found" threshold's calibration), [`serving`]
 //! (`quire serve` under concurrent asks while a batch indexes); [`pdftotext`]
 //! is the one runner of poppler's `pdftotext` that extract and retrieval share.
-//! [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
+//! [`memory`] is the peak memory of a process holding a library of N chunks and
+//! searching it. [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
 //! Quire's logits.
 
 pub mod answer;
@@ -22,6 +23,7 @@ pub mod ingest;
 pub mod llm;
 pub mod load;
 pub mod margins;
+pub mod memory;
 pub mod not_found;
 pub mod pdftotext;
 pub mod retrieval;
