@@ -195,7 +195,12 @@ pub fn fill(
             let b = &vectors[(rng.next() % base as u64) as usize];
             let scale = 0.5 / (dims as f32).sqrt() * 3f32.sqrt();
             let mut v: Vec<f32> = b.iter().map(|x| x + scale * rng.signed()).collect();
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+            let norm = v
+                .iter()
+                .map(|x| x * x)
+                .sum::<f32>()
+                .sqrt()
+                .max(f32::MIN_POSITIVE);
             v.iter_mut().for_each(|x| *x /= norm);
             embs.push(v);
         }
@@ -255,7 +260,10 @@ pub fn open(dir: &Path, questions: &[String], reps: usize) -> Result<Open> {
             let t = Instant::now();
             let r = engine.search(q, &opts, &Cancel::new())?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
-            if r.nodes.iter().any(|n| n.chunk.as_ref().is_none_or(|c| c.text.is_empty())) {
+            if r.nodes
+                .iter()
+                .any(|n| n.chunk.as_ref().is_none_or(|c| c.text.is_empty()))
+            {
                 return Err(Error::Invalid(format!(
                     "a source of {q:?} came without its text"
                 )));
@@ -288,7 +296,11 @@ impl fmt::Display for MemoryReport {
         let o = &self.open;
         writeln!(f, "open + search ({} chunks), one process:", o.chunks)?;
         writeln!(f, "  index build          {:>9.1} s", o.build_secs)?;
-        writeln!(f, "  peak RSS after build {:>9.0} MB", o.peak_after_build_mb)?;
+        writeln!(
+            f,
+            "  peak RSS after build {:>9.0} MB",
+            o.peak_after_build_mb
+        )?;
         writeln!(f, "  peak RSS (VmHWM)     {:>9.0} MB", o.peak_mb)?;
         writeln!(
             f,

@@ -76,16 +76,13 @@ impl Engine {
         if corpus.chunks_indexed()? == 0 {
             return Err(nothing());
         }
-        self.check_index_embedder()?;
+        if in_database.is_some() {
+            self.check_index_embedder()?;
+        } else {
+            self.check_retrieval_index_embedder()?;
+        }
         let embedder: Arc<dyn Embedder> = self.embedder()?;
-        retrieve::search(
-            corpus,
-            question,
-            embedder.as_ref(),
-            llm,
-            opts,
-            cancel,
-        )
+        retrieve::search(corpus, question, embedder.as_ref(), llm, opts, cancel)
     }
 
     /// Refuse a request that cannot be answered, before anything runs: an empty

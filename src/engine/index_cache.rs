@@ -28,6 +28,8 @@ pub(super) struct IndexCache {
 struct IndexSlot {
     generation: i64,
     models: Vec<String>,
+    /// The store's embedding models with their chunk counts at `generation`.
+    made: Vec<(String, usize)>,
     index: Arc<RetrievalIndex>,
 }
 
@@ -95,12 +97,8 @@ impl Engine {
                 return Ok(s.index.clone());
             }
         }
-        let models: Vec<String> = self
-            .store()
-            .embedding_models()?
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect();
+        let made = self.store().embedding_models()?;
+        let models: Vec<String> = made.iter().map(|(m, _)| m.clone()).collect();
         if let Some(old) = slot.take() {
             if old.models == models {
                 let docs = self.store().searchable_documents()?;
@@ -118,6 +116,7 @@ impl Engine {
                     *slot = Some(IndexSlot {
                         generation,
                         models,
+                        made,
                         index: index.clone(),
                     });
                     return Ok(index);
@@ -129,9 +128,22 @@ impl Engine {
         *slot = Some(IndexSlot {
             generation,
             models,
+            made,
             index: index.clone(),
         });
         Ok(index)
+    }
+
+    /// [`Engine::check_index_embedder`] for the in-memory index: the embedding models
+    /// that made its vectors were read when the store last changed, so a search does
+    /// not count the embeddings again (a scan of every vector in the store).
+    pub(super) fn check_retrieval_index_embedder(&self) -> Result<()> {
+        let generation = self.store().generation()?;
+        let made = match lock(&self.index_cache.slot).as_ref() {
+            Some(s) if s.generation == generation => s.made.clone(),
+            _ => self.store().embedding_models()?,
+        };
+        self.check_made_by(&made)
     }
 
     /// The index over every searchable chunk, filled as the store streams them: no

@@ -612,7 +612,10 @@ mod tests {
         push_posting(&mut one, Some(10), 73, 1);
         assert_eq!(one.len(), 1);
         // A truncated string ends the postings instead of reading past them.
-        assert_eq!(Postings::new(&bytes[..bytes.len() - 1]).count(), pairs.len() - 1);
+        assert_eq!(
+            Postings::new(&bytes[..bytes.len() - 1]).count(),
+            pairs.len() - 1
+        );
     }
 
     /// Scores from the compact postings are the plain (row, tf) scoring's, bit for

@@ -486,10 +486,10 @@ mod tests {
             let a = search(&full, q, &Words, None, &opts, &Cancel::new()).unwrap();
             let b = search(&corpus, q, &Words, None, &opts, &Cancel::new()).unwrap();
             assert_eq!(a, b, "{q}");
-            assert!(b.nodes.iter().all(|n| n
-                .chunk
-                .as_ref()
-                .is_some_and(|c| !c.text.is_empty())));
+            assert!(b
+                .nodes
+                .iter()
+                .all(|n| n.chunk.as_ref().is_some_and(|c| !c.text.is_empty())));
         }
         let (texts, vectors) = *corpus.store.reads.lock().unwrap();
         // Only the sources' text was read; the vectors of some candidates.
@@ -527,11 +527,7 @@ mod tests {
         let mut inc = lean(&all[..40]);
         let removed: HashSet<i64> = [1].into_iter().collect();
         inc.update(&removed, all[40..].to_vec()).unwrap();
-        let kept: Vec<IndexedChunk> = all
-            .iter()
-            .filter(|c| c.info.doc_id != 1)
-            .cloned()
-            .collect();
+        let kept: Vec<IndexedChunk> = all.iter().filter(|c| c.info.doc_id != 1).cloned().collect();
         let fresh = lean(&kept);
         assert_eq!(inc.len(), fresh.len());
         assert_eq!(inc.documents(), fresh.documents());
@@ -550,12 +546,18 @@ mod tests {
         let q = Words.embed(&["cherry durian"]).unwrap().remove(0);
         assert_eq!(
             inc.vector.search_with(&q, 7, None, Some(&stored)).unwrap(),
-            fresh.vector.search_with(&q, 7, None, Some(&stored)).unwrap()
+            fresh
+                .vector
+                .search_with(&q, 7, None, Some(&stored))
+                .unwrap()
         );
         assert_eq!(
             inc.bm25.search("cherry durian", 7, None),
             fresh.bm25.search("cherry durian", 7, None)
         );
-        assert!(RetrievalIndex::builder(false, 0).build().unwrap().is_empty());
+        assert!(RetrievalIndex::builder(false, 0)
+            .build()
+            .unwrap()
+            .is_empty());
     }
 }

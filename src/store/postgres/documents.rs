@@ -343,10 +343,12 @@ impl Documents for Postgres {
 
     fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
         self.run(|c| {
-            Ok(c.query("SELECT id, text FROM chunks WHERE id = ANY($1)", &[&ids])?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect())
+            Ok(
+                c.query("SELECT id, text FROM chunks WHERE id = ANY($1)", &[&ids])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect(),
+            )
         })
     }
 

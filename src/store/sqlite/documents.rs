@@ -289,7 +289,10 @@ impl Documents for Sqlite {
         for &id in ids {
             let mut rows = st.query([id])?;
             if let Some(r) = rows.next()? {
-                out.push((id, blob_vector(r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?)));
+                out.push((
+                    id,
+                    blob_vector(r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?),
+                ));
             }
         }
         Ok(out)
