@@ -46,6 +46,12 @@ pub struct Fill {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Open {
     pub chunks: usize,
+    /// Resident memory with the embedding model loaded, before the index, MB.
+    pub rss_before_build_mb: f64,
+    /// What the vector and BM25 indexes say they hold (codes or rows, postings,
+    /// per-row arrays), MB.
+    pub vector_mb: f64,
+    pub bm25_mb: f64,
     /// Building the retrieval index through the engine, seconds.
     pub build_secs: f64,
     /// Peak resident memory after the build (`VmHWM`), MB.
@@ -249,9 +255,16 @@ pub fn open(dir: &Path, questions: &[String], reps: usize) -> Result<Open> {
     let engine = Engine::open(EngineConfig::new(Some(dir.to_path_buf()))?)?;
     // The embedding model first, so the build's figures are the index's alone.
     engine.embedder()?;
+    let rss_before_build_mb = status_mb("VmRSS:");
     let t = Instant::now();
-    let chunks = engine.retrieval_index()?.len();
+    let index = engine.retrieval_index()?;
     let build_secs = t.elapsed().as_secs_f64();
+    let chunks = index.len();
+    let (vector_mb, bm25_mb) = (
+        index.vector.bytes() as f64 / 1e6,
+        index.bm25.bytes() as f64 / 1e6,
+    );
+    drop(index);
     let peak_after_build_mb = status_mb("VmHWM:");
     let opts = RetrieveOptions::default();
     let mut times = Vec::with_capacity(questions.len() * reps);
@@ -272,6 +285,9 @@ pub fn open(dir: &Path, questions: &[String], reps: usize) -> Result<Open> {
     }
     Ok(Open {
         chunks,
+        rss_before_build_mb,
+        vector_mb,
+        bm25_mb,
         build_secs,
         peak_after_build_mb,
         peak_mb: status_mb("VmHWM:"),
@@ -295,7 +311,17 @@ impl fmt::Display for MemoryReport {
         }
         let o = &self.open;
         writeln!(f, "open + search ({} chunks), one process:", o.chunks)?;
+        writeln!(
+            f,
+            "  RSS before the index {:>9.0} MB (the embedding model)",
+            o.rss_before_build_mb
+        )?;
         writeln!(f, "  index build          {:>9.1} s", o.build_secs)?;
+        writeln!(
+            f,
+            "  index holds          {:>9.0} MB vectors, {:.0} MB BM25",
+            o.vector_mb, o.bm25_mb
+        )?;
         writeln!(
             f,
             "  peak RSS after build {:>9.0} MB",

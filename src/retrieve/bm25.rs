@@ -163,6 +163,11 @@ impl Bm25Builder {
                 self.last.get_mut(t),
                 self.dfs.get_mut(t),
             ) {
+                // Grown by a quarter, not doubled: the slack of millions of
+                // postings lists is memory the index holds.
+                if p.capacity() - p.len() < 6 {
+                    p.reserve_exact(p.len() / 4 + 8);
+                }
                 push_posting(p, (*df > 0).then_some(*last), row, tf);
                 *last = row;
                 *df += 1;

@@ -41,7 +41,6 @@ pub trait ExactVectors: Send + Sync {
 pub struct VectorIndex {
     dims: usize,
     ids: Vec<i64>,
-    docs: Vec<i64>,
     /// The normalized rows, when kept (`keeps_rows`); else empty.
     data: Vec<f32>,
     keeps_rows: bool,
@@ -175,9 +174,8 @@ impl VectorIndexBuilder {
             (data, q8, scale, err)
         };
         let ids: Vec<i64> = order.iter().map(|&i| self.rows[i].0).collect();
-        let docs: Vec<i64> = order.iter().map(|&i| self.rows[i].1).collect();
         let mut doc_ranges: Vec<(i64, usize, usize)> = Vec::new();
-        for (row, &doc) in docs.iter().enumerate() {
+        for (row, doc) in order.iter().map(|&i| self.rows[i].1).enumerate() {
             match doc_ranges.last_mut() {
                 Some(last) if last.0 == doc => last.2 = row + 1,
                 _ => doc_ranges.push((doc, row, row + 1)),
@@ -186,7 +184,6 @@ impl VectorIndexBuilder {
         VectorIndex {
             dims,
             ids,
-            docs,
             data,
             keeps_rows: !self.codes_only,
             q8,
@@ -256,7 +253,6 @@ impl VectorIndex {
         }
         let base = self.len();
         self.ids.extend(added.ids);
-        self.docs.extend(added.docs);
         self.data.extend(added.data);
         self.q8.extend(added.q8);
         self.scale.extend(added.scale);
@@ -289,7 +285,6 @@ impl VectorIndex {
                 }
                 self.q8.copy_within(a * d..b * d, w * d);
                 self.ids.copy_within(a..b, w);
-                self.docs.copy_within(a..b, w);
                 self.scale.copy_within(a..b, w);
                 self.err.copy_within(a..b, w);
             }
@@ -299,7 +294,6 @@ impl VectorIndex {
         self.data.truncate(w * d);
         self.q8.truncate(w * d);
         self.ids.truncate(w);
-        self.docs.truncate(w);
         self.scale.truncate(w);
         self.err.truncate(w);
         self.doc_ranges = ranges;
@@ -315,9 +309,10 @@ impl VectorIndex {
         self.ids.is_empty()
     }
 
-    /// Bytes held by the embeddings (f32 rows when kept, int8 codes, ids).
+    /// Bytes held by the embeddings (f32 rows when kept, int8 codes, scales and
+    /// errors, ids).
     pub fn bytes(&self) -> usize {
-        self.data.len() * 4 + self.q8.len() + self.ids.len() * 24
+        self.data.len() * 4 + self.q8.len() + self.ids.len() * 16 + self.doc_ranges.len() * 24
     }
 
     /// Whether the f32 rows are kept (else only the int8 codes: search with
@@ -328,7 +323,11 @@ impl VectorIndex {
 
     /// Document of a row.
     pub fn doc_of_row(&self, row: usize) -> Option<i64> {
-        self.docs.get(row).copied()
+        let i = self.doc_ranges.partition_point(|r| r.2 <= row);
+        self.doc_ranges
+            .get(i)
+            .filter(|r| r.1 <= row && row < r.2)
+            .map(|r| r.0)
     }
 
     /// The `k` rows most similar to `query` (cosine), best first; ties go to the
