@@ -70,9 +70,9 @@ impl IndexBuilder {
         });
         vb.push(row.id, row.doc_id, embedding)?;
         self.bm25.add(row.id, row.doc_id, text);
-        if !self.files.contains_key(&row.doc_id) {
-            self.files.insert(row.doc_id, file.to_string());
-        }
+        self.files
+            .entry(row.doc_id)
+            .or_insert_with(|| file.to_string());
         if self.keep {
             self.texts.insert(row.id, text.to_string());
         }
