@@ -38,7 +38,7 @@ pub struct Fill {
     /// Distinct real windows embedded, whose perturbations are the vectors.
     pub base_vectors: usize,
     pub secs: f64,
-    /// Size of the SQLite file, MB.
+    /// Size of the SQLite file, MiB.
     pub db_mb: f64,
 }
 
@@ -46,19 +46,19 @@ pub struct Fill {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Open {
     pub chunks: usize,
-    /// Resident memory with the embedding model loaded, before the index, MB.
+    /// Resident memory with the embedding model loaded, before the index, MiB.
     pub rss_before_build_mb: f64,
     /// What the vector and BM25 indexes say they hold (codes or rows, postings,
-    /// per-row arrays), MB.
+    /// per-row arrays), MiB.
     pub vector_mb: f64,
     pub bm25_mb: f64,
     /// Building the retrieval index through the engine, seconds.
     pub build_secs: f64,
-    /// Peak resident memory after the build (`VmHWM`), MB.
+    /// Peak resident memory after the build (`VmHWM`), MiB.
     pub peak_after_build_mb: f64,
-    /// Peak resident memory after the searches, MB.
+    /// Peak resident memory after the searches, MiB.
     pub peak_mb: f64,
-    /// Resident memory at the end, and its anonymous and file-backed parts, MB.
+    /// Resident memory at the end, and its anonymous and file-backed parts, MiB.
     pub rss_mb: f64,
     pub rss_anon_mb: f64,
     pub rss_file_mb: f64,
@@ -75,7 +75,7 @@ pub struct MemoryReport {
     pub open: Open,
 }
 
-/// A field of `/proc/self/status` in kB, as MB.
+/// A field of `/proc/self/status` (in KiB there), in MiB.
 fn status_mb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -84,7 +84,7 @@ fn status_mb(field: &str) -> f64 {
                 .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
-        .map_or(0.0, |kb| kb / 1e3)
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// Percentile `p` (0..=1) of `xs`, by nearest rank.
@@ -235,7 +235,7 @@ pub fn fill(
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_string_lossy().contains("sqlite"))
         .filter_map(|e| e.metadata().ok())
-        .map(|m| m.len() as f64 / 1e6)
+        .map(|m| m.len() as f64 / (1024.0 * 1024.0))
         .sum();
     Ok(Fill {
         chunks,
@@ -261,8 +261,8 @@ pub fn open(dir: &Path, questions: &[String], reps: usize) -> Result<Open> {
     let build_secs = t.elapsed().as_secs_f64();
     let chunks = index.len();
     let (vector_mb, bm25_mb) = (
-        index.vector.bytes() as f64 / 1e6,
-        index.bm25.bytes() as f64 / 1e6,
+        index.vector.bytes() as f64 / (1024.0 * 1024.0),
+        index.bm25.bytes() as f64 / (1024.0 * 1024.0),
     );
     drop(index);
     let peak_after_build_mb = status_mb("VmHWM:");
@@ -305,7 +305,7 @@ impl fmt::Display for MemoryReport {
         if let Some(fill) = &self.fill {
             writeln!(
                 f,
-                "fill: {} chunks in {} documents ({} real vectors perturbed), {:.0} s, database {:.0} MB",
+                "fill: {} chunks in {} documents ({} real vectors perturbed), {:.0} s, database {:.0} MiB",
                 fill.chunks, fill.documents, fill.base_vectors, fill.secs, fill.db_mb
             )?;
         }
@@ -313,24 +313,24 @@ impl fmt::Display for MemoryReport {
         writeln!(f, "open + search ({} chunks), one process:", o.chunks)?;
         writeln!(
             f,
-            "  RSS before the index {:>9.0} MB (the embedding model)",
+            "  RSS before the index {:>9.0} MiB (the embedding model)",
             o.rss_before_build_mb
         )?;
         writeln!(f, "  index build          {:>9.1} s", o.build_secs)?;
         writeln!(
             f,
-            "  index holds          {:>9.0} MB vectors, {:.0} MB BM25",
+            "  index holds          {:>9.0} MiB vectors, {:.0} MiB BM25",
             o.vector_mb, o.bm25_mb
         )?;
         writeln!(
             f,
-            "  peak RSS after build {:>9.0} MB",
+            "  peak RSS after build {:>9.0} MiB",
             o.peak_after_build_mb
         )?;
-        writeln!(f, "  peak RSS (VmHWM)     {:>9.0} MB", o.peak_mb)?;
+        writeln!(f, "  peak RSS (VmHWM)     {:>9.0} MiB", o.peak_mb)?;
         writeln!(
             f,
-            "  RSS at the end       {:>9.0} MB (anonymous {:.0}, file-backed {:.0})",
+            "  RSS at the end       {:>9.0} MiB (anonymous {:.0}, file-backed {:.0})",
             o.rss_mb, o.rss_anon_mb, o.rss_file_mb
         )?;
         writeln!(

@@ -57,7 +57,9 @@ pub struct VectorIndex {
 #[derive(Debug, Default)]
 pub struct VectorIndexBuilder {
     dims: usize,
-    rows: Vec<(i64, i64)>,
+    /// Chunk and document of each row, in the order pushed.
+    ids: Vec<i64>,
+    docs: Vec<i64>,
     /// The normalized rows (kept) or empty (codes only).
     data: Vec<f32>,
     codes_only: bool,
@@ -89,7 +91,8 @@ impl VectorIndexBuilder {
 
     /// Room for `n` more rows.
     pub fn reserve(&mut self, n: usize) {
-        self.rows.reserve(n);
+        self.ids.reserve(n);
+        self.docs.reserve(n);
         if self.codes_only {
             self.q8.reserve(n * self.dims);
             self.scale.reserve(n);
@@ -127,17 +130,24 @@ impl VectorIndexBuilder {
             self.data.resize(start + self.dims, 0.0);
             normalize_to(embedding, &mut self.data[start..]);
         }
-        self.rows.push((chunk_id, doc_id));
+        self.ids.push(chunk_id);
+        self.docs.push(doc_id);
         Ok(())
     }
 
-    /// Rows grouped by document (stable within one).
+    /// Rows grouped by document (stable within one). Rows pushed in document order,
+    /// as the store gives them, are kept where they are, without a copy.
     pub fn build(self) -> VectorIndex {
         let dims = self.dims;
-        let n = self.rows.len();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| self.rows[i].1);
-        let in_order = order.iter().enumerate().all(|(a, &b)| a == b);
+        let n = self.ids.len();
+        let in_order = self.docs.windows(2).all(|w| w[0] <= w[1]);
+        let order: Vec<usize> = if in_order {
+            Vec::new()
+        } else {
+            let mut o: Vec<usize> = (0..n).collect();
+            o.sort_by_key(|&i| self.docs[i]);
+            o
+        };
         let reorder = |rows: Vec<f32>, width: usize| -> Vec<f32> {
             if in_order || width == 0 {
                 return rows;
@@ -173,14 +183,22 @@ impl VectorIndexBuilder {
             }
             (data, q8, scale, err)
         };
-        let ids: Vec<i64> = order.iter().map(|&i| self.rows[i].0).collect();
+        let (ids, docs) = if in_order {
+            (self.ids, self.docs)
+        } else {
+            (
+                order.iter().map(|&i| self.ids[i]).collect(),
+                order.iter().map(|&i| self.docs[i]).collect(),
+            )
+        };
         let mut doc_ranges: Vec<(i64, usize, usize)> = Vec::new();
-        for (row, doc) in order.iter().map(|&i| self.rows[i].1).enumerate() {
+        for (row, &doc) in docs.iter().enumerate() {
             match doc_ranges.last_mut() {
                 Some(last) if last.0 == doc => last.2 = row + 1,
                 _ => doc_ranges.push((doc, row, row + 1)),
             }
         }
+        drop(docs);
         VectorIndex {
             dims,
             ids,
