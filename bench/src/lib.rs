@@ -13,7 +13,8 @@
 //! is the one runner of poppler's `pdftotext` that extract and retrieval share.
 //! [`library`] (a library of N generated PDFs, [`pdfgen`], indexed into each store:
 //! throughput, ETA accuracy, memory, index size, search, sync after a change).
-//! [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
+//! [`memory`] is the peak memory of a process holding a library of N chunks and
+//! searching it. [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
 //! Quire's logits.
 
 pub mod answer;
@@ -25,6 +26,7 @@ pub mod library;
 pub mod llm;
 pub mod load;
 pub mod margins;
+pub mod memory;
 pub mod not_found;
 pub mod pdfgen;
 pub mod pdftotext;

@@ -294,6 +294,39 @@ enum BenchCmd {
         #[arg(long, default_value_t = 50)]
         queries: usize,
     },
+    /// Peak memory of a process that holds a library of N synthetic chunks and
+    /// searches it: fills a new SQLite data directory, then a child process builds the
+    /// retrieval index through the engine and runs the corpus questions.
+    Memory(MemoryArgs),
+}
+
+/// `quire-bench memory`.
+#[derive(clap::Args)]
+struct MemoryArgs {
+    /// Chunks to write (200 to a document).
+    #[arg(long, default_value_t = 200_000)]
+    chunks: usize,
+    /// The data directory: a new one is filled; with --open, an existing one is searched.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Real windows embedded for the vectors (each chunk's vector is one, perturbed).
+    #[arg(long, default_value_t = 256)]
+    base: usize,
+    /// The PDFs whose text (with /usr/share/common-licenses) the chunks are cut from.
+    #[arg(long, default_value = "../shared/corpus/pdfs")]
+    pdfs: PathBuf,
+    /// The questions searched (their `question` field).
+    #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+    questions: PathBuf,
+    /// Times each question is searched.
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Only open `--data-dir` and search it, in this process (what the child runs).
+    #[arg(long)]
+    open: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() {
@@ -447,6 +480,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             emit(&r, json)
         }
         BenchCmd::ServeLoad(a) => serve_load(a),
+        BenchCmd::Memory(a) => memory(&a),
         BenchCmd::Support {
             json,
             labelled,
@@ -600,6 +634,55 @@ fn serve_load(a: ServeLoadArgs) -> anyhow::Result<()> {
 }
 
 /// Print `r` as one JSON object or as its table.
+fn memory(a: &MemoryArgs) -> anyhow::Result<()> {
+    use quire_bench::memory;
+    let questions: Vec<String> = quire_bench::retrieval::load_questions(&a.questions)?
+        .into_iter()
+        .map(|q| q.question)
+        .collect();
+    if a.open {
+        let dir = a.data_dir.as_deref().context("--open needs --data-dir")?;
+        let open = memory::open(dir, &questions, a.reps)?;
+        return emit(&memory::MemoryReport { fill: None, open }, a.json);
+    }
+    let temp;
+    let dir = match &a.data_dir {
+        Some(d) => d.clone(),
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().to_path_buf()
+        }
+    };
+    eprintln!("reading real text ...");
+    let words = memory::real_words(&a.pdfs)?;
+    let fill = memory::fill(&dir, a.chunks, a.base, &words, |m| eprintln!("{m}"))?;
+    eprintln!(
+        "filled in {:.0} s; opening and searching in a child process ...",
+        fill.secs
+    );
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .arg("memory")
+        .arg("--open")
+        .arg("--json")
+        .arg("--data-dir")
+        .arg(&dir)
+        .arg("--questions")
+        .arg(&a.questions)
+        .arg("--reps")
+        .arg(a.reps.to_string())
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    anyhow::ensure!(out.status.success(), "the child process failed");
+    let child: memory::MemoryReport = serde_json::from_slice(&out.stdout)?;
+    emit(
+        &memory::MemoryReport {
+            fill: Some(fill),
+            open: child.open,
+        },
+        a.json,
+    )
+}
+
 fn emit<T: serde::Serialize + std::fmt::Display>(r: &T, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(r)?);
@@ -721,19 +804,30 @@ fn retrieval(
     };
     eprintln!("embedding model: {}", dir.display());
     let emb = quire::embed::bert::BertEmbedder::open(&dir)?;
-    let index = match data_dir {
+    let r = match data_dir {
         Some(dir) => {
+            // The engine's own index and corpus: no text nor f32 vector in memory,
+            // both read from the store.
             let engine = quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(dir))?)?;
-            engine.retrieval_index()?
+            let corpus = engine.retrieval_corpus()?;
+            let llm = llm.as_ref().map(|l| l as &dyn quire::llm::Llm);
+            quire_bench::retrieval::quality(
+                corpus.as_ref(),
+                &emb,
+                llm,
+                &qs,
+                fusion,
+                queries.max(1),
+            )?
         }
         None => {
             eprintln!("indexing {} ...", pdfs.display());
             let chunks = quire_bench::retrieval::index_pdf_dir(pdfs, &emb)?;
-            std::sync::Arc::new(quire::retrieve::RetrievalIndex::build(chunks)?)
+            let index = quire::retrieve::RetrievalIndex::build(chunks)?;
+            let llm = llm.as_ref().map(|l| l as &dyn quire::llm::Llm);
+            quire_bench::retrieval::quality(&index, &emb, llm, &qs, fusion, queries.max(1))?
         }
     };
-    let llm = llm.as_ref().map(|l| l as &dyn quire::llm::Llm);
-    let r = quire_bench::retrieval::quality(&index, &emb, llm, &qs, fusion, queries.max(1))?;
     emit(&r, json)
 }
 

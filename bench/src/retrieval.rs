@@ -24,7 +24,7 @@ use quire::llm::{Cancel, Llm};
 use quire::retrieve::bm25::Bm25Builder;
 use quire::retrieve::vector::{VectorIndexBuilder, VectorRetriever};
 use quire::retrieve::{
-    retrieve, search, ChunkInfo, FusionMode, IndexedChunk, RetrievalIndex, RetrieveOptions,
+    retrieve, search, ChunkInfo, Corpus, FusionMode, IndexedChunk, RetrievalIndex, RetrieveOptions,
     Retriever, RetrieverKind,
 };
 use quire::{Error, Result};
@@ -198,7 +198,7 @@ pub struct QualityReport {
 /// Ask every question of `questions` with vector only, BM25 only, and both fused
 /// (with `fusion` and `num_queries`, the LLM writing variants when above 1).
 pub fn quality(
-    index: &RetrievalIndex,
+    index: &dyn Corpus,
     embedder: &dyn Embedder,
     llm: Option<&dyn Llm>,
     questions: &[Question],
@@ -276,7 +276,7 @@ pub fn quality(
         }
     }
     Ok(QualityReport {
-        chunks: index.len(),
+        chunks: index.chunks_indexed()?,
         fusion,
         num_queries,
         sets: sets.iter().map(|s| s.0.to_string()).collect(),
@@ -574,6 +574,7 @@ pub fn scale(params: &ScaleParams, mut progress: impl FnMut(&str)) -> Result<Sca
             let vr = VectorRetriever {
                 index: vector,
                 embedder: &embedder,
+                exact: None,
             };
             let t = Instant::now();
             let r = retrieve(text, &[&vr, bm25], None, &opts, &cancel)?;

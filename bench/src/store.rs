@@ -161,7 +161,7 @@ pub fn compare(
             |c: &retrieve::ChunkInfo| (c.file.clone(), c.page_start, c.page_end, c.text.clone());
         let mine: Vec<_> = a
             .iter()
-            .map(|n| memory.chunk(n.chunk_id).map(key))
+            .map(|n| memory.chunk(n.chunk_id).as_ref().map(key))
             .collect();
         let ids: Vec<i64> = b.iter().map(|n| n.chunk_id).collect();
         let infos = db.chunk_infos(&ids)?;

@@ -65,23 +65,24 @@ impl Engine {
         // index, brought up to date.
         // (The store's lock is let go before the in-memory index takes it again.)
         let in_database = self.store().in_database();
-        let corpus: Arc<dyn Corpus> = match in_database {
-            Some(db) => db,
-            None => self.retrieval_index()?,
+        let in_memory;
+        let corpus: &dyn Corpus = match &in_database {
+            Some(db) => db.as_ref(),
+            None => {
+                in_memory = self.retrieval_corpus()?;
+                in_memory.as_ref()
+            }
         };
         if corpus.chunks_indexed()? == 0 {
             return Err(nothing());
         }
-        self.check_index_embedder()?;
+        if in_database.is_some() {
+            self.check_index_embedder()?;
+        } else {
+            self.check_retrieval_index_embedder()?;
+        }
         let embedder: Arc<dyn Embedder> = self.embedder()?;
-        retrieve::search(
-            corpus.as_ref(),
-            question,
-            embedder.as_ref(),
-            llm,
-            opts,
-            cancel,
-        )
+        retrieve::search(corpus, question, embedder.as_ref(), llm, opts, cancel)
     }
 
     /// Refuse a request that cannot be answered, before anything runs: an empty

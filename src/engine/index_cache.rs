@@ -1,11 +1,18 @@
 //! The in-memory retrieval index over everything indexed (SQLite store), kept between
-//! asks and brought up to date when the store's generation moves on.
+//! asks and brought up to date when the store's generation moves on. It holds no
+//! chunk text and no f32 vector: it is built as the store streams its rows, and a
+//! search reads the few vectors its ranking is made exact with and its sources' text
+//! from the store ([`Engine::retrieval_corpus`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{lock, Engine};
-use crate::retrieve::{ChunkInfo, IndexedChunk, RetrievalIndex};
+use crate::retrieve::{
+    ChunkInfo, ChunkRow, ChunkTexts, Corpus, ExactVectors, IndexCorpus, IndexedChunk,
+    RetrievalIndex,
+};
+use crate::store::Store;
 use crate::Result;
 
 /// The index and how often it was built from the whole store.
@@ -21,6 +28,8 @@ pub(super) struct IndexCache {
 struct IndexSlot {
     generation: i64,
     models: Vec<String>,
+    /// The store's embedding models with their chunk counts at `generation`.
+    made: Vec<(String, usize)>,
     index: Arc<RetrievalIndex>,
 }
 
@@ -42,7 +51,33 @@ fn indexed_chunks(chunks: Vec<crate::store::StoredChunk>) -> Vec<IndexedChunk> {
         .collect()
 }
 
+/// The store as the in-memory index reads it at search time: chunks' text and
+/// vectors by id.
+struct StoreReader<'a>(&'a Mutex<Store>);
+
+impl ChunkTexts for StoreReader<'_> {
+    fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        lock(self.0).chunk_texts(ids)
+    }
+}
+
+impl ExactVectors for StoreReader<'_> {
+    fn exact_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>> {
+        lock(self.0).chunk_vectors(ids)
+    }
+}
+
 impl Engine {
+    /// The in-memory retrieval index ([`Engine::retrieval_index`]) as a corpus to
+    /// search: its vector ranking made exact with, and its sources' text read from,
+    /// the store.
+    pub fn retrieval_corpus(&self) -> Result<Box<dyn Corpus + '_>> {
+        Ok(Box::new(IndexCorpus {
+            index: self.retrieval_index()?,
+            store: StoreReader(&self.db),
+        }))
+    }
+
     /// How many times the retrieval index was built from the whole store (the other
     /// changes were applied to it as updates).
     pub fn retrieval_index_builds(&self) -> usize {
@@ -62,12 +97,8 @@ impl Engine {
                 return Ok(s.index.clone());
             }
         }
-        let models: Vec<String> = self
-            .store()
-            .embedding_models()?
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect();
+        let made = self.store().embedding_models()?;
+        let models: Vec<String> = made.iter().map(|(m, _)| m.clone()).collect();
         if let Some(old) = slot.take() {
             if old.models == models {
                 let docs = self.store().searchable_documents()?;
@@ -85,20 +116,77 @@ impl Engine {
                     *slot = Some(IndexSlot {
                         generation,
                         models,
+                        made,
                         index: index.clone(),
                     });
                     return Ok(index);
                 }
             }
         }
-        let chunks = indexed_chunks(self.store().load_chunks()?);
-        let index = Arc::new(RetrievalIndex::build(chunks)?);
+        let index = Arc::new(self.build_index()?);
         self.index_cache.full_builds.fetch_add(1, Ordering::Relaxed);
         *slot = Some(IndexSlot {
             generation,
             models,
+            made,
             index: index.clone(),
         });
         Ok(index)
+    }
+
+    /// [`Engine::check_index_embedder`] for the in-memory index: the embedding models
+    /// that made its vectors were read when the store last changed, so a search does
+    /// not count the embeddings again (a scan of every vector in the store).
+    pub(super) fn check_retrieval_index_embedder(&self) -> Result<()> {
+        let generation = self.store().generation()?;
+        let made = match lock(&self.index_cache.slot).as_ref() {
+            Some(s) if s.generation == generation => s.made.clone(),
+            _ => self.store().embedding_models()?,
+        };
+        self.check_made_by(&made)
+    }
+
+    /// The index over every searchable chunk, filled as the store streams them: no
+    /// text and no f32 vector is kept, and no list of every row is made.
+    fn build_index(&self) -> Result<RetrievalIndex> {
+        let store = self.store();
+        let capacity: usize = store
+            .documents()?
+            .iter()
+            .filter(|d| d.status == crate::store::DocStatus::Done)
+            .map(|d| d.chunks)
+            .sum();
+        let mut b = RetrievalIndex::builder(false, capacity);
+        store.for_each_chunk(&mut |c| {
+            let row = ChunkRow {
+                id: c.id,
+                doc_id: c.doc_id,
+                page_start: c.page_start,
+                page_end: c.page_end,
+            };
+            b.push(row, &c.file, &c.text, &c.embedding)?;
+            if b.len() % TRIM_EVERY == 0 {
+                release_free_heap();
+            }
+            Ok(())
+        })?;
+        drop(store);
+        let index = b.build()?;
+        release_free_heap();
+        Ok(index)
+    }
+}
+
+/// Chunks between two returns of the free heap to the system during a build.
+const TRIM_EVERY: usize = 1 << 16;
+
+/// Give the pages the allocator holds free back to the system: millions of postings
+/// lists grow while the index is built, and the buffers they outgrow would otherwise
+/// stay resident (glibc's `malloc_trim`; elsewhere nothing to do).
+fn release_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory; it is safe to call at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

@@ -164,8 +164,14 @@ impl Engine {
     /// An error when vectors in the index were made by another embedding model than
     /// the one chosen: comparing vectors of two models gives silent garbage.
     pub fn check_index_embedder(&self) -> Result<()> {
-        let want = self.embedder_name();
         let made = self.store().embedding_models()?;
+        self.check_made_by(&made)
+    }
+
+    /// [`Engine::check_index_embedder`] given the store's embedding models and their
+    /// chunk counts.
+    pub(super) fn check_made_by(&self, made: &[(String, usize)]) -> Result<()> {
+        let want = self.embedder_name();
         let other: Vec<String> = made
             .iter()
             .filter(|(m, _)| *m != want)

@@ -2,10 +2,12 @@
 //!
 //! Scoring is Okapi BM25 as Lucene computes it (k1 = 1.2, b = 0.75,
 //! idf = ln(1 + (N − df + 0.5) / (df + 0.5))), over the terms of [`crate::text::analyzer`].
-//! Postings are stored compactly in one CSR layout: per term a slice of `u32` rows
-//! and a parallel slice of `u8` term frequencies (saturated at 255, where BM25 is
-//! flat anyway); document length norms are precomputed per row. A query is scored
-//! term at a time into a dense accumulator and the top k taken with a bounded heap.
+//! Postings are stored compactly: per term one byte string of its (row, term
+//! frequency) pairs in row order, each the gap from the previous row as a varint with
+//! one bit saying whether a frequency byte follows (frequencies above 1, saturated at
+//! 255, where BM25 is flat anyway) — about a byte and a half a posting instead of
+//! five. Document length norms are precomputed per row. A query is scored term at a
+//! time into a dense accumulator and the top k taken with a bounded heap.
 
 use std::collections::HashMap;
 
@@ -20,10 +22,10 @@ use crate::text::bm25::{B, K1};
 #[derive(Debug, Default, Clone)]
 pub struct Bm25Index {
     vocab: HashMap<String, u32>,
-    /// Term `t`'s postings are `rows[offsets[t]..offsets[t + 1]]`.
-    offsets: Vec<u64>,
-    rows: Vec<u32>,
-    tfs: Vec<u8>,
+    /// Term `t`'s postings, encoded ([`push_posting`]).
+    postings: Vec<Box<[u8]>>,
+    /// Term `t`'s document frequency: the chunks holding it.
+    dfs: Vec<u32>,
     /// `K1 * (1 − B + B * len / avg_len)` per row.
     norms: Vec<f32>,
     /// Terms per row (the norms follow from them).
@@ -32,11 +34,77 @@ pub struct Bm25Index {
     docs: Vec<i64>,
 }
 
+/// Append the posting `(row, tf)` to a term's encoded postings whose last row was
+/// `last` (`None` before the first): the gap `row - last` (the row itself first),
+/// shifted left one bit, the bit set when a frequency byte follows, as a LEB128
+/// varint; then the frequency when it is above 1. Rows must increase.
+fn push_posting(out: &mut Vec<u8>, last: Option<u32>, row: u32, tf: u8) {
+    let gap = u64::from(row - last.map_or(0, |l| l));
+    let mut v = (gap << 1) | u64::from(tf > 1);
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    if tf > 1 {
+        out.push(tf);
+    }
+}
+
+/// The `(row, tf)` pairs of one term's encoded postings, in row order.
+#[derive(Clone)]
+pub struct Postings<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    row: Option<u32>,
+}
+
+impl<'a> Postings<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            at: 0,
+            row: None,
+        }
+    }
+}
+
+impl Iterator for Postings<'_> {
+    type Item = (u32, u8);
+    #[inline]
+    fn next(&mut self) -> Option<(u32, u8)> {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = *self.bytes.get(self.at)?;
+            self.at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        let tf = if v & 1 == 1 {
+            let t = *self.bytes.get(self.at)?;
+            self.at += 1;
+            t
+        } else {
+            1
+        };
+        let row = self.row.map_or(0, |r| r) + (v >> 1) as u32;
+        self.row = Some(row);
+        Some((row, tf))
+    }
+}
+
 /// Collects chunk texts for a [`Bm25Index`].
 #[derive(Debug, Default)]
 pub struct Bm25Builder {
     vocab: HashMap<String, u32>,
-    postings: Vec<Vec<(u32, u8)>>,
+    /// Per term: its encoded postings, its last row and its document frequency.
+    postings: Vec<Vec<u8>>,
+    last: Vec<u32>,
+    dfs: Vec<u32>,
     lens: Vec<u32>,
     ids: Vec<i64>,
     docs: Vec<i64>,
@@ -48,21 +116,24 @@ impl Bm25Builder {
         Self::default()
     }
 
+    /// A new term's id.
+    fn define(&mut self, term: &str) -> u32 {
+        let id = self.postings.len() as u32;
+        self.vocab.insert(term.to_string(), id);
+        self.postings.push(Vec::new());
+        self.last.push(0);
+        self.dfs.push(0);
+        id
+    }
+
     /// Index one chunk.
     pub fn add(&mut self, chunk_id: i64, doc_id: i64, text: &str) {
         let mut terms = std::mem::take(&mut self.scratch);
         terms.clear();
-        let vocab = &mut self.vocab;
-        let postings = &mut self.postings;
         text::analyze(text, |t| {
-            let id = match vocab.get(t) {
+            let id = match self.vocab.get(t) {
                 Some(&id) => id,
-                None => {
-                    let id = postings.len() as u32;
-                    vocab.insert(t.to_string(), id);
-                    postings.push(Vec::new());
-                    id
-                }
+                None => self.define(t),
             };
             terms.push(id);
         });
@@ -86,8 +157,20 @@ impl Bm25Builder {
                 j += 1;
             }
             let tf = (j - i).min(u8::MAX as usize) as u8;
-            if let Some(p) = self.postings.get_mut(t as usize) {
-                p.push((row, tf));
+            let t = t as usize;
+            if let (Some(p), Some(last), Some(df)) = (
+                self.postings.get_mut(t),
+                self.last.get_mut(t),
+                self.dfs.get_mut(t),
+            ) {
+                // Grown by a quarter, not doubled: the slack of millions of
+                // postings lists is memory the index holds.
+                if p.capacity() - p.len() < 6 {
+                    p.reserve_exact(p.len() / 4 + 8);
+                }
+                push_posting(p, (*df > 0).then_some(*last), row, tf);
+                *last = row;
+                *df += 1;
             }
             i = j;
         }
@@ -95,13 +178,10 @@ impl Bm25Builder {
 
     /// Define a term (for [`Bm25Builder::add_term_ids`]); returns its id.
     pub fn term_id(&mut self, term: &str) -> u32 {
-        if let Some(&id) = self.vocab.get(term) {
-            return id;
+        match self.vocab.get(term) {
+            Some(&id) => id,
+            None => self.define(term),
         }
-        let id = self.postings.len() as u32;
-        self.vocab.insert(term.to_string(), id);
-        self.postings.push(Vec::new());
-        id
     }
 
     /// Index one chunk from ids returned by [`Bm25Builder::term_id`] (already
@@ -110,25 +190,26 @@ impl Bm25Builder {
         self.add_terms(chunk_id, doc_id, terms);
     }
 
+    /// Chunks added.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no chunk was added.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
     pub fn build(self) -> Bm25Index {
         let norms = norms_of(&self.lens);
-        let count: usize = self.postings.iter().map(Vec::len).sum();
-        let mut offsets = Vec::with_capacity(self.postings.len() + 1);
-        let mut rows = Vec::with_capacity(count);
-        let mut tfs = Vec::with_capacity(count);
-        offsets.push(0u64);
-        for p in self.postings {
-            for (r, tf) in p {
-                rows.push(r);
-                tfs.push(tf);
-            }
-            offsets.push(rows.len() as u64);
-        }
         Bm25Index {
             vocab: self.vocab,
-            offsets,
-            rows,
-            tfs,
+            postings: self
+                .postings
+                .into_iter()
+                .map(Vec::into_boxed_slice)
+                .collect(),
+            dfs: self.dfs,
             norms,
             lens: self.lens,
             ids: self.ids,
@@ -169,12 +250,15 @@ impl Bm25Index {
 
     /// Postings held.
     pub fn postings(&self) -> usize {
-        self.rows.len()
+        self.dfs.iter().map(|&d| d as usize).sum()
     }
 
     /// Approximate bytes held by postings, norms and ids (not the vocabulary).
     pub fn bytes(&self) -> usize {
-        self.rows.len() * 5 + self.offsets.len() * 8 + self.norms.len() * 4 + self.ids.len() * 16
+        self.postings.iter().map(|p| p.len() + 16).sum::<usize>()
+            + self.dfs.len() * 4
+            + self.norms.len() * 8
+            + self.ids.len() * 16
     }
 
     /// This index without the chunks of `remove` and with `added`'s chunks after the
@@ -207,10 +291,10 @@ impl Bm25Index {
         ids.extend(&added.ids);
         docs.extend(&added.docs);
         // The added chunks' postings by term text, rows shifted after the kept ones.
-        let mut added_by_term: HashMap<&str, &[(u32, u8)]> = HashMap::new();
+        let mut added_by_term: HashMap<&str, &[u8]> = HashMap::new();
         for (term, &id) in &added.vocab {
             if let Some(p) = added.postings.get(id as usize).filter(|p| !p.is_empty()) {
-                added_by_term.insert(term.as_str(), p);
+                added_by_term.insert(term.as_str(), p.as_slice());
             }
         }
         let mut names: Vec<&str> = vec![""; self.vocab.len()];
@@ -220,46 +304,48 @@ impl Bm25Index {
             }
         }
         let mut vocab = HashMap::with_capacity(self.vocab.len() + added.vocab.len());
-        let mut offsets = vec![0u64];
-        let mut rows = Vec::with_capacity(
-            self.rows.len() + added.postings.iter().map(Vec::len).sum::<usize>(),
-        );
-        let mut tfs = Vec::with_capacity(rows.capacity());
-        let mut push_term = |term: &str, old: (&[u32], &[u8]), new: Option<&&[(u32, u8)]>| {
-            let start = rows.len();
-            for (&r, &tf) in old.0.iter().zip(old.1) {
+        let mut postings: Vec<Box<[u8]>> = Vec::with_capacity(vocab.capacity());
+        let mut dfs = Vec::with_capacity(vocab.capacity());
+        let mut buf = Vec::new();
+        let mut push_term = |term: &str, old: Postings<'_>, new: Option<&&[u8]>| {
+            buf.clear();
+            let mut last = None;
+            let mut df = 0u32;
+            for (r, tf) in old {
                 let nr = new_row[r as usize];
                 if nr != u32::MAX {
-                    rows.push(nr);
-                    tfs.push(tf);
+                    push_posting(&mut buf, last, nr, tf);
+                    last = Some(nr);
+                    df += 1;
                 }
             }
-            for &(r, tf) in new.map_or(&[][..], |p| *p) {
-                rows.push(kept + r);
-                tfs.push(tf);
+            for (r, tf) in Postings::new(new.map_or(&[][..], |p| *p)) {
+                push_posting(&mut buf, last, kept + r, tf);
+                last = Some(kept + r);
+                df += 1;
             }
-            if rows.len() > start {
-                vocab.insert(term.to_string(), (offsets.len() - 1) as u32);
-                offsets.push(rows.len() as u64);
+            if df > 0 {
+                vocab.insert(term.to_string(), postings.len() as u32);
+                postings.push(buf.as_slice().into());
+                dfs.push(df);
             }
         };
         for (id, term) in names.iter().enumerate() {
             push_term(term, self.postings_of(id as u32), added_by_term.get(term));
         }
-        let mut fresh: Vec<(&str, &[(u32, u8)])> = added_by_term
+        let mut fresh: Vec<(&str, &[u8])> = added_by_term
             .iter()
             .filter(|(t, _)| !self.vocab.contains_key(**t))
             .map(|(t, p)| (*t, *p))
             .collect();
         fresh.sort_unstable_by_key(|(t, _)| *t);
         for (term, p) in fresh {
-            push_term(term, (&[], &[]), Some(&p));
+            push_term(term, Postings::new(&[]), Some(&p));
         }
         Bm25Index {
             vocab,
-            offsets,
-            rows,
-            tfs,
+            postings,
+            dfs,
             norms: norms_of(&lens),
             lens,
             ids,
@@ -267,16 +353,14 @@ impl Bm25Index {
         }
     }
 
-    /// Documents containing `term` (an analyzed term).
-    fn postings_of(&self, term: u32) -> (&[u32], &[u8]) {
-        let t = term as usize;
-        match (self.offsets.get(t), self.offsets.get(t + 1)) {
-            (Some(&a), Some(&b)) => {
-                let (a, b) = (a as usize, b as usize);
-                (&self.rows[a..b], &self.tfs[a..b])
-            }
-            _ => (&[], &[]),
-        }
+    /// The chunks containing `term` (an analyzed term's id), as `(row, tf)`.
+    fn postings_of(&self, term: u32) -> Postings<'_> {
+        Postings::new(self.postings.get(term as usize).map_or(&[][..], |p| p))
+    }
+
+    /// The document frequency of a term id.
+    fn df(&self, term: u32) -> usize {
+        self.dfs.get(term as usize).map_or(0, |&d| d as usize)
     }
 
     /// The query's distinct known term ids.
@@ -301,10 +385,7 @@ impl Bm25Index {
             if out.iter().any(|w| w.term == t) {
                 return;
             }
-            let chunks = self
-                .vocab
-                .get(t)
-                .map_or(0, |&id| self.postings_of(id).0.len());
+            let chunks = self.vocab.get(t).map_or(0, |&id| self.df(id));
             let df = chunks as f32;
             out.push(super::TermWeight {
                 term: t.to_string(),
@@ -326,11 +407,10 @@ impl Bm25Index {
         let n = self.len() as f32;
         let mut acc = vec![0f32; self.len()];
         for t in terms {
-            let (rows, tfs) = self.postings_of(t);
-            let df = rows.len() as f32;
+            let df = self.df(t) as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             let w = idf * (K1 + 1.0);
-            for (&r, &tf) in rows.iter().zip(tfs) {
+            for (r, tf) in self.postings_of(t) {
                 let r = r as usize;
                 if let (Some(a), Some(&norm)) = (acc.get_mut(r), self.norms.get(r)) {
                     let tf = f32::from(tf);
@@ -508,5 +588,109 @@ mod tests {
         let got = ids(&ix.search("alpha", 10, Some(&f)));
         assert_eq!(got, vec![2, 3]);
         assert!(Bm25Index::default().search("alpha", 3, None).is_empty());
+    }
+
+    /// Postings round-trip through their encoding: gaps of every varint length,
+    /// frequencies 1, above 1 and saturated.
+    #[test]
+    fn postings_round_trip_through_the_encoding() {
+        let pairs: Vec<(u32, u8)> = vec![
+            (0, 1),
+            (1, 2),
+            (63, 1),
+            (64, 255),
+            (200, 1),
+            (20_000, 3),
+            (2_000_000, 1),
+            (u32::MAX - 1, 1),
+            (u32::MAX, 7),
+        ];
+        let mut bytes = Vec::new();
+        let mut last = None;
+        for &(r, tf) in &pairs {
+            push_posting(&mut bytes, last, r, tf);
+            last = Some(r);
+        }
+        assert_eq!(Postings::new(&bytes).collect::<Vec<_>>(), pairs);
+        // A gap below 64 with a frequency of 1 is one byte.
+        let mut one = Vec::new();
+        push_posting(&mut one, Some(10), 73, 1);
+        assert_eq!(one.len(), 1);
+        // A truncated string ends the postings instead of reading past them.
+        assert_eq!(
+            Postings::new(&bytes[..bytes.len() - 1]).count(),
+            pairs.len() - 1
+        );
+    }
+
+    /// Scores from the compact postings are the plain (row, tf) scoring's, bit for
+    /// bit, on an index of varied chunks, term frequencies above 255 included.
+    #[test]
+    fn compact_postings_score_as_plain_postings() {
+        let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+        let mut texts: Vec<(i64, i64, String)> = (0..300i64)
+            .map(|i| {
+                let t: Vec<&str> = (0..(1 + i % 23))
+                    .map(|j| words[((i * 5 + j * j) % 6) as usize])
+                    .collect();
+                (i * 2 + 1, i / 10, t.join(" "))
+            })
+            .collect();
+        texts.push((10_000, 99, "alpha ".repeat(300)));
+        let mut b = Bm25Builder::new();
+        let mut plain: HashMap<String, Vec<(u32, u8)>> = HashMap::new();
+        let mut lens = Vec::new();
+        for (row, (id, doc, t)) in texts.iter().enumerate() {
+            b.add(*id, *doc, t);
+            let mut counts: HashMap<String, usize> = HashMap::new();
+            let mut len = 0u32;
+            text::analyze(t, |w| {
+                *counts.entry(w.to_string()).or_default() += 1;
+                len += 1;
+            });
+            lens.push(len);
+            for (w, c) in counts {
+                plain
+                    .entry(w)
+                    .or_default()
+                    .push((row as u32, c.min(255) as u8));
+            }
+        }
+        let ix = b.build();
+        let norms = norms_of(&lens);
+        let n = texts.len() as f32;
+        for q in ["alpha", "beta gamma", "zeta delta epsilon", "alpha zeta"] {
+            let mut acc = vec![0f32; texts.len()];
+            let mut seen = Vec::new();
+            text::analyze(q, |w| {
+                if seen.iter().any(|s| s == w) {
+                    return;
+                }
+                seen.push(w.to_string());
+                let Some(p) = plain.get(w) else { return };
+                let df = p.len() as f32;
+                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                let wt = idf * (K1 + 1.0);
+                for &(r, tf) in p {
+                    let tf = f32::from(tf);
+                    acc[r as usize] += wt * tf / (tf + norms[r as usize]);
+                }
+            });
+            let mut want: Vec<(f32, usize)> = acc
+                .iter()
+                .enumerate()
+                .filter(|(_, &s)| s > 0.0)
+                .map(|(r, &s)| (s, r))
+                .collect();
+            want.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let got = ix.search(q, 20, None);
+            assert_eq!(got.len(), want.len().min(20), "{q}");
+            for (g, (s, r)) in got.iter().zip(&want) {
+                assert_eq!(g.chunk_id, texts[*r].0, "{q}");
+                assert_eq!(g.score.to_bits(), s.to_bits(), "{q}");
+            }
+        }
+        assert_eq!(ix.postings(), plain.values().map(Vec::len).sum::<usize>());
+        assert_eq!(ix.terms(), plain.len());
     }
 }

@@ -7,11 +7,15 @@
 //! for every (query, retriever) list that found it, its rank and raw score, so the UI
 //! can show why a chunk was chosen.
 //!
-//! The indexes here are plain in-memory structures ([`RetrievalIndex`]) that the
-//! store fills; this room knows nothing of SQLite.
+//! The indexes here are plain in-memory structures ([`RetrievalIndex`], `index.rs`)
+//! that the store fills, row by row; this room knows nothing of SQLite. An index may
+//! keep its chunks' text and f32 vectors, or only what search needs (int8 codes,
+//! postings, pages): then the text of the sources and the vectors the ranking is made
+//! exact with are read through [`ChunkTexts`] and [`ExactVectors`].
 
 pub mod bm25;
 pub mod fusion;
+mod index;
 pub mod query_gen;
 pub mod relevance;
 pub mod vector;
@@ -27,7 +31,8 @@ use crate::{Error, Result};
 
 pub use bm25::Bm25Index;
 pub use fusion::{Evidence, FusionMode};
-pub use vector::VectorIndex;
+pub use index::{ChunkRow, IndexBuilder, IndexCorpus, RetrievalIndex};
+pub use vector::{ExactVectors, VectorIndex};
 
 /// One retriever's answer for one chunk: its id and the retriever's raw score
 /// (cosine for the vector retriever, BM25 for the BM25 retriever).
@@ -369,150 +374,6 @@ pub fn retrieve(
     })
 }
 
-/// The in-memory retrieval indexes over one set of chunks, with the chunks' text,
-/// file and pages for the source nodes.
-#[derive(Debug, Default, Clone)]
-pub struct RetrievalIndex {
-    pub vector: VectorIndex,
-    pub bm25: Bm25Index,
-    chunks: HashMap<i64, ChunkInfo>,
-}
-
-impl RetrievalIndex {
-    /// Build both indexes. All embeddings must have the same length.
-    pub fn build(chunks: Vec<IndexedChunk>) -> Result<Self> {
-        let dims = chunks.first().map_or(0, |c| c.embedding.len());
-        let mut vb = vector::VectorIndexBuilder::new(dims);
-        let mut bb = bm25::Bm25Builder::new();
-        let mut infos = HashMap::with_capacity(chunks.len());
-        for c in chunks {
-            if infos.contains_key(&c.id) {
-                return Err(Error::Invalid(format!("chunk id {} given twice", c.id)));
-            }
-            vb.push(c.id, c.info.doc_id, &c.embedding)?;
-            bb.add(c.id, c.info.doc_id, &c.info.text);
-            infos.insert(c.id, c.info);
-        }
-        Ok(Self {
-            vector: vb.build(),
-            bm25: bb.build(),
-            chunks: infos,
-        })
-    }
-
-    /// An index from indexes built apart (benchmarks build them from synthetic
-    /// term ids) and the chunks' infos, which must be those of their rows.
-    pub fn from_parts(
-        vector: VectorIndex,
-        bm25: Bm25Index,
-        chunks: HashMap<i64, ChunkInfo>,
-    ) -> Self {
-        Self {
-            vector,
-            bm25,
-            chunks,
-        }
-    }
-
-    /// Chunks indexed.
-    pub fn len(&self) -> usize {
-        self.chunks.len()
-    }
-
-    /// The documents indexed.
-    pub fn documents(&self) -> HashSet<i64> {
-        self.chunks.values().map(|c| c.doc_id).collect()
-    }
-
-    /// Remove the chunks of the documents `remove` and add `added` (the chunks of
-    /// documents newer than every document kept, ids above every chunk kept, in chunk
-    /// id order, as the store numbers them): the result is the index [`Self::build`]
-    /// makes from the kept chunks and the added ones — the same hits and scores — but
-    /// no kept chunk's text is analyzed or vector normalized again. A document that is
-    /// not newer is an error, and the index is then unchanged (rebuild it instead).
-    pub fn update(&mut self, remove: &HashSet<i64>, added: Vec<IndexedChunk>) -> Result<()> {
-        let kept = self
-            .chunks
-            .iter()
-            .filter(|(_, c)| !remove.contains(&c.doc_id));
-        let (max_chunk, max_doc) = kept.fold((i64::MIN, i64::MIN), |(mc, md), (id, c)| {
-            (mc.max(*id), md.max(c.doc_id))
-        });
-        let mut last = max_chunk;
-        for c in &added {
-            if c.id <= last || c.info.doc_id <= max_doc {
-                return Err(Error::Invalid(format!(
-                    "chunk {} of document {} is not newer than the index",
-                    c.id, c.info.doc_id
-                )));
-            }
-            last = c.id;
-        }
-        let dims = if self.vector.is_empty() {
-            added.first().map_or(0, |c| c.embedding.len())
-        } else {
-            self.vector.dims()
-        };
-        let mut vb = vector::VectorIndexBuilder::new(dims);
-        vb.reserve(added.len());
-        let mut bb = bm25::Bm25Builder::new();
-        for c in &added {
-            vb.push(c.id, c.info.doc_id, &c.embedding)?;
-            bb.add(c.id, c.info.doc_id, &c.info.text);
-        }
-        let vectors = vb.build();
-        self.vector.remove_documents(remove);
-        self.vector.append(vectors)?;
-        self.bm25 = self.bm25.updated(remove, bb);
-        self.chunks.retain(|_, c| !remove.contains(&c.doc_id));
-        self.chunks
-            .extend(added.into_iter().map(|c| (c.id, c.info)));
-        Ok(())
-    }
-
-    /// Whether nothing is indexed.
-    pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
-    }
-
-    /// Text, file and pages of a chunk.
-    pub fn chunk(&self, id: i64) -> Option<&ChunkInfo> {
-        self.chunks.get(&id)
-    }
-}
-
-impl Corpus for RetrievalIndex {
-    fn chunks_indexed(&self) -> Result<usize> {
-        Ok(self.chunks.len())
-    }
-
-    fn retrievers<'a>(
-        &'a self,
-        kinds: &[RetrieverKind],
-        embedder: &'a dyn Embedder,
-    ) -> Vec<Box<dyn Retriever + 'a>> {
-        kinds
-            .iter()
-            .map(|k| -> Box<dyn Retriever + 'a> {
-                match k {
-                    RetrieverKind::Vector => Box::new(vector::VectorRetriever {
-                        index: &self.vector,
-                        embedder,
-                    }),
-                    RetrieverKind::Bm25 => Box::new(&self.bm25),
-                }
-            })
-            .collect()
-    }
-
-    fn chunk_infos(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkInfo>> {
-        Ok(ids
-            .iter()
-            .filter_map(|id| self.chunks.get(id).map(|c| (*id, c.clone())))
-            .collect())
-    }
-}
-
 /// What a search runs over: the in-memory index ([`RetrievalIndex`]) or a database
 /// that retrieves by itself (the PostgreSQL store implements this).
 pub trait Corpus: Send + Sync {
@@ -526,6 +387,13 @@ pub trait Corpus: Send + Sync {
     ) -> Vec<Box<dyn Retriever + 'a>>;
     /// Text, file and pages of these chunks (those it knows).
     fn chunk_infos(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkInfo>>;
+}
+
+/// The text of chunks, by id, where an index does not keep it (the engine reads it
+/// from the store).
+pub trait ChunkTexts: Send + Sync {
+    /// The text of those of `ids` that still exist, in any order.
+    fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>>;
 }
 
 /// [`retrieve`] over a corpus's retrievers, with the source nodes' text, file and

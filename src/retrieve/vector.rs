@@ -1,16 +1,20 @@
 //! The vector retriever: exact top-k by cosine over all chunk embeddings.
 //!
-//! Embeddings live in one contiguous, row-major `Vec<f32>`, L2-normalized, so cosine
-//! is a dot product and a query is one linear scan with a bounded heap (no
-//! allocation per row). Rows are grouped by document, so a document filter scans
-//! only the filtered documents' rows.
+//! Rows are L2-normalized, so cosine is a dot product, and a query is one linear scan
+//! with a bounded heap (no allocation per row). Rows are grouped by document, so a
+//! document filter scans only the filtered documents' rows.
 //!
-//! The scan reads an int8 copy of the rows (a quarter of the memory traffic, which
-//! is what bounds it) and computes a row's exact f32 score only when the row could
-//! still enter the top k: each row keeps the norm of its quantization error, which
-//! bounds how far the int8 score can be from the exact one. The result is therefore
-//! exactly the f32 scan's, bit for bit. On x86-64 with AVX2+FMA both dot products run
-//! vectorized kernels chosen at run time.
+//! The scan reads an int8 form of the rows (a quarter of the memory traffic, which is
+//! what bounds it; per row a scale and the norm of its quantization error, which
+//! bounds how far the int8 score can be from the exact one). An index either keeps
+//! the f32 rows as well ([`VectorIndexBuilder::new`]: a row's exact score is computed
+//! during the scan when the row could still enter the top k) or keeps the int8 codes
+//! alone ([`VectorIndexBuilder::codes_only`], a quarter of the memory): then the scan
+//! gathers the rows whose score bound still reaches the k-th best lower bound, and
+//! their exact scores come from the f32 vectors an [`ExactVectors`] reads (the engine's
+//! store), fetched best bound first until no remaining row can enter. Either way the
+//! result is exactly the f32 scan's, bit for bit. On x86-64 with AVX2+FMA the dot
+//! products run vectorized kernels chosen at run time.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -22,13 +26,24 @@ use crate::{Error, Result};
 /// Below this many rows a scan stays on the calling thread.
 const PARALLEL_MIN_ROWS: usize = 32_768;
 
+/// Rows whose exact score an index without its f32 rows asks for at once.
+const RESCORE_BATCH: usize = 256;
+
+/// The f32 vectors of chunks, as stored (not necessarily normalized): what an index
+/// that keeps only int8 codes rescores its best candidates with.
+pub trait ExactVectors: Send + Sync {
+    /// The vectors of those of `ids` that still exist, in any order.
+    fn exact_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>>;
+}
+
 /// Exact cosine search over normalized embeddings.
 #[derive(Debug, Default, Clone)]
 pub struct VectorIndex {
     dims: usize,
     ids: Vec<i64>,
-    docs: Vec<i64>,
+    /// The normalized rows, when kept (`keeps_rows`); else empty.
     data: Vec<f32>,
+    keeps_rows: bool,
     /// The rows quantized to int8, `data[i] ≈ scale[row] * q8[i]`.
     q8: Vec<i8>,
     /// Per row: its int8 scale and the L2 norm of its quantization error.
@@ -42,12 +57,20 @@ pub struct VectorIndex {
 #[derive(Debug, Default)]
 pub struct VectorIndexBuilder {
     dims: usize,
-    rows: Vec<(i64, i64)>,
+    /// Chunk and document of each row, in the order pushed.
+    ids: Vec<i64>,
+    docs: Vec<i64>,
+    /// The normalized rows (kept) or empty (codes only).
     data: Vec<f32>,
+    codes_only: bool,
+    q8: Vec<i8>,
+    scale: Vec<f32>,
+    err: Vec<f32>,
+    scratch: Vec<f32>,
 }
 
 impl VectorIndexBuilder {
-    /// Embeddings of length `dims`.
+    /// Embeddings of length `dims`; the index keeps the f32 rows and their int8 codes.
     pub fn new(dims: usize) -> Self {
         Self {
             dims,
@@ -55,10 +78,28 @@ impl VectorIndexBuilder {
         }
     }
 
+    /// Embeddings of length `dims`; the index keeps only the int8 codes (a quarter of
+    /// the memory) and is searched with [`VectorIndex::search_with`], rescoring from
+    /// the stored vectors.
+    pub fn codes_only(dims: usize) -> Self {
+        Self {
+            dims,
+            codes_only: true,
+            ..Self::default()
+        }
+    }
+
     /// Room for `n` more rows.
     pub fn reserve(&mut self, n: usize) {
-        self.rows.reserve(n);
-        self.data.reserve(n * self.dims);
+        self.ids.reserve(n);
+        self.docs.reserve(n);
+        if self.codes_only {
+            self.q8.reserve(n * self.dims);
+            self.scale.reserve(n);
+            self.err.reserve(n);
+        } else {
+            self.data.reserve(n * self.dims);
+        }
     }
 
     /// Add a chunk's embedding; it is normalized here (a zero vector stays zero).
@@ -75,31 +116,81 @@ impl VectorIndexBuilder {
                 "chunk {chunk_id}: embedding is not finite"
             )));
         }
-        let norm = embedding.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let inv = if norm > 0.0 { 1.0 / norm } else { 0.0 };
-        self.data.extend(embedding.iter().map(|x| x * inv));
-        self.rows.push((chunk_id, doc_id));
+        if self.codes_only {
+            let mut row = std::mem::take(&mut self.scratch);
+            normalize_into(embedding, &mut row);
+            let start = self.q8.len();
+            self.q8.resize(start + self.dims, 0);
+            let (s, e) = quantize(&row, &mut self.q8[start..]);
+            self.scale.push(s);
+            self.err.push(e);
+            self.scratch = row;
+        } else {
+            let start = self.data.len();
+            self.data.resize(start + self.dims, 0.0);
+            normalize_to(embedding, &mut self.data[start..]);
+        }
+        self.ids.push(chunk_id);
+        self.docs.push(doc_id);
         Ok(())
     }
 
-    /// Rows grouped by document (stable within one).
+    /// Rows grouped by document (stable within one). Rows pushed in document order,
+    /// as the store gives them, are kept where they are, without a copy.
     pub fn build(self) -> VectorIndex {
         let dims = self.dims;
-        let n = self.rows.len();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| self.rows[i].1);
-        let in_order = order.iter().enumerate().all(|(a, &b)| a == b);
-        let data = if in_order || dims == 0 {
-            self.data
+        let n = self.ids.len();
+        let in_order = self.docs.windows(2).all(|w| w[0] <= w[1]);
+        let order: Vec<usize> = if in_order {
+            Vec::new()
         } else {
-            let mut d = Vec::with_capacity(self.data.len());
+            let mut o: Vec<usize> = (0..n).collect();
+            o.sort_by_key(|&i| self.docs[i]);
+            o
+        };
+        let reorder = |rows: Vec<f32>, width: usize| -> Vec<f32> {
+            if in_order || width == 0 {
+                return rows;
+            }
+            let mut d = Vec::with_capacity(rows.len());
             for &i in &order {
-                d.extend_from_slice(&self.data[i * dims..(i + 1) * dims]);
+                d.extend_from_slice(&rows[i * width..(i + 1) * width]);
             }
             d
         };
-        let ids: Vec<i64> = order.iter().map(|&i| self.rows[i].0).collect();
-        let docs: Vec<i64> = order.iter().map(|&i| self.rows[i].1).collect();
+        let (data, q8, scale, err) = if self.codes_only {
+            let q8 = if in_order || dims == 0 {
+                self.q8
+            } else {
+                let mut d = Vec::with_capacity(self.q8.len());
+                for &i in &order {
+                    d.extend_from_slice(&self.q8[i * dims..(i + 1) * dims]);
+                }
+                d
+            };
+            (Vec::new(), q8, reorder(self.scale, 1), reorder(self.err, 1))
+        } else {
+            let data = reorder(self.data, dims);
+            let mut q8 = vec![0i8; data.len()];
+            let mut scale = Vec::with_capacity(n);
+            let mut err = Vec::with_capacity(n);
+            if dims > 0 {
+                for (row, out) in data.chunks_exact(dims).zip(q8.chunks_exact_mut(dims)) {
+                    let (s, e) = quantize(row, out);
+                    scale.push(s);
+                    err.push(e);
+                }
+            }
+            (data, q8, scale, err)
+        };
+        let (ids, docs) = if in_order {
+            (self.ids, self.docs)
+        } else {
+            (
+                order.iter().map(|&i| self.ids[i]).collect(),
+                order.iter().map(|&i| self.docs[i]).collect(),
+            )
+        };
         let mut doc_ranges: Vec<(i64, usize, usize)> = Vec::new();
         for (row, &doc) in docs.iter().enumerate() {
             match doc_ranges.last_mut() {
@@ -107,27 +198,36 @@ impl VectorIndexBuilder {
                 _ => doc_ranges.push((doc, row, row + 1)),
             }
         }
-        let mut q8 = vec![0i8; data.len()];
-        let mut scale = Vec::with_capacity(n);
-        let mut err = Vec::with_capacity(n);
-        if dims > 0 {
-            for (row, out) in data.chunks_exact(dims).zip(q8.chunks_exact_mut(dims)) {
-                let (s, e) = quantize(row, out);
-                scale.push(s);
-                err.push(e);
-            }
-        }
+        drop(docs);
         VectorIndex {
             dims,
             ids,
-            docs,
             data,
+            keeps_rows: !self.codes_only,
             q8,
             scale,
             err,
             doc_ranges,
         }
     }
+}
+
+/// `v` normalized into `out` (same length): `x / |v|`, computed as the index always
+/// has (a zero vector stays zero), so that rescoring from the stored vector gives the
+/// kept row's score bit for bit.
+fn normalize_to(v: &[f32], out: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let inv = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = x * inv;
+    }
+}
+
+/// [`normalize_to`] into a reused buffer.
+fn normalize_into(v: &[f32], out: &mut Vec<f32>) {
+    out.clear();
+    out.resize(v.len(), 0.0);
+    normalize_to(v, out);
 }
 
 impl VectorIndex {
@@ -158,6 +258,11 @@ impl VectorIndex {
                 added.dims, self.dims
             )));
         }
+        if added.keeps_rows != self.keeps_rows {
+            return Err(Error::Invalid(
+                "added rows must be kept as the index keeps its own (f32 or codes only)".into(),
+            ));
+        }
         let last = self.doc_ranges.last().map_or(i64::MIN, |r| r.0);
         if added.doc_ranges.first().is_some_and(|r| r.0 <= last) {
             return Err(Error::Invalid(
@@ -166,7 +271,6 @@ impl VectorIndex {
         }
         let base = self.len();
         self.ids.extend(added.ids);
-        self.docs.extend(added.docs);
         self.data.extend(added.data);
         self.q8.extend(added.q8);
         self.scale.extend(added.scale);
@@ -194,10 +298,11 @@ impl VectorIndex {
             }
             let n = b - a;
             if a != w {
-                self.data.copy_within(a * d..b * d, w * d);
+                if self.keeps_rows {
+                    self.data.copy_within(a * d..b * d, w * d);
+                }
                 self.q8.copy_within(a * d..b * d, w * d);
                 self.ids.copy_within(a..b, w);
-                self.docs.copy_within(a..b, w);
                 self.scale.copy_within(a..b, w);
                 self.err.copy_within(a..b, w);
             }
@@ -207,7 +312,6 @@ impl VectorIndex {
         self.data.truncate(w * d);
         self.q8.truncate(w * d);
         self.ids.truncate(w);
-        self.docs.truncate(w);
         self.scale.truncate(w);
         self.err.truncate(w);
         self.doc_ranges = ranges;
@@ -223,19 +327,42 @@ impl VectorIndex {
         self.ids.is_empty()
     }
 
-    /// Bytes held by the embeddings.
+    /// Bytes held by the embeddings (f32 rows when kept, int8 codes, scales and
+    /// errors, ids).
     pub fn bytes(&self) -> usize {
-        self.data.len() * 5 + self.ids.len() * 24
+        self.data.len() * 4 + self.q8.len() + self.ids.len() * 16 + self.doc_ranges.len() * 24
+    }
+
+    /// Whether the f32 rows are kept (else only the int8 codes: search with
+    /// [`VectorIndex::search_with`]).
+    pub fn keeps_rows(&self) -> bool {
+        self.keeps_rows
     }
 
     /// Document of a row.
     pub fn doc_of_row(&self, row: usize) -> Option<i64> {
-        self.docs.get(row).copied()
+        let i = self.doc_ranges.partition_point(|r| r.2 <= row);
+        self.doc_ranges
+            .get(i)
+            .filter(|r| r.1 <= row && row < r.2)
+            .map(|r| r.0)
     }
 
     /// The `k` rows most similar to `query` (cosine), best first; ties go to the
-    /// earlier row.
+    /// earlier row. An index that keeps only codes needs [`VectorIndex::search_with`].
     pub fn search(&self, query: &[f32], k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
+        self.search_with(query, k, filter, None)
+    }
+
+    /// [`VectorIndex::search`], the exact scores of an index that keeps only its
+    /// int8 codes read from `exact` (the same ranking and scores as the f32 rows').
+    pub fn search_with(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: Option<&DocFilter>,
+        exact: Option<&dyn ExactVectors>,
+    ) -> Result<Vec<Hit>> {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
@@ -252,6 +379,14 @@ impl VectorIndex {
         }
         let inv = if norm > 0.0 { 1.0 / norm } else { 0.0 };
         let q = Query::new(query.iter().map(|x| x * inv).collect());
+        if !self.keeps_rows {
+            let exact = exact.ok_or_else(|| {
+                Error::Invalid(
+                    "this vector index keeps only int8 codes: it needs the stored vectors".into(),
+                )
+            })?;
+            return self.search_codes(&q, k, filter, exact);
+        }
         let mut top = TopK::new(k);
         match filter {
             None => self.scan(&q, 0, self.len(), &mut top),
@@ -305,6 +440,119 @@ impl VectorIndex {
             for (score, row) in local.into_sorted() {
                 top.push(score, row);
             }
+        }
+    }
+
+    /// The search of an index without its f32 rows: the rows whose upper score bound
+    /// reaches the k-th best lower bound, then their exact scores from `exact`, best
+    /// bound first, until the next bound is below the k-th exact score.
+    fn search_codes(
+        &self,
+        q: &Query,
+        k: usize,
+        filter: Option<&DocFilter>,
+        exact: &dyn ExactVectors,
+    ) -> Result<Vec<Hit>> {
+        let ranges: Vec<(usize, usize)> = match filter {
+            None => vec![(0, self.len())],
+            Some(f) => self
+                .doc_ranges
+                .iter()
+                .filter(|r| f.allows(r.0))
+                .map(|r| (r.1, r.2))
+                .collect(),
+        };
+        let mut lower = TopK::new(k);
+        let mut candidates: Vec<(f32, usize)> = Vec::new();
+        for (start, end) in ranges {
+            self.bounds(q, start, end, &mut lower, &mut candidates);
+        }
+        let floor = lower.threshold();
+        candidates.retain(|c| c.0 >= floor);
+        // Best upper bound first; on a tie the earlier row.
+        candidates.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut top = TopK::new(k);
+        let mut row_of: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+        let mut row = Vec::with_capacity(self.dims);
+        let fma = fma_available();
+        for batch in candidates.chunks(RESCORE_BATCH.max(k)) {
+            if batch.first().is_some_and(|c| c.0 < top.threshold()) {
+                break;
+            }
+            row_of.clear();
+            let ids: Vec<i64> = batch
+                .iter()
+                .filter(|c| c.0 >= top.threshold())
+                .map(|c| {
+                    row_of.insert(self.ids[c.1], c.1);
+                    self.ids[c.1]
+                })
+                .collect();
+            for (id, v) in exact.exact_vectors(&ids)? {
+                let Some(&r) = row_of.get(&id) else { continue };
+                if v.len() != self.dims {
+                    return Err(Error::Invalid(format!(
+                        "chunk {id}: stored embedding has {} dimensions, the index {}",
+                        v.len(),
+                        self.dims
+                    )));
+                }
+                normalize_into(&v, &mut row);
+                top.push(exact_dot(fma, &row, &q.f), r);
+            }
+        }
+        Ok(top
+            .into_sorted()
+            .into_iter()
+            .map(|(score, row)| Hit {
+                chunk_id: self.ids[row],
+                score,
+            })
+            .collect())
+    }
+
+    /// Rows `start..end`'s score bounds: the k best lower bounds into `lower`, and
+    /// `(upper bound, row)` into `candidates` for every row whose upper bound reached
+    /// the k-th lower bound when it was scanned. Large ranges are split across cores.
+    fn bounds(
+        &self,
+        q: &Query,
+        start: usize,
+        end: usize,
+        lower: &mut TopK,
+        candidates: &mut Vec<(f32, usize)>,
+    ) {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let n = end - start;
+        if threads < 2 || n < PARALLEL_MIN_ROWS {
+            return bounds_one(self, q, start, end, lower, candidates);
+        }
+        let part = n.div_ceil(threads);
+        let k = lower.k;
+        let parts: Vec<(TopK, Vec<(f32, usize)>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (a, b) = (start + t * part, (start + (t + 1) * part).min(end));
+                    s.spawn(move || {
+                        let mut local = TopK::new(k);
+                        let mut cands = Vec::new();
+                        if a < b {
+                            bounds_one(self, q, a, b, &mut local, &mut cands);
+                        }
+                        (local, cands)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        for (local, cands) in parts {
+            for (score, row) in local.into_sorted() {
+                lower.push(score, row);
+            }
+            candidates.extend(cands);
         }
     }
 
@@ -404,6 +652,104 @@ fn scan_impl<const SIMD: bool>(
         if s > top.threshold() {
             top.push(s, row);
         }
+    }
+}
+
+/// Whether the fast scan's kernels (AVX2 + FMA) run here: the rescoring computes its
+/// exact scores with the same rounding as they do.
+fn fma_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::cpu::has_avx2_fma()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The exact score as the scan computes it (fused multiply-adds where the scan uses
+/// them: `mul_add` rounds the same with or without the instruction).
+fn exact_dot(fma: bool, a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if fma {
+            // SAFETY: `fma` is true only where the CPU has AVX2 and FMA.
+            return unsafe { dot_fma(a, b) };
+        }
+    }
+    if fma {
+        dot::<true>(a, b)
+    } else {
+        dot::<false>(a, b)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn dot_fma(a: &[f32], b: &[f32]) -> f32 {
+    dot::<true>(a, b)
+}
+
+fn bounds_one(
+    ix: &VectorIndex,
+    q: &Query,
+    start: usize,
+    end: usize,
+    lower: &mut TopK,
+    candidates: &mut Vec<(f32, usize)>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::cpu::has_avx2_fma() {
+            // SAFETY: the CPU has the features `bounds_avx2` is compiled for.
+            unsafe { bounds_avx2(ix, q, start, end, lower, candidates) };
+            return;
+        }
+    }
+    bounds_impl::<false>(ix, q, start, end, lower, candidates);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn bounds_avx2(
+    ix: &VectorIndex,
+    q: &Query,
+    start: usize,
+    end: usize,
+    lower: &mut TopK,
+    candidates: &mut Vec<(f32, usize)>,
+) {
+    bounds_impl::<true>(ix, q, start, end, lower, candidates);
+}
+
+/// Rows `start..end`'s int8 scores with their bounds (see [`scan_impl`]): a row's
+/// exact score lies in `approx ± bound`. The k best lower bounds go to `lower`; a row
+/// whose upper bound is below the k-th lower bound cannot be in the top k (k rows
+/// score above it), so only the others are kept as candidates.
+#[inline(always)]
+fn bounds_impl<const SIMD: bool>(
+    ix: &VectorIndex,
+    q: &Query,
+    start: usize,
+    end: usize,
+    lower: &mut TopK,
+    candidates: &mut Vec<(f32, usize)>,
+) {
+    let dims = ix.dims;
+    if dims == 0 {
+        return;
+    }
+    let base = q.err + BOUND_SLACK;
+    for row in start..end {
+        let approx = q.scale * ix.scale[row] * idot::<SIMD>(&ix.q8[row * dims..][..dims], q) as f32;
+        let bound = q.q8_norm * ix.err[row] + base;
+        let upper = approx + bound;
+        if upper < lower.threshold() {
+            continue;
+        }
+        lower.push(approx - bound, row);
+        candidates.push((upper, row));
     }
 }
 
@@ -560,10 +906,12 @@ impl TopK {
     }
 }
 
-/// [`VectorIndex`] with the embedder that turns queries into vectors.
+/// [`VectorIndex`] with the embedder that turns queries into vectors, and where an
+/// index of codes alone reads its exact vectors.
 pub struct VectorRetriever<'a> {
     pub index: &'a VectorIndex,
     pub embedder: &'a dyn Embedder,
+    pub exact: Option<&'a dyn ExactVectors>,
 }
 
 impl Retriever for VectorRetriever<'_> {
@@ -572,7 +920,7 @@ impl Retriever for VectorRetriever<'_> {
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
         let q = self.embedder.embed_query(query)?;
-        self.index.search(&q, top_k, filter)
+        self.index.search_with(&q, top_k, filter, self.exact)
     }
     fn covers(&self, query: &str) -> bool {
         self.embedder.covers(query)
@@ -811,5 +1159,149 @@ mod tests {
                 assert!(bound < 0.05, "dims {dims}: bound {bound}");
             }
         }
+    }
+
+    /// The raw vectors by chunk id, counting the rows asked for.
+    struct Raw {
+        rows: std::collections::HashMap<i64, Vec<f32>>,
+        asked: std::sync::atomic::AtomicUsize,
+    }
+    impl ExactVectors for Raw {
+        fn exact_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>> {
+            self.asked
+                .fetch_add(ids.len(), std::sync::atomic::Ordering::Relaxed);
+            Ok(ids
+                .iter()
+                .filter_map(|id| self.rows.get(id).map(|v| (*id, v.clone())))
+                .collect())
+        }
+    }
+
+    /// Rows of `dims` values: `near` of every `every` rows perturb one vector by
+    /// `noise` (so that many scores lie closer together than the int8 error), the rest
+    /// are uniform; documents of 100 rows, given out of order.
+    fn rows(dims: usize, n: i64, every: i64, noise: f32, seed: u64) -> Vec<(i64, i64, Vec<f32>)> {
+        let mut rnd = uniform(seed);
+        let base: Vec<f32> = (0..dims).map(|_| rnd()).collect();
+        (0..n)
+            .map(|i| {
+                let v: Vec<f32> = if every > 0 && i % every == 0 {
+                    base.iter().map(|x| x + noise * rnd()).collect()
+                } else {
+                    (0..dims).map(|_| rnd()).collect()
+                };
+                // Chunk ids not in row order, documents interleaved.
+                (n * 3 - i * 3, (i * 7) % (n / 100).max(1), v)
+            })
+            .collect()
+    }
+
+    /// With only int8 codes kept, the rescored top k is the f32 index's exactly —
+    /// ids, scores bit for bit, ties — with and without a document filter, for
+    /// queries near the crowded vector and far from it.
+    #[test]
+    fn codes_only_rescoring_returns_exactly_the_f32_top_k() {
+        let dims = 384;
+        let data = rows(dims, 4000, 2, 0.01, 99);
+        let mut full = VectorIndexBuilder::new(dims);
+        let mut lean = VectorIndexBuilder::codes_only(dims);
+        for (id, doc, v) in &data {
+            full.push(*id, *doc, v).unwrap();
+            lean.push(*id, *doc, v).unwrap();
+        }
+        // Exact duplicates: ties the rescoring must break as the scan does.
+        for (k, (_, doc, v)) in data.iter().take(30).enumerate() {
+            full.push(100_000 + k as i64, *doc, v).unwrap();
+            lean.push(100_000 + k as i64, *doc, v).unwrap();
+        }
+        let (full, lean) = (full.build(), lean.build());
+        assert!(full.keeps_rows() && !lean.keeps_rows());
+        assert!(lean.bytes() * 3 < full.bytes());
+        let raw = Raw {
+            rows: data
+                .iter()
+                .map(|(id, _, v)| (*id, v.clone()))
+                .chain(
+                    data.iter()
+                        .take(30)
+                        .enumerate()
+                        .map(|(k, (_, _, v))| (100_000 + k as i64, v.clone())),
+                )
+                .collect(),
+            asked: Default::default(),
+        };
+        let mut rnd = uniform(5);
+        let near = &data[0].2;
+        let filter = DocFilter::new([0, 3, 7, 11, 12]);
+        for t in 0..6 {
+            let q: Vec<f32> = match t {
+                0 => near.clone(),
+                1 | 2 => near.iter().map(|x| x + 0.3 * t as f32 * rnd()).collect(),
+                _ => (0..dims).map(|_| rnd()).collect(),
+            };
+            for k in [1, 10, 50] {
+                for f in [None, Some(&filter)] {
+                    let want = full.search(&q, k, f).unwrap();
+                    let got = lean.search_with(&q, k, f, Some(&raw)).unwrap();
+                    assert_eq!(got.len(), want.len());
+                    for (g, w) in got.iter().zip(&want) {
+                        assert_eq!(g.chunk_id, w.chunk_id, "query {t}, k {k}");
+                        assert_eq!(g.score.to_bits(), w.score.to_bits(), "query {t}, k {k}");
+                    }
+                }
+            }
+        }
+        // Without the stored vectors, an index of codes is an error, not a guess.
+        assert!(lean.search(near, 5, None).is_err());
+        // The f32 index searched "with" vectors ignores them.
+        assert_eq!(
+            full.search_with(near, 5, None, Some(&raw)).unwrap(),
+            full.search(near, 5, None).unwrap()
+        );
+    }
+
+    /// Over spread-out rows only a few candidates are rescored; a scan split across
+    /// threads gathers the same candidates as one.
+    #[test]
+    fn rescoring_reads_few_vectors_and_splits_across_threads() {
+        let dims = 64;
+        let n = PARALLEL_MIN_ROWS as i64 * 2 + 301;
+        let data = rows(dims, n, 0, 0.0, 17);
+        let mut full = VectorIndexBuilder::new(dims);
+        let mut lean = VectorIndexBuilder::codes_only(dims);
+        for (id, doc, v) in &data {
+            full.push(*id, *doc, v).unwrap();
+            lean.push(*id, *doc, v).unwrap();
+        }
+        let (full, lean) = (full.build(), lean.build());
+        let raw = Raw {
+            rows: data.iter().map(|(id, _, v)| (*id, v.clone())).collect(),
+            asked: Default::default(),
+        };
+        let mut rnd = uniform(3);
+        for _ in 0..5 {
+            let q: Vec<f32> = (0..dims).map(|_| rnd()).collect();
+            assert_eq!(
+                lean.search_with(&q, 10, None, Some(&raw)).unwrap(),
+                full.search(&q, 10, None).unwrap()
+            );
+        }
+        let asked = raw.asked.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(asked >= 5 * 10);
+        assert!(asked < 5 * n as usize / 20, "{asked} vectors read");
+    }
+
+    /// A stored vector of another length is an error naming the chunk.
+    #[test]
+    fn a_stored_vector_of_the_wrong_length_is_an_error() {
+        let mut b = VectorIndexBuilder::codes_only(3);
+        b.push(1, 1, &[1.0, 0.0, 0.0]).unwrap();
+        let ix = b.build();
+        let raw = Raw {
+            rows: [(1, vec![1.0, 0.0])].into_iter().collect(),
+            asked: Default::default(),
+        };
+        let e = ix.search_with(&[1.0, 0.0, 0.0], 1, None, Some(&raw));
+        assert!(e.is_err_and(|e| e.to_string().contains("chunk 1")));
     }
 }

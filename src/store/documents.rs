@@ -104,6 +104,19 @@ pub trait Documents {
     fn load_chunks(&self) -> Result<Vec<StoredChunk>>;
     /// [`Documents::load_chunks`] for the chunks of the documents `docs` only.
     fn load_chunks_of(&self, docs: &[i64]) -> Result<Vec<StoredChunk>>;
+    /// [`Documents::load_chunks`] one chunk at a time, into `each`, without holding
+    /// them all (an error from `each` stops it). The default reads them all first;
+    /// SQLite streams its rows.
+    fn for_each_chunk(&self, each: &mut dyn FnMut(StoredChunk) -> Result<()>) -> Result<()> {
+        for c in self.load_chunks()? {
+            each(c)?;
+        }
+        Ok(())
+    }
+    /// The text of those of the chunks `ids` that exist, in any order.
+    fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>>;
+    /// The embeddings of those of the chunks `ids` that have one, in any order.
+    fn chunk_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>>;
     /// The documents [`Documents::load_chunks`] returns chunks of.
     fn searchable_documents(&self) -> Result<HashSet<i64>>;
     /// Which embedding models made the vectors of the index, with how many chunks

@@ -429,6 +429,29 @@ impl Documents for Postgres {
         self.chunks_where("c.doc_id = ANY($1)", docs)
     }
 
+    fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        self.run(|c| {
+            Ok(
+                c.query("SELECT id, text FROM chunks WHERE id = ANY($1)", &[&ids])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect(),
+            )
+        })
+    }
+
+    fn chunk_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>> {
+        self.run(|c| {
+            Ok(c.query(
+                "SELECT chunk_id, vector::text FROM embeddings WHERE chunk_id = ANY($1)",
+                &[&ids],
+            )?
+            .iter()
+            .map(|r| (r.get(0), text_vector(r.get(1))))
+            .collect())
+        })
+    }
+
     fn searchable_documents(&self) -> Result<HashSet<i64>> {
         self.run(|c| {
             Ok(c.query(

@@ -24,6 +24,22 @@ impl Sqlite {
         filter: &str,
         params: P,
     ) -> Result<Vec<StoredChunk>> {
+        let mut out = Vec::new();
+        self.each_chunk_where(filter, params, &mut |c| {
+            out.push(c);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The chunks matching `filter` with their embeddings, in chunk id order, one at a
+    /// time as SQLite steps through them.
+    fn each_chunk_where<P: rusqlite::Params>(
+        &self,
+        filter: &str,
+        params: P,
+        each: &mut dyn FnMut(StoredChunk) -> Result<()>,
+    ) -> Result<()> {
         let mut st = self.conn.prepare(&format!(
             "SELECT c.id, c.doc_id, d.file_name, c.page_start, c.page_end, c.text, e.vector
              FROM chunks c
@@ -32,19 +48,20 @@ impl Sqlite {
              WHERE {filter}
              ORDER BY c.id"
         ))?;
-        let rows = st.query_map(params, |r| {
-            let blob: Vec<u8> = r.get(6)?;
-            Ok(StoredChunk {
+        let mut rows = st.query(params)?;
+        while let Some(r) = rows.next()? {
+            let blob = r.get_ref(6)?.as_blob().map_err(rusqlite::Error::from)?;
+            each(StoredChunk {
                 id: r.get(0)?,
                 doc_id: r.get(1)?,
                 file: r.get(2)?,
                 page_start: r.get(3)?,
                 page_end: r.get(4)?,
                 text: r.get(5)?,
-                embedding: blob_vector(&blob),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+                embedding: blob_vector(blob),
+            })?;
+        }
+        Ok(())
     }
 
     /// Chunk ids matching a full-text query (FTS5 syntax), best first (bm25).
@@ -247,6 +264,43 @@ impl Documents for Sqlite {
     /// chunk id order.
     fn load_chunks(&self) -> Result<Vec<StoredChunk>> {
         self.load_chunks_where("1", [])
+    }
+
+    /// [`Store::load_chunks`] one chunk at a time, as SQLite steps through the rows.
+    fn for_each_chunk(&self, each: &mut dyn FnMut(StoredChunk) -> Result<()>) -> Result<()> {
+        self.each_chunk_where("1", [], each)
+    }
+
+    /// The text of those of the chunks `ids` that exist.
+    fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT text FROM chunks WHERE id = ?1")?;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if let Some(t) = st.query_row([id], |r| r.get(0)).optional()? {
+                out.push((id, t));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The embeddings of those of the chunks `ids` that have one.
+    fn chunk_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT vector FROM embeddings WHERE chunk_id = ?1")?;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let mut rows = st.query([id])?;
+            if let Some(r) = rows.next()? {
+                out.push((
+                    id,
+                    blob_vector(r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?),
+                ));
+            }
+        }
+        Ok(out)
     }
 
     /// [`Store::load_chunks`] for the chunks of the documents `docs` only (in chunk

@@ -219,6 +219,55 @@ mod tests {
         }
     }
 
+    /// Streaming the chunks gives what loading them all does, in the same order and
+    /// stopping at the first error; texts and vectors read by id are those chunks'.
+    #[test]
+    fn chunks_stream_and_are_read_by_id() {
+        let mut s = Sqlite::open_in_memory().unwrap();
+        let pages: [ExtractedPage; 0] = [];
+        let a = [chunk(1, "alpha"), chunk(2, "beta")];
+        let b = [chunk(1, "gamma")];
+        let embs = [vec![1.0, 0.5], vec![-2.0, 0.25]];
+        s.insert_document(&doc("/x/a.pdf", "h1", &pages, &a, &embs))
+            .unwrap();
+        s.insert_document(&doc("/x/b.pdf", "h2", &pages, &b, &embs[1..]))
+            .unwrap();
+        s.insert_failed("/x/c.pdf", "h3", 3, "broken").unwrap();
+        let all = s.load_chunks().unwrap();
+        let mut streamed = Vec::new();
+        s.for_each_chunk(&mut |c| {
+            streamed.push(c);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(streamed, all);
+        assert_eq!(all.len(), 3);
+        // An error from the callback stops the stream and comes back.
+        let mut seen = 0;
+        let r = s.for_each_chunk(&mut |_| {
+            seen += 1;
+            Err(crate::Error::Invalid("stop".into()))
+        });
+        assert!(r.is_err() && seen == 1);
+        let ids = [all[2].id, 999_999, all[0].id];
+        let mut texts = s.chunk_texts(&ids).unwrap();
+        texts.sort();
+        assert_eq!(
+            texts,
+            vec![
+                (all[0].id, "alpha".to_string()),
+                (all[2].id, "gamma".into())
+            ]
+        );
+        let mut vectors = s.chunk_vectors(&ids).unwrap();
+        vectors.sort_by_key(|v| v.0);
+        assert_eq!(
+            vectors,
+            vec![(all[0].id, vec![1.0, 0.5]), (all[2].id, vec![-2.0, 0.25])]
+        );
+        assert!(s.chunk_texts(&[]).unwrap().is_empty());
+    }
+
     #[test]
     fn insert_load_replace_remove() {
         let mut s = Sqlite::open_in_memory().unwrap();
