@@ -165,7 +165,7 @@ impl Engine {
                 page_end: c.page_end,
             };
             b.push(row, &c.file, &c.text, &c.embedding)?;
-            if b.len() % TRIM_EVERY == 0 {
+            if b.len().is_multiple_of(TRIM_EVERY) {
                 release_free_heap();
             }
             Ok(())
