@@ -143,9 +143,7 @@ impl Engine {
     fn open_document_file(&self, id: i64) -> Result<(DocumentFile, Option<Vec<u8>>)> {
         let doc = self
             .store()
-            .documents()?
-            .into_iter()
-            .find(|d| d.id == id)
+            .document(id)?
             .ok_or_else(|| Error::NotFound(format!("document {id}")))?;
         let path = PathBuf::from(&doc.path);
         let name = doc.file_name;

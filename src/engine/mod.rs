@@ -381,16 +381,19 @@ impl Engine {
 
     /// The id of a document given by id or by path.
     pub fn find_document(&self, id_or_path: &str) -> Result<i64> {
-        let docs = self.store().documents()?;
+        let store = self.store();
         if let Ok(id) = id_or_path.parse::<i64>() {
-            if docs.iter().any(|d| d.id == id) {
+            if store.document(id)?.is_some() {
                 return Ok(id);
             }
         }
         let p = Path::new(id_or_path);
         let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        docs.iter()
-            .find(|d| Path::new(&d.path) == abs || d.path == id_or_path)
+        let found = match store.document_by_path(&abs.display().to_string())? {
+            Some(d) => Some(d),
+            None => store.document_by_path(id_or_path)?,
+        };
+        found
             .map(|d| d.id)
             .ok_or_else(|| Error::NotFound(format!("document {id_or_path}")))
     }
@@ -400,9 +403,7 @@ impl Engine {
     pub fn remove_document(&self, id: i64) -> Result<()> {
         let path = self
             .store()
-            .documents()?
-            .into_iter()
-            .find(|d| d.id == id)
+            .document(id)?
             .map(|d| PathBuf::from(d.path))
             .ok_or_else(|| Error::NotFound(format!("document {id}")))?;
         if !self.store().remove_document(id)? {

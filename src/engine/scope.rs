@@ -79,10 +79,13 @@ impl Engine {
     /// The documents `scope` names, checked, with its label. A scope that names
     /// nothing searchable is refused with what to do.
     pub fn resolve_scope(&self, scope: &Scope) -> Result<ResolvedScope> {
-        let docs = self.store().documents()?;
-        let searchable = |id: i64| {
-            docs.iter()
-                .any(|d| d.id == id && d.status == DocStatus::Done)
+        // One row read per document named, not every document: a question asked
+        // over "All" reads none.
+        let store = self.store();
+        let searchable = |id: i64| -> Result<bool> {
+            Ok(store
+                .document(id)?
+                .is_some_and(|d| d.status == DocStatus::Done))
         };
         match scope {
             Scope::All => Ok(ResolvedScope {
@@ -90,16 +93,15 @@ impl Engine {
                 label: "All documents".into(),
             }),
             Scope::Collection { id } => {
-                let c = self
-                    .store()
+                let c = store
                     .collection(*id)?
                     .ok_or_else(|| Error::NotFound(format!("collection {id}")))?;
-                let ids: Vec<i64> = c
-                    .documents
-                    .iter()
-                    .copied()
-                    .filter(|&d| searchable(d))
-                    .collect();
+                let mut ids = Vec::with_capacity(c.documents.len());
+                for &d in &c.documents {
+                    if searchable(d)? {
+                        ids.push(d);
+                    }
+                }
                 if ids.is_empty() {
                     return Err(Error::Invalid(format!(
                         "the collection \"{}\" holds no indexed document: add documents to it, or ask all documents",
@@ -119,9 +121,8 @@ impl Engine {
                 }
                 let mut names = Vec::new();
                 for &id in ids {
-                    let d = docs
-                        .iter()
-                        .find(|d| d.id == id)
+                    let d = store
+                        .document(id)?
                         .ok_or_else(|| Error::NotFound(format!("document {id}")))?;
                     if d.status != DocStatus::Done {
                         return Err(Error::Invalid(format!(

@@ -79,10 +79,10 @@ pub trait Documents {
     fn generation(&self) -> Result<i64>;
     /// All documents, by id.
     fn documents(&self) -> Result<Vec<DocumentRow>>;
-    /// The document at `path`, if any.
-    fn document_by_path(&self, path: &str) -> Result<Option<DocumentRow>> {
-        Ok(self.documents()?.into_iter().find(|d| d.path == path))
-    }
+    /// The document with this id, if any: one row read, not every document.
+    fn document(&self, id: i64) -> Result<Option<DocumentRow>>;
+    /// The document at `path`, if any: one row read, not every document.
+    fn document_by_path(&self, path: &str) -> Result<Option<DocumentRow>>;
     /// A document indexed (status done) with this content hash, if any: (id, path,
     /// chunks).
     fn done_with_hash(&self, hash: &str) -> Result<Option<(i64, String, usize)>>;

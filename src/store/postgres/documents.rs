@@ -258,23 +258,21 @@ impl Postgres {
     }
 }
 
-impl Documents for Postgres {
-    fn generation(&self) -> Result<i64> {
-        self.run(|c| {
-            Ok(
-                c.query_one("SELECT value FROM meta WHERE key = 'generation'", &[])?
-                    .get(0),
-            )
-        })
-    }
-
-    fn documents(&self) -> Result<Vec<DocumentRow>> {
+impl Postgres {
+    /// The documents' rows that `tail` (a WHERE and/or ORDER BY) selects.
+    fn document_rows(
+        &self,
+        tail: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<DocumentRow>> {
         self.run(|c| {
             let rows = c.query(
-                "SELECT d.id, d.path, d.file_name, d.hash, d.title, d.pages, d.status, d.error,
-                        (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
-                 FROM documents d ORDER BY d.id",
-                &[],
+                &format!(
+                    "SELECT d.id, d.path, d.file_name, d.hash, d.title, d.pages, d.status, d.error,
+                            (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
+                     FROM documents d {tail}"
+                ),
+                params,
             )?;
             Ok(rows
                 .iter()
@@ -291,6 +289,29 @@ impl Documents for Postgres {
                 })
                 .collect())
         })
+    }
+}
+
+impl Documents for Postgres {
+    fn generation(&self) -> Result<i64> {
+        self.run(|c| {
+            Ok(
+                c.query_one("SELECT value FROM meta WHERE key = 'generation'", &[])?
+                    .get(0),
+            )
+        })
+    }
+
+    fn documents(&self) -> Result<Vec<DocumentRow>> {
+        self.document_rows("ORDER BY d.id", &[])
+    }
+
+    fn document(&self, id: i64) -> Result<Option<DocumentRow>> {
+        Ok(self.document_rows("WHERE d.id = $1", &[&id])?.pop())
+    }
+
+    fn document_by_path(&self, path: &str) -> Result<Option<DocumentRow>> {
+        Ok(self.document_rows("WHERE d.path = $1", &[&path])?.pop())
     }
 
     fn done_with_hash(&self, hash: &str) -> Result<Option<(i64, String, usize)>> {

@@ -75,24 +75,19 @@ impl Sqlite {
     }
 }
 
-impl Documents for Sqlite {
-    /// indexes built from [`Store::load_chunks`] are stale.
-    fn generation(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
-                r.get(0)
-            })?)
-    }
-
-    /// All documents, by id.
-    fn documents(&self) -> Result<Vec<DocumentRow>> {
-        let mut st = self.conn.prepare(
+impl Sqlite {
+    /// The documents' rows that `tail` (a WHERE and/or ORDER BY) selects.
+    fn document_rows<P: rusqlite::Params>(
+        &self,
+        tail: &str,
+        params: P,
+    ) -> Result<Vec<DocumentRow>> {
+        let mut st = self.conn.prepare(&format!(
             "SELECT d.id, d.path, d.file_name, d.hash, d.title, d.pages, d.status, d.error,
                     (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
-             FROM documents d ORDER BY d.id",
-        )?;
-        let rows = st.query_map([], |r| {
+             FROM documents d {tail}"
+        ))?;
+        let rows = st.query_map(params, |r| {
             Ok(DocumentRow {
                 id: r.get(0)?,
                 path: r.get(1)?,
@@ -107,10 +102,31 @@ impl Documents for Sqlite {
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
+}
+
+impl Documents for Sqlite {
+    /// indexes built from [`Store::load_chunks`] are stale.
+    fn generation(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// All documents, by id.
+    fn documents(&self) -> Result<Vec<DocumentRow>> {
+        self.document_rows("ORDER BY d.id", [])
+    }
+
+    /// The document with this id, if any.
+    fn document(&self, id: i64) -> Result<Option<DocumentRow>> {
+        Ok(self.document_rows("WHERE d.id = ?1", [id])?.pop())
+    }
 
     /// The document at `path`, if any.
     fn document_by_path(&self, path: &str) -> Result<Option<DocumentRow>> {
-        Ok(self.documents()?.into_iter().find(|d| d.path == path))
+        Ok(self.document_rows("WHERE d.path = ?1", [path])?.pop())
     }
 
     /// A document indexed (status done) with this content hash, if any.
