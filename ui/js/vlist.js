@@ -17,6 +17,10 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
   let token = 0; // bumped by reset: pages fetched before it are dropped
   const rows = new Map(); // index → <li> drawn
   let frame = 0;
+  // The row the last move asked for, until it has the focus: a reset that lands
+  // meanwhile (a filter, another process's change) focuses it, not the row the move
+  // is leaving.
+  let wanted;
   list.classList.add("vlist");
   list.setAttribute("role", "list");
 
@@ -103,15 +107,19 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
 
   /** Scroll row `i` into view and focus its first control (or the row). */
   async function focusRow(i) {
+    wanted = i;
     const top = i * rowHeight + listTop();
     if (top < scroller.scrollTop) scroller.scrollTop = top;
     else if (top + rowHeight > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = top + rowHeight - scroller.clientHeight;
     draw();
     // A reset meanwhile (the 2 s poll, a filter) drops the page being read: read it again.
     for (let tries = 0; !item(i) && tries < 3; tries++) await load(Math.floor(i / pageSize));
+    // A later move (or a reset's) took over while this one read its page.
+    if (wanted !== i) return;
     draw();
     const li = rows.get(i);
     if (!li) return;
+    wanted = undefined;
     const target = li.querySelector("button, input, a[href]") || li;
     if (target === li) li.tabIndex = -1;
     target.focus({ preventScroll: true });
@@ -136,7 +144,7 @@ export function virtualList({ scroller, list, rowHeight, pageSize = 100, fetchPa
     pages = new Map([[n, page.items]]);
     total = page.total;
     sized();
-    const focused = document.activeElement?.closest?.("li.vrow")?.dataset.index;
+    const focused = wanted ?? document.activeElement?.closest?.("li.vrow")?.dataset.index;
     clear(list);
     rows.clear();
     // A list that shrank: back to its top.
