@@ -6,6 +6,7 @@
 // saves screenshots of the window to artifacts/tauri/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -17,6 +18,7 @@ import { openWindow } from "./webdriver.mjs";
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const shared = process.env.QUIRE_SHARED || resolve(repo, "../shared");
 const app = process.env.QUIRE_DESKTOP_BIN || join(repo, "target/debug/quire-desktop");
+const cli = join(dirname(app), "quire");
 const shots = join(repo, "artifacts/tauri");
 const question = JSON.parse(readFileSync(join(shared, "corpus/questions.jsonl"), "utf8").split("\n").find((l) => l.includes('"A23"')));
 const PORT = 4444;
@@ -56,6 +58,25 @@ test("index a corpus PDF through the drop command path", async () => {
   await win.reload();
   await waitFor("return [...document.querySelectorAll('#documents li')].some(li => li.textContent.includes(arguments[0]))",
     [question.file.replace(/\.pdf$/, "")], "the document in the list");
+});
+
+test("what `quire index` adds from another process, and removes, shows in the open window without a reload", async () => {
+  const pdf = join(dataDir, "..", `zebra-notes-${process.pid}.pdf`);
+  makePdf(pdf, ["Zebras have black and white stripes that confuse biting flies."]);
+  const listed = "[...document.querySelectorAll('#documents li')].some(li => li.textContent.includes('zebra-notes'))";
+  try {
+    execFileSync(cli, ["index", "--data-dir", dataDir, pdf], { stdio: ["ignore", "ignore", "inherit"] });
+    // The window polls the library's counts (and the store's change mark) every 2 s.
+    await waitFor(`return document.getElementById('doc-summary').textContent.startsWith('2 indexed') && ${listed}`,
+      [], "the other process's document in the list");
+    const png = await wd("GET", `/session/${session}/screenshot`);
+    writeFileSync(join(shots, "window-other-process.png"), Buffer.from(png, "base64"));
+    execFileSync(cli, ["docs", "rm", "--data-dir", dataDir, pdf], { stdio: ["ignore", "ignore", "inherit"] });
+    await waitFor(`return document.getElementById('doc-summary').textContent.startsWith('1 indexed') && !(${listed})`,
+      [], "the document gone from the list");
+  } finally {
+    rmSync(pdf, { force: true });
+  }
 });
 
 for (const mode of ["compact", "tree_summarize"]) {
