@@ -163,8 +163,12 @@ impl PgSearch {
 impl Corpus for PgSearch {
     fn chunks_indexed(&self) -> Result<usize> {
         self.with(|c| {
-            let n: i64 = c.query_one("SELECT count(*) FROM embeddings", &[])?.get(0);
-            Ok(n as usize)
+            // The count the writes keep in `meta` (BM25's N): a count(*) of the
+            // embeddings scanned the table on every question.
+            let n: i64 = c
+                .query_one("SELECT value FROM meta WHERE key = 'chunks'", &[])?
+                .get(0);
+            Ok(n.max(0) as usize)
         })
     }
 
