@@ -7,6 +7,7 @@ mod util;
 mod answer;
 mod ingest;
 mod library;
+mod memory;
 mod retrieval;
 mod serving;
 mod store;
