@@ -269,6 +269,20 @@ impl Default for RetrieveOptions {
 }
 
 impl RetrieveOptions {
+    /// Refuse options out of range: `top_k` 0, a navigation weight outside 0 to 1.
+    pub fn check(&self) -> Result<()> {
+        if self.top_k == 0 {
+            return Err(Error::Invalid("top_k must be at least 1".into()));
+        }
+        if !(0.0..=1.0).contains(&self.navigation_weight) {
+            return Err(Error::Invalid(format!(
+                "navigation_weight must be 0 to 1, not {}",
+                self.navigation_weight
+            )));
+        }
+        Ok(())
+    }
+
     /// Hits asked of each retriever per query.
     pub fn candidates(&self) -> usize {
         self.candidates
@@ -325,15 +339,7 @@ pub fn retrieve(
     if retrievers.is_empty() {
         return Err(Error::Invalid("no retriever".into()));
     }
-    if opts.top_k == 0 {
-        return Err(Error::Invalid("top_k must be at least 1".into()));
-    }
-    if !(0.0..=1.0).contains(&opts.navigation_weight) {
-        return Err(Error::Invalid(format!(
-            "navigation_weight must be 0 to 1, not {}",
-            opts.navigation_weight
-        )));
-    }
+    opts.check()?;
     let num_queries = opts.num_queries.max(1);
     let queries = match (num_queries, llm) {
         _ if !opts.queries.is_empty() => opts.queries.clone(),
@@ -421,9 +427,11 @@ pub trait ChunkTexts: Send + Sync {
 
 /// [`retrieve`] over a corpus's retrievers, with the source nodes' text, file and
 /// pages read from it and each one's [`PageKind`]. Navigation pages are demoted by
-/// `opts.navigation_weight`: below 1, the fused candidates (up to
-/// [`RetrieveOptions::candidates`], not just `top_k`) are read, a navigation page's
-/// score is multiplied by the weight, and the first `top_k` of the new order kept.
+/// `opts.navigation_weight`: below 1, when one is among the first `top_k`, the rest of
+/// the fused candidates (up to [`RetrieveOptions::candidates`]) are read too, a
+/// navigation page's score is multiplied by the weight, and the first `top_k` of the
+/// new order kept. (Without one there, demoting would change nothing: only the
+/// `top_k` sources' text is read.)
 pub fn search(
     corpus: &dyn Corpus,
     query: &str,
@@ -434,6 +442,7 @@ pub fn search(
 ) -> Result<Retrieval> {
     let boxed = corpus.retrievers(&opts.retrievers, embedder);
     let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
+    opts.check()?;
     let demote = opts.navigation_weight < 1.0;
     let mut r = if demote {
         let wide = RetrieveOptions {
@@ -444,17 +453,28 @@ pub fn search(
     } else {
         retrieve(query, &refs, llm, opts, cancel)?
     };
-    let ids: Vec<i64> = r.nodes.iter().map(|n| n.chunk_id).collect();
+    let first = opts.top_k.min(r.nodes.len());
+    read_chunks(corpus, &mut r.nodes[..first])?;
+    if demote && r.nodes[..first].iter().any(|n| n.kind.is_some()) {
+        read_chunks(corpus, &mut r.nodes[first..])?;
+        demote_navigation(&mut r.nodes, opts.navigation_weight);
+    }
+    r.nodes.truncate(opts.top_k);
+    Ok(r)
+}
+
+/// Fill `nodes`' text, file and pages from `corpus`, and their page kind.
+fn read_chunks(corpus: &dyn Corpus, nodes: &mut [SourceNode]) -> Result<()> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = nodes.iter().map(|n| n.chunk_id).collect();
     let mut infos = corpus.chunk_infos(&ids)?;
-    for n in &mut r.nodes {
+    for n in nodes {
         n.chunk = infos.remove(&n.chunk_id);
         n.kind = n.chunk.as_ref().and_then(|c| page_kind(&c.text));
     }
-    if demote {
-        demote_navigation(&mut r.nodes, opts.navigation_weight);
-        r.nodes.truncate(opts.top_k);
-    }
-    Ok(r)
+    Ok(())
 }
 
 /// Multiply the score of every navigation node by `weight` (0 to 1; a negative
