@@ -57,7 +57,7 @@ struct Line {
     page: Option<u32>,
     /// It starts with a section number (`3`, `2.1`, `A`, `IV`, `第3章`).
     numbered: bool,
-    /// `term, 12, 45–47`.
+    /// `term, 12, 45–47`, or `term . . . 12, 45` (an index with dot leaders).
     index: bool,
     /// It starts with a bibliography label (`[12]`, `[Knu84]`).
     bib_label: bool,
@@ -67,8 +67,50 @@ struct Line {
     caption: bool,
 }
 
-/// The navigation kind of `text`, or `None` for body text.
+/// The navigation kind of `text`, or `None` for body text. Whether it is navigation
+/// is read from the shape alone; a heading (`Index`, `References`, `参考文献`…) only
+/// names the kind of a page already found to be one.
 pub fn page_kind(text: &str) -> Option<PageKind> {
+    let kind = kind_by_shape(text)?;
+    Some(kind_by_heading(text).unwrap_or(kind))
+}
+
+/// The kind a heading line near the top names, if any.
+fn kind_by_heading(text: &str) -> Option<PageKind> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(3)
+        .find_map(|l| {
+            let l = l.to_lowercase();
+            let starts = |words: &[&str]| {
+                words
+                    .iter()
+                    .any(|w| l == *w || l.starts_with(&format!("{w} ")))
+            };
+            if starts(&["index", "索引", "general index", "subject index"]) {
+                Some(PageKind::Index)
+            } else if starts(&["bibliography", "references", "参考文献", "literature"]) {
+                Some(PageKind::Bibliography)
+            } else if starts(&[
+                "list of figures",
+                "list of tables",
+                "插图",
+                "表格",
+                "图目录",
+                "表目录",
+            ]) {
+                Some(PageKind::Figures)
+            } else if starts(&["contents", "table of contents", "目录", "目次"]) {
+                Some(PageKind::Contents)
+            } else {
+                None
+            }
+        })
+}
+
+/// The navigation kind of `text` from its shape alone.
+fn kind_by_shape(text: &str) -> Option<PageKind> {
     let lines: Vec<Line> = text
         .lines()
         .map(str::trim)
@@ -263,11 +305,21 @@ fn read_line(line: &str) -> Line {
     .any(|w| first.starts_with(w))
         || line.starts_with('图')
         || line.starts_with('表');
+    // After the last leader dot: an index entry's pages hold commas.
+    let after_leaders = line
+        .rfind(is_leader_char)
+        .map_or("", |i| &line[i..])
+        .trim_start_matches(is_leader_char);
+    let leader_pages = leader
+        && after_leaders.contains(',')
+        && after_leaders
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, ',' | ' ' | '–' | '-'));
     Line {
         leader,
         page,
         numbered,
-        index: !leader && is_index_entry(line),
+        index: leader_pages || (!leader && is_index_entry(line)),
         bib_label,
         year: has_year(line),
         caption,
@@ -331,6 +383,29 @@ mod tests {
             severity\n\
             build daemons, 120";
         assert_eq!(page_kind(index), Some(PageKind::Index));
+    }
+
+    #[test]
+    fn an_index_with_dot_leaders_and_a_heading_names_its_kind() {
+        let index = "\\@after@all . . . . . . . . . . . . . 38, 43, 51\n\
+            \\@after@token . . . . . . . . . . . . . . 22, 24\n\
+            \\@let@token . . . . . . . . . 6, 9, 56, 59, 61\n\
+            \\@prepare@after . . . . . . . . . . . . 12";
+        assert_eq!(page_kind(index), Some(PageKind::Index));
+        // Single page numbers after the leaders read as contents, unless a heading
+        // says it is an index.
+        let arrows = "-/> (arrow type) . . . . . . . . 21\n-> (arrow type) . . . . . . . . 21\n\
+            <- (arrow type) . . . . . . . . 21\n<-> (arrow type) . . . . . . . . 21";
+        assert_eq!(page_kind(arrows), Some(PageKind::Contents));
+        assert_eq!(
+            page_kind(&format!("Index\nSymbols\n{arrows}")),
+            Some(PageKind::Index)
+        );
+        // A heading alone makes no navigation page.
+        assert_eq!(
+            page_kind("Index\nThis chapter explains how to build an index.\nRun makeindex."),
+            None
+        );
     }
 
     #[test]
