@@ -994,7 +994,8 @@ mod tests {
         let zh = load_questions(&bench.join("data/questions-zh.jsonl")).unwrap();
         let s = &split.sets["zh"];
         assert_eq!(s.tune.len() + s.held.len(), zh.len());
-        assert!(s.tune.len().abs_diff(s.held.len()) <= 1);
+        // Halved within each of its two files, the odd one out to the tuning half.
+        assert!(s.tune.len().abs_diff(s.held.len()) <= 2);
         for q in &zh {
             assert_eq!(split.place(&q.id).map(|p| p.0), Some("zh"), "{}", q.id);
         }
