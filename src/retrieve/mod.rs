@@ -828,6 +828,11 @@ mod tests {
         assert_eq!(r.nodes[0].kind, Some(PageKind::Contents));
         assert_eq!(r.nodes[1].kind, None);
         assert!(r.to_string().contains("(contents page)"));
+        // The kind is kept through JSON (a kept answer's sources), absent for body text.
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains(r#""kind":"contents""#), "{json}");
+        let back: Retrieval = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.nodes, r.nodes);
         // Demoted, the body page comes first, and the kind travels with the node.
         for w in [0.5, 0.0] {
             let r = run("apple", w);
