@@ -140,12 +140,20 @@ enum BenchCmd {
         /// The PDFs to index.
         #[arg(long, default_value = "../shared/corpus/pdfs")]
         pdfs: PathBuf,
-        /// One JSON question a line (id, lang, file, pages, question).
-        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
-        questions: PathBuf,
+        /// One JSON question a line (id, lang, file, pages, question); repeat for
+        /// several sets.
+        #[arg(long, default_values = ["../shared/corpus/questions.jsonl", "bench/data/questions-zh.jsonl"])]
+        questions: Vec<PathBuf>,
+        /// The committed tuning and held-out halves of the question sets.
+        #[arg(long, default_value = "bench/data/retrieval_split.json")]
+        split: PathBuf,
         /// Fusion mode of the fused set.
         #[arg(long, default_value = "reciprocal_rerank")]
         fusion: quire::retrieve::FusionMode,
+        /// What a navigation page's (contents, index, list of figures, bibliography)
+        /// fused score is multiplied by, 0 to 1 (1: not demoted); default: retrieval's.
+        #[arg(long)]
+        nav_weight: Option<f64>,
         /// Search this Quire index (built by `quire index`, Quire's own extraction and
         /// splitting) instead of indexing `--pdfs` with pdftotext pages.
         #[arg(long)]
@@ -414,20 +422,32 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             json,
             pdfs,
             questions,
+            split,
             fusion,
+            nav_weight,
             data_dir,
             embedder,
             queries,
             model,
-        } => retrieval(
-            json,
-            &pdfs,
-            &questions,
-            fusion,
-            data_dir,
-            embedder,
-            (queries, model),
-        ),
+        } => {
+            let mut settings = quire_bench::retrieval::QualitySettings {
+                fusion,
+                num_queries: queries.max(1),
+                ..Default::default()
+            };
+            if let Some(w) = nav_weight {
+                settings.navigation_weight = w;
+            }
+            retrieval(
+                json,
+                &pdfs,
+                (&questions, &split),
+                settings,
+                data_dir,
+                embedder,
+                model,
+            )
+        }
         BenchCmd::FillRows { json, n, dir } => emit(&quire_bench::rows::fill(&dir, n)?, json),
         BenchCmd::Answer(a) => answer(&a),
         BenchCmd::Conversations(a) => conversations(&a),
@@ -781,14 +801,18 @@ fn extract(dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
 fn retrieval(
     json: bool,
     pdfs: &Path,
-    questions: &Path,
-    fusion: quire::retrieve::FusionMode,
+    (questions, split): (&[PathBuf], &Path),
+    settings: quire_bench::retrieval::QualitySettings,
     data_dir: Option<PathBuf>,
     embedder: Option<String>,
-    (queries, model): (usize, Option<String>),
+    model: Option<String>,
 ) -> anyhow::Result<()> {
-    let qs = quire_bench::retrieval::load_questions(questions)?;
-    let llm = if queries > 1 {
+    let mut qs = Vec::new();
+    for q in questions {
+        qs.extend(quire_bench::retrieval::load_questions(q)?);
+    }
+    let split = quire_bench::retrieval::Split::load(split)?;
+    let llm = if settings.num_queries > 1 {
         let path = match model {
             Some(m) => quire::models::find(&m)?,
             None => quire::models::default_llm()?,
@@ -811,21 +835,14 @@ fn retrieval(
             let engine = quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(dir))?)?;
             let corpus = engine.retrieval_corpus()?;
             let llm = llm.as_ref().map(|l| l as &dyn quire::llm::Llm);
-            quire_bench::retrieval::quality(
-                corpus.as_ref(),
-                &emb,
-                llm,
-                &qs,
-                fusion,
-                queries.max(1),
-            )?
+            quire_bench::retrieval::quality(corpus.as_ref(), &emb, llm, &qs, &split, settings)?
         }
         None => {
             eprintln!("indexing {} ...", pdfs.display());
             let chunks = quire_bench::retrieval::index_pdf_dir(pdfs, &emb)?;
             let index = quire::retrieve::RetrievalIndex::build(chunks)?;
             let llm = llm.as_ref().map(|l| l as &dyn quire::llm::Llm);
-            quire_bench::retrieval::quality(&index, &emb, llm, &qs, fusion, queries.max(1))?
+            quire_bench::retrieval::quality(&index, &emb, llm, &qs, &split, settings)?
         }
     };
     emit(&r, json)

@@ -4,8 +4,10 @@
 //! Quality: every question of `questions.jsonl` is asked of the vector retriever
 //! alone, BM25 alone and both fused; a question is a hit at k when one of the first
 //! k source nodes is from the question's file and its pages include an expected
-//! page. Reported per retriever set and language: hit@1, hit@3, hit@5, hit@10 and
-//! MRR (over the first 10).
+//! page. Reported per retriever set, question set, language and half: hit@1, hit@3,
+//! hit@5, hit@10 and MRR (over the first 10). Every question is in the tuning or the
+//! held-out half of its set (`bench/data/retrieval_split.json`, drawn once): retrieval
+//! is tuned on the tuning half, and the held-out figures say whether that generalizes.
 //!
 //! Without `--data-dir`, [`index_pdf_dir`] stands in for ingestion: pages come from
 //! poppler's `pdftotext` (installed by the test set-up) and [`chunk_pages`] cuts them
@@ -15,6 +17,7 @@
 //! (`--data-dir`). `bench/data/questions-zh.jsonl` holds 32 more Chinese questions
 //! over the corpus's two Chinese documents (`--questions`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::time::Instant;
@@ -48,6 +51,65 @@ pub struct Question {
 /// Read a `questions.jsonl` file (other fields are ignored).
 pub fn load_questions(path: &Path) -> Result<Vec<Question>> {
     quire::jsonl::read(path)
+}
+
+/// One question set's halves.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SetSplit {
+    /// The question file, as the split was drawn from it.
+    pub file: String,
+    pub tune: Vec<String>,
+    pub held: Vec<String>,
+}
+
+/// The committed split of the retrieval question sets: by set name, each set's
+/// question ids in the tuning and the held-out half.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Split {
+    pub seed: u64,
+    pub sets: BTreeMap<String, SetSplit>,
+}
+
+impl Split {
+    /// Read the committed split.
+    pub fn load(path: &Path) -> Result<Split> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))
+    }
+
+    /// The set holding question `id` and its half there (`tune` or `held`), or
+    /// `None` for a question of no set.
+    pub fn place(&self, id: &str) -> Option<(&str, &'static str)> {
+        self.sets.iter().find_map(|(name, s)| {
+            if s.tune.iter().any(|t| t == id) {
+                Some((name.as_str(), "tune"))
+            } else if s.held.iter().any(|t| t == id) {
+                Some((name.as_str(), "held"))
+            } else {
+                None
+            }
+        })
+    }
+}
+
+/// How the fused set retrieves in [`quality`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct QualitySettings {
+    pub fusion: FusionMode,
+    /// Queries per question for the fused set (above 1 the LLM writes variants).
+    pub num_queries: usize,
+    /// [`RetrieveOptions::navigation_weight`], for every retriever set.
+    pub navigation_weight: f64,
+}
+
+impl Default for QualitySettings {
+    fn default() -> Self {
+        Self {
+            fusion: FusionMode::ReciprocalRerank,
+            num_queries: 1,
+            navigation_weight: RetrieveOptions::default().navigation_weight,
+        }
+    }
 }
 
 /// A piece of a page, before embedding.
@@ -162,8 +224,13 @@ pub fn index_pdf_dir(dir: &Path, embedder: &dyn Embedder) -> Result<Vec<IndexedC
 pub struct QualityRow {
     /// `vector`, `bm25` or `fused`.
     pub retrievers: String,
+    /// The question set (a set of the split, `other` for a question in none), or
+    /// `all`.
+    pub set: String,
     /// `en`, `zh` or `all`.
     pub lang: String,
+    /// `tune`, `held` or `all`.
+    pub half: String,
     pub questions: usize,
     pub hit1: f64,
     pub hit3: f64,
@@ -177,6 +244,12 @@ pub struct QualityRow {
 pub struct QuestionResult {
     pub id: String,
     pub lang: String,
+    /// Its set in the split (`other` when in none).
+    pub set: String,
+    /// `tune`, `held`, or `none` for a question in no set.
+    pub half: String,
+    /// Ranks (as in `ranks`) of the first navigation page among the sources, if any.
+    pub navigation: Vec<Option<usize>>,
     /// 1-based rank of the first relevant source among the first 10, per retriever
     /// set in the order of [`QualityReport::sets`].
     pub ranks: Vec<Option<usize>>,
@@ -188,6 +261,9 @@ pub struct QualityReport {
     pub chunks: usize,
     pub fusion: FusionMode,
     pub num_queries: usize,
+    pub navigation_weight: f64,
+    /// The split's seed.
+    pub split_seed: u64,
     pub sets: Vec<String>,
     pub rows: Vec<QualityRow>,
     pub per_question: Vec<QuestionResult>,
@@ -196,15 +272,21 @@ pub struct QualityReport {
 }
 
 /// Ask every question of `questions` with vector only, BM25 only, and both fused
-/// (with `fusion` and `num_queries`, the LLM writing variants when above 1).
+/// (with `settings`' fusion and queries, the LLM writing variants when above 1), and
+/// report each figure per half of `split`.
 pub fn quality(
     index: &dyn Corpus,
     embedder: &dyn Embedder,
     llm: Option<&dyn Llm>,
     questions: &[Question],
-    fusion: FusionMode,
-    num_queries: usize,
+    split: &Split,
+    settings: QualitySettings,
 ) -> Result<QualityReport> {
+    let QualitySettings {
+        fusion,
+        num_queries,
+        navigation_weight,
+    } = settings;
     let sets: [(&str, Vec<RetrieverKind>, usize); 3] = [
         ("vector", vec![RetrieverKind::Vector], 1),
         ("bm25", vec![RetrieverKind::Bm25], 1),
@@ -219,12 +301,14 @@ pub fn quality(
     let mut per_question = Vec::with_capacity(questions.len());
     for q in questions {
         let mut ranks = Vec::with_capacity(sets.len());
+        let mut navigation = Vec::with_capacity(sets.len());
         for (_, kinds, nq) in &sets {
             let opts = RetrieveOptions {
                 top_k: 10,
                 fusion,
                 num_queries: *nq,
                 retrievers: kinds.clone(),
+                navigation_weight,
                 ..RetrieveOptions::default()
             };
             let r = search(index, &q.question, embedder, llm, &opts, &cancel)?;
@@ -237,48 +321,81 @@ pub fn quality(
                 })
             });
             ranks.push(rank.map(|r| r + 1));
+            navigation.push(r.nodes.iter().position(|n| n.kind.is_some()).map(|r| r + 1));
         }
+        let (set, half) = split.place(&q.id).unwrap_or(("other", "none"));
         per_question.push(QuestionResult {
             id: q.id.clone(),
             lang: q.lang.clone(),
+            set: set.to_string(),
+            half: half.to_string(),
             ranks,
+            navigation,
         });
     }
     let search_secs = started.elapsed().as_secs_f64();
+    let mut set_names: Vec<&str> = per_question.iter().map(|r| r.set.as_str()).collect();
+    set_names.sort_unstable();
+    set_names.dedup();
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for s in &set_names {
+        for lang in ["en", "zh", "all"] {
+            groups.push((s, lang));
+        }
+    }
+    if set_names.len() > 1 {
+        groups.extend([("all", "en"), ("all", "zh"), ("all", "all")]);
+    }
     let mut rows = Vec::new();
     for (si, (name, _, _)) in sets.iter().enumerate() {
-        for lang in ["en", "zh", "all"] {
-            let rs: Vec<Option<usize>> = per_question
+        for &(set, lang) in &groups {
+            let in_group: Vec<&QuestionResult> = per_question
                 .iter()
-                .filter(|r| lang == "all" || r.lang == lang)
-                .map(|r| r.ranks[si])
+                .filter(|r| (set == "all" || r.set == set) && (lang == "all" || r.lang == lang))
                 .collect();
-            if rs.is_empty() {
+            // `all` languages is left out where it is the same as the one there is.
+            let one_lang = in_group.windows(2).all(|w| w[0].lang == w[1].lang);
+            if in_group.is_empty() || (lang == "all" && one_lang) {
                 continue;
             }
-            let n = rs.len() as f64;
-            let hit = |k: usize| rs.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n;
-            let mrr = rs
-                .iter()
-                .map(|r| r.map_or(0.0, |r| 1.0 / r as f64))
-                .sum::<f64>()
-                / n;
-            rows.push(QualityRow {
-                retrievers: name.to_string(),
-                lang: lang.to_string(),
-                questions: rs.len(),
-                hit1: hit(1),
-                hit3: hit(3),
-                hit5: hit(5),
-                hit10: hit(10),
-                mrr,
-            });
+            for half in ["tune", "held", "all"] {
+                let rs: Vec<Option<usize>> = in_group
+                    .iter()
+                    .filter(|r| half == "all" || r.half == half)
+                    .map(|r| r.ranks[si])
+                    .collect();
+                if rs.is_empty() {
+                    continue;
+                }
+                let n = rs.len() as f64;
+                let hit =
+                    |k: usize| rs.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n;
+                let mrr = rs
+                    .iter()
+                    .map(|r| r.map_or(0.0, |r| 1.0 / r as f64))
+                    .sum::<f64>()
+                    / n;
+                rows.push(QualityRow {
+                    retrievers: name.to_string(),
+                    set: set.to_string(),
+                    lang: lang.to_string(),
+                    half: half.to_string(),
+                    questions: rs.len(),
+                    hit1: hit(1),
+                    hit3: hit(3),
+                    hit5: hit(5),
+                    hit10: hit(10),
+                    mrr,
+                });
+            }
         }
     }
     Ok(QualityReport {
         chunks: index.chunks_indexed()?,
         fusion,
         num_queries,
+        navigation_weight,
+        split_seed: split.seed,
         sets: sets.iter().map(|s| s.0.to_string()).collect(),
         rows,
         per_question,
@@ -290,31 +407,60 @@ impl fmt::Display for QualityReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "retrieval quality: {} chunks, fusion {}, {} quer{} for fused",
+            "retrieval quality: {} chunks, fusion {}, {} quer{} for fused, navigation \
+             weight {}; split seed {} (tune: tuning half, held: held-out half)",
             self.chunks,
             self.fusion,
             self.num_queries,
-            if self.num_queries == 1 { "y" } else { "ies" }
+            if self.num_queries == 1 { "y" } else { "ies" },
+            self.navigation_weight,
+            self.split_seed
         )?;
         writeln!(
             f,
-            "{:<8} {:<4} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6}",
-            "set", "lang", "n", "hit@1", "hit@3", "hit@5", "hit@10", "MRR"
+            "{:<8} {:<7} {:<4} {:<4} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "set", "qset", "lang", "half", "n", "hit@1", "hit@3", "hit@5", "hit@10", "MRR"
         )?;
         for r in &self.rows {
             writeln!(
                 f,
-                "{:<8} {:<4} {:>3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
-                r.retrievers, r.lang, r.questions, r.hit1, r.hit3, r.hit5, r.hit10, r.mrr
+                "{:<8} {:<7} {:<4} {:<4} {:>3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
+                r.retrievers,
+                r.set,
+                r.lang,
+                r.half,
+                r.questions,
+                r.hit1,
+                r.hit3,
+                r.hit5,
+                r.hit10,
+                r.mrr
             )?;
         }
-        let misses: Vec<String> = self
-            .per_question
-            .iter()
-            .filter(|q| q.ranks.last().is_some_and(|r| r.is_none_or(|r| r > 5)))
-            .map(|q| q.id.clone())
-            .collect();
-        writeln!(f, "fused misses at 5: {}", misses.join(" "))?;
+        for half in ["tune", "held", "none"] {
+            let of_half = || self.per_question.iter().filter(move |q| q.half == half);
+            if of_half().next().is_none() {
+                continue;
+            }
+            let misses: Vec<String> = of_half()
+                .filter(|q| q.ranks.last().is_some_and(|r| r.is_none_or(|r| r > 5)))
+                .map(|q| q.id.clone())
+                .collect();
+            let navigation = of_half()
+                .filter(|q| {
+                    q.navigation
+                        .last()
+                        .is_some_and(|r| r.is_some_and(|r| r <= 5))
+                })
+                .count();
+            writeln!(
+                f,
+                "{half}: fused misses at 5: {}; a navigation page in the fused top 5: {} of {}",
+                misses.join(" "),
+                navigation,
+                of_half().count()
+            )?;
+        }
         writeln!(
             f,
             "search time (all questions, all sets): {:.2} s",
@@ -796,27 +942,75 @@ mod tests {
                 question: "宏包".into(),
             },
         ];
+        let split: Split = serde_json::from_str(
+            r#"{"seed": 7, "sets": {"s": {"file": "q.jsonl", "tune": ["Q1"], "held": ["Q2"]}}}"#,
+        )
+        .unwrap();
         // The fixed query vector favours chunk 1 for the vector retriever.
         let r = quality(
             &index,
             &FixedEmbedder(vec![1.0, 0.0]),
             None,
             &questions,
-            FusionMode::ReciprocalRerank,
-            1,
+            &split,
+            QualitySettings::default(),
         )
         .unwrap();
         // Q1: chunk 1 is first everywhere. Q2: the page is wrong, never a hit.
         assert_eq!(r.per_question[0].ranks, vec![Some(1), Some(1), Some(1)]);
         assert_eq!(r.per_question[1].ranks, vec![None, None, None]);
-        let all_fused = r
-            .rows
-            .iter()
-            .find(|x| x.retrievers == "fused" && x.lang == "all")
-            .unwrap();
-        assert_eq!(all_fused.questions, 2);
-        assert!((all_fused.hit1 - 0.5).abs() < 1e-12);
-        assert!((all_fused.mrr - 0.5).abs() < 1e-12);
-        assert!(r.to_string().contains("fused misses at 5: Q2"));
+        assert_eq!(r.per_question[0].half, "tune");
+        assert_eq!(r.per_question[1].set, "s");
+        let fused = |lang: &str, half: &str| {
+            r.rows
+                .iter()
+                .find(|x| x.retrievers == "fused" && x.lang == lang && x.half == half)
+                .unwrap()
+        };
+        assert_eq!(fused("all", "all").questions, 2);
+        assert!((fused("all", "all").hit1 - 0.5).abs() < 1e-12);
+        assert!((fused("all", "all").mrr - 0.5).abs() < 1e-12);
+        assert_eq!(
+            (fused("all", "tune").questions, fused("all", "tune").hit1),
+            (1, 1.0)
+        );
+        assert_eq!(
+            (fused("all", "held").questions, fused("all", "held").hit5),
+            (1, 0.0)
+        );
+        assert_eq!(fused("zh", "held").questions, 1);
+        assert!(!r.rows.iter().any(|x| x.lang == "zh" && x.half == "tune"));
+        // One set only: no `all` sets row.
+        assert!(r.rows.iter().all(|x| x.set == "s"));
+        let shown = r.to_string();
+        assert!(shown.contains("held: fused misses at 5: Q2"), "{shown}");
+        assert!(shown.contains("tune: fused misses at 5: ;"), "{shown}");
+    }
+
+    #[test]
+    fn every_retrieval_question_is_in_exactly_one_half() {
+        let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let split = Split::load(&bench.join("data/retrieval_split.json")).unwrap();
+        let zh = load_questions(&bench.join("data/questions-zh.jsonl")).unwrap();
+        let s = &split.sets["zh"];
+        assert_eq!(s.tune.len() + s.held.len(), zh.len());
+        // Halved within each of its two files, the odd one out to the tuning half.
+        assert!(s.tune.len().abs_diff(s.held.len()) <= 2);
+        for q in &zh {
+            assert_eq!(split.place(&q.id).map(|p| p.0), Some("zh"), "{}", q.id);
+        }
+        // The corpus set (in ../shared, not in the repository): its ids are halved
+        // per language, and no id is in two halves or two sets.
+        let corpus = &split.sets["corpus"];
+        assert_eq!(corpus.tune.len() + corpus.held.len(), 24);
+        let mut all: Vec<&String> = split
+            .sets
+            .values()
+            .flat_map(|s| s.tune.iter().chain(&s.held))
+            .collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n);
     }
 }

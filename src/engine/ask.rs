@@ -880,6 +880,7 @@ fn sources_of(r: &Retrieval) -> Vec<Source> {
                     .collect(),
                 rerank_score: None,
                 ocr: false,
+                kind: n.kind,
             })
         })
         .collect()

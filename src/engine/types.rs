@@ -212,6 +212,11 @@ pub struct Source {
     /// Its text, or part of it, was recognized from a scanned page (OCR).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ocr: bool,
+    /// A navigation page's kind — `contents`, `figures`, `index` or `bibliography` —
+    /// found from its text's shape; absent for body text. Such sources are demoted
+    /// in the ranking, and the Sources panel labels them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::retrieve::PageKind>,
 }
 
 /// A numbered source of a citing answer: `[number]` in the answer points at this

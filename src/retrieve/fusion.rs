@@ -188,6 +188,7 @@ pub fn fuse(
                         score: contribution,
                         evidence: vec![ev],
                         chunk: None,
+                        kind: None,
                     });
                 }
             }

@@ -16,6 +16,7 @@
 pub mod bm25;
 pub mod fusion;
 mod index;
+pub mod page_kind;
 pub mod query_gen;
 pub mod relevance;
 pub mod vector;
@@ -32,6 +33,7 @@ use crate::{Error, Result};
 pub use bm25::Bm25Index;
 pub use fusion::{Evidence, FusionMode};
 pub use index::{ChunkRow, IndexBuilder, IndexCorpus, RetrievalIndex};
+pub use page_kind::{page_kind, PageKind};
 pub use vector::{ExactVectors, VectorIndex};
 
 /// One retriever's answer for one chunk: its id and the retriever's raw score
@@ -201,6 +203,10 @@ pub struct SourceNode {
     /// Text, file and pages; `None` until filled from the index or the store.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub chunk: Option<ChunkInfo>,
+    /// What kind of navigation page its text is (a table of contents, an index…),
+    /// `None` for body text or before [`search`] read the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<PageKind>,
 }
 
 /// How to retrieve.
@@ -222,6 +228,12 @@ pub struct RetrieveOptions {
     /// Leave out of the fusion, for a query, a retriever that does not cover the
     /// query's language (see [`Retriever::covers`]), unless no retriever does.
     pub route_by_language: bool,
+    /// What a navigation page's fused score is multiplied by ([`page_kind`]: tables
+    /// of contents, indexes, lists of figures, bibliographies match every question
+    /// and answer none), 0 to 1: `1` leaves them as fused, `0` puts them below every
+    /// other candidate. [`search`] applies it over the fused candidates, so a demoted
+    /// page is still found when nothing else matches.
+    pub navigation_weight: f64,
     /// Restrict retrieval to these documents.
     #[serde(skip)]
     pub filter: Option<DocFilter>,
@@ -234,6 +246,10 @@ pub struct RetrieveOptions {
     pub query_gen_template: Option<String>,
 }
 
+/// The default [`RetrieveOptions::navigation_weight`], chosen on the tuning half of
+/// the retrieval questions (`bench/data/retrieval_split.json`).
+pub const NAVIGATION_WEIGHT: f64 = 0.5;
+
 impl Default for RetrieveOptions {
     fn default() -> Self {
         Self {
@@ -244,6 +260,7 @@ impl Default for RetrieveOptions {
             retrievers: vec![RetrieverKind::Vector, RetrieverKind::Bm25],
             weights: None,
             route_by_language: true,
+            navigation_weight: NAVIGATION_WEIGHT,
             filter: None,
             queries: Vec::new(),
             query_gen_template: None,
@@ -252,6 +269,20 @@ impl Default for RetrieveOptions {
 }
 
 impl RetrieveOptions {
+    /// Refuse options out of range: `top_k` 0, a navigation weight outside 0 to 1.
+    pub fn check(&self) -> Result<()> {
+        if self.top_k == 0 {
+            return Err(Error::Invalid("top_k must be at least 1".into()));
+        }
+        if !(0.0..=1.0).contains(&self.navigation_weight) {
+            return Err(Error::Invalid(format!(
+                "navigation_weight must be 0 to 1, not {}",
+                self.navigation_weight
+            )));
+        }
+        Ok(())
+    }
+
     /// Hits asked of each retriever per query.
     pub fn candidates(&self) -> usize {
         self.candidates
@@ -308,9 +339,7 @@ pub fn retrieve(
     if retrievers.is_empty() {
         return Err(Error::Invalid("no retriever".into()));
     }
-    if opts.top_k == 0 {
-        return Err(Error::Invalid("top_k must be at least 1".into()));
-    }
+    opts.check()?;
     let num_queries = opts.num_queries.max(1);
     let queries = match (num_queries, llm) {
         _ if !opts.queries.is_empty() => opts.queries.clone(),
@@ -397,7 +426,12 @@ pub trait ChunkTexts: Send + Sync {
 }
 
 /// [`retrieve`] over a corpus's retrievers, with the source nodes' text, file and
-/// pages read from it.
+/// pages read from it and each one's [`PageKind`]. Navigation pages are demoted by
+/// `opts.navigation_weight`: below 1, when one is among the first `top_k`, the rest of
+/// the fused candidates (up to [`RetrieveOptions::candidates`]) are read too, a
+/// navigation page's score is multiplied by the weight, and the first `top_k` of the
+/// new order kept. (Without one there, demoting would change nothing: only the
+/// `top_k` sources' text is read.)
 pub fn search(
     corpus: &dyn Corpus,
     query: &str,
@@ -408,13 +442,61 @@ pub fn search(
 ) -> Result<Retrieval> {
     let boxed = corpus.retrievers(&opts.retrievers, embedder);
     let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
-    let mut r = retrieve(query, &refs, llm, opts, cancel)?;
-    let ids: Vec<i64> = r.nodes.iter().map(|n| n.chunk_id).collect();
-    let mut infos = corpus.chunk_infos(&ids)?;
-    for n in &mut r.nodes {
-        n.chunk = infos.remove(&n.chunk_id);
+    opts.check()?;
+    let demote = opts.navigation_weight < 1.0;
+    let mut r = if demote {
+        let wide = RetrieveOptions {
+            top_k: opts.candidates(),
+            ..opts.clone()
+        };
+        retrieve(query, &refs, llm, &wide, cancel)?
+    } else {
+        retrieve(query, &refs, llm, opts, cancel)?
+    };
+    let first = opts.top_k.min(r.nodes.len());
+    read_chunks(corpus, &mut r.nodes[..first])?;
+    if demote && r.nodes[..first].iter().any(|n| n.kind.is_some()) {
+        read_chunks(corpus, &mut r.nodes[first..])?;
+        demote_navigation(&mut r.nodes, opts.navigation_weight);
     }
+    r.nodes.truncate(opts.top_k);
     Ok(r)
+}
+
+/// Fill `nodes`' text, file and pages from `corpus`, and their page kind.
+fn read_chunks(corpus: &dyn Corpus, nodes: &mut [SourceNode]) -> Result<()> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = nodes.iter().map(|n| n.chunk_id).collect();
+    let mut infos = corpus.chunk_infos(&ids)?;
+    for n in nodes {
+        n.chunk = infos.remove(&n.chunk_id);
+        n.kind = n.chunk.as_ref().and_then(|c| page_kind(&c.text));
+    }
+    Ok(())
+}
+
+/// Multiply the score of every navigation node by `weight` (0 to 1; a negative
+/// score, which only `simple` fusion over cosines gives, is divided by it instead,
+/// so that it too moves down) and sort again, best first, ties in their order.
+fn demote_navigation(nodes: &mut [SourceNode], weight: f64) {
+    for n in nodes.iter_mut().filter(|n| n.kind.is_some()) {
+        n.score = if n.score >= 0.0 || weight == 0.0 {
+            n.score * weight
+        } else {
+            n.score / weight
+        };
+    }
+    // At weight 0 a navigation page goes below every other candidate, whatever the
+    // scores' signs.
+    let zero = weight == 0.0;
+    nodes.sort_by(|a, b| {
+        let last = |n: &SourceNode| zero && n.kind.is_some();
+        last(a)
+            .cmp(&last(b))
+            .then_with(|| b.score.total_cmp(&a.score))
+    });
 }
 
 impl std::fmt::Display for Retrieval {
@@ -452,6 +534,9 @@ impl std::fmt::Display for Retrieval {
                 } else {
                     write!(f, "  {} pp.{}-{}", c.file, c.page_start, c.page_end)?;
                 }
+            }
+            if let Some(k) = n.kind {
+                write!(f, "  ({k} page)")?;
             }
             writeln!(f)?;
             let why: Vec<String> = n
@@ -716,6 +801,89 @@ mod tests {
         );
         assert!(RetrieverKind::parse_list("vector,sql").is_err());
         assert!(RetrieverKind::parse_list(",").is_err());
+    }
+
+    #[test]
+    fn navigation_pages_are_demoted_not_dropped() {
+        let toc = "Contents\n1 apple pie . . . . . . . . 3\n2 apple tart . . . . . . . 5\n\
+                   3 apple cake . . . . . . . 8\n4 banana bread . . . . . . 9";
+        let ix = RetrievalIndex::build(vec![
+            chunk(1, 1, 1, toc),
+            chunk(2, 1, 3, "bake the apple pie for an hour"),
+            chunk(3, 2, 5, "cherry jam"),
+        ])
+        .unwrap();
+        let run = |q: &str, w: f64| {
+            let opts = RetrieveOptions {
+                top_k: 2,
+                navigation_weight: w,
+                retrievers: vec![RetrieverKind::Bm25],
+                ..RetrieveOptions::default()
+            };
+            super::search(&ix, q, &Fruit, None, &opts, &Cancel::new()).unwrap()
+        };
+        // Left alone, the contents page's three "apple"s put it first.
+        let r = run("apple", 1.0);
+        assert_eq!(r.nodes[0].chunk_id, 1);
+        assert_eq!(r.nodes[0].kind, Some(PageKind::Contents));
+        assert_eq!(r.nodes[1].kind, None);
+        assert!(r.to_string().contains("(contents page)"));
+        // The kind is kept through JSON (a kept answer's sources), absent for body text.
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains(r#""kind":"contents""#), "{json}");
+        let back: Retrieval = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.nodes, r.nodes);
+        // Demoted, the body page comes first, and the kind travels with the node.
+        for w in [0.5, 0.0] {
+            let r = run("apple", w);
+            let ids: Vec<i64> = r.nodes.iter().map(|n| n.chunk_id).collect();
+            assert_eq!(ids, vec![2, 1], "weight {w}");
+            assert_eq!(r.nodes[1].kind, Some(PageKind::Contents));
+        }
+        let scores = |w: f64| {
+            run("apple", w)
+                .nodes
+                .iter()
+                .find(|n| n.chunk_id == 1)
+                .unwrap()
+                .score
+        };
+        assert!((scores(0.5) - scores(1.0) * 0.5).abs() < 1e-12);
+        // When only the contents page matches, it is still found.
+        let r = run("banana", 0.0);
+        assert_eq!(r.nodes.len(), 1);
+        assert_eq!(r.nodes[0].chunk_id, 1);
+        // A weight out of range is refused.
+        let bad = RetrieveOptions {
+            navigation_weight: 1.5,
+            ..RetrieveOptions::default()
+        };
+        assert!(super::search(&ix, "apple", &Fruit, None, &bad, &Cancel::new()).is_err());
+    }
+
+    #[test]
+    fn demoting_keeps_order_among_equals_and_moves_negative_scores_down() {
+        let node = |id: i64, score: f64, nav: bool| SourceNode {
+            chunk_id: id,
+            score,
+            evidence: Vec::new(),
+            chunk: None,
+            kind: nav.then_some(PageKind::Index),
+        };
+        let mut nodes = vec![
+            node(1, 0.9, true),
+            node(2, 0.5, false),
+            node(3, 0.45, true),
+            node(4, -0.2, true),
+            node(5, -0.3, false),
+        ];
+        demote_navigation(&mut nodes, 0.5);
+        let ids: Vec<i64> = nodes.iter().map(|n| n.chunk_id).collect();
+        // 1 → 0.45 (below 2's 0.5), 3 → 0.225, 4 → −0.4 (below 5's −0.3).
+        assert_eq!(ids, vec![2, 1, 3, 5, 4]);
+        let mut nodes = vec![node(1, 0.9, true), node(5, -0.3, false)];
+        demote_navigation(&mut nodes, 0.0);
+        assert_eq!(nodes[0].chunk_id, 5);
     }
 
     #[test]

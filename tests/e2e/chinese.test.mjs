@@ -1,7 +1,8 @@
 // Chinese end to end in a real browser (Debian's Chromium via playwright-core): a
 // Chinese corpus PDF indexed, a Chinese question asked, and the Chinese text on screen
 // (the conversation's title, the question, the sources, the viewer) drawn with real
-// glyphs, not boxes; the question's page opened with the passage highlighted.
+// glyphs, not boxes; the question's page opened with the passage highlighted; the
+// FAQ's table of contents, among the sources, ranked below the answer and labelled.
 // Screenshots in both themes go to artifacts/e2e/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -75,6 +76,47 @@ test("a Chinese question over a Chinese PDF reads as Chinese on screen, in both 
   await page.evaluate(() => { document.documentElement.dataset.theme = "light"; });
   assert.deepEqual(problems, []);
 });
+
+test("a table of contents among the sources is ranked below the answer and labelled, in both themes", async () => {
+  // ctex-faq.pdf (indexed above) lists this question on its contents page, "38
+  // 如何注释掉一大段内容，不做编译？ ........ 15": demoted, not dropped, it comes after the
+  // answer on pages 14-15 when enough sources are kept to show it.
+  await saveSettings({ top_k: 10 });
+  await page.click("#new-chat");
+  await askIn(page, "no_text", "如何注释掉一大段内容，不做编译？", 120_000);
+  const sources = page.locator("#sources li.source");
+  const rows = await sources.evaluateAll((lis) => lis.map((li) => ({
+    pages: li.dataset.pages, kind: li.querySelector(".src-kind")?.textContent || null })));
+  const toc = rows.findIndex((r) => r.kind === "table of contents");
+  const answer = rows.findIndex((r) => !r.kind && r.pages.match(/\d+/g).map(Number).includes(15));
+  assert.ok(toc >= 0, `no contents page among ${JSON.stringify(rows)}`);
+  assert.ok(answer >= 0 && answer < toc, JSON.stringify(rows));
+  assert.equal(rows[0].kind, null, JSON.stringify(rows));
+  // The label is readable in both themes: its text darker (or lighter) than its ground.
+  const label = sources.nth(toc).locator(".src-kind");
+  for (const theme of ["light", "dark"]) {
+    await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+    const { color, background } = await label.evaluate((n) => ({ color: getComputedStyle(n).color, background: getComputedStyle(n).backgroundColor }));
+    assert.notEqual(color, background, theme);
+    assert.ok(await label.isVisible(), theme);
+    await label.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(shots, `21-contents-source-${theme}.png`) });
+  }
+  await page.evaluate(() => { document.documentElement.dataset.theme = "light"; });
+  await saveSettings({ top_k: 4 });
+  assert.deepEqual(problems, []);
+});
+
+/** Change the settings as the Settings dialog saves them. */
+async function saveSettings(patch) {
+  const saved = await page.evaluate(async (patch) => {
+    const s = await (await fetch("/api/settings")).json();
+    for (const k of ["models", "embedders", "index_embedders", "modes", "default_templates"]) delete s[k];
+    const r = await fetch("/api/settings", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...s, ...patch }) });
+    return { ok: r.ok, body: await r.text() };
+  }, patch);
+  assert.ok(saved.ok, saved.body);
+}
 
 test("a file with a Chinese name uploads, lists under its name and opens", async () => {
   const path = join(dataDir, "plain.pdf");

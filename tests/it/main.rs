@@ -17,6 +17,7 @@ mod live_index;
 mod llm;
 mod models;
 mod modes;
+mod navigation;
 mod ocr;
 mod openai;
 mod pdf;

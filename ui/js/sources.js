@@ -1,11 +1,15 @@
 // The sources panel beside the chat, for one answer: what was searched for, the
-// generated queries and notes, each source with its retrievers' ranks, its rerank score
-// and the citations that name it; a citation `[N]` selects its source and opens the
+// generated queries and notes, each source with its retrievers' ranks, its rerank score,
+// its kind when it is a navigation page (table of contents, index…) and the citations
+// that name it; a citation `[N]` selects its source and opens the
 // page. Source text is untrusted: it is shown through ./dom.js as text only.
 import { el, clear, highlighted, queryTerms, langOf } from "./dom.js";
 import { openDocument } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
+
+/** The label of a navigation page's kind (a source's `kind`; absent for body text). */
+const KIND_LABELS = { contents: "table of contents", figures: "list of figures", index: "index", bibliography: "bibliography" };
 
 /** The side panel for one answer: what was searched for, generated queries, notes,
  *  and each source with its retrievers' ranks, its rerank score and its citations. */
@@ -38,6 +42,7 @@ export function showSources(view) {
           el("span", { class: "src-pages" }, pages)),
         el("span", { class: "src-score" }, `score ${Number(s.score).toFixed(4)}`),
         s.ocr ? el("span", { class: "ocr-mark", title: "This passage was read from a scanned page by text recognition" }, "text from OCR") : null,
+        KIND_LABELS[s.kind] ? el("span", { class: "src-kind", dataset: { kind: s.kind }, title: "A navigation page: it lists the document's contents rather than answering, so it is ranked lower" }, KIND_LABELS[s.kind]) : null,
         s.rerank_score != null ? el("span", { class: "src-rerank", title: "The LLM reranker's relevance, 1–10" }, `rerank ${Number(s.rerank_score).toFixed(0)}/10`) : null,
         cites.length ? el("span", { class: "src-cites" }, `cited as ${cites.map((c) => `[${c.number}]`).join(" ")}`) : null),
       el("div", { class: "src-ranks" }, ranks),

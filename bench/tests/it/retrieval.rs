@@ -48,22 +48,27 @@ fn corpus_questions_find_their_pages() {
         .collect();
     assert!(questions.iter().any(|q| q.lang == "zh"));
     assert!(questions.iter().any(|q| q.lang == "en"));
-    let r = bench::quality(
-        index,
-        emb,
-        None,
-        &questions,
-        FusionMode::ReciprocalRerank,
-        1,
+    let split = bench::Split::load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/retrieval_split.json"),
     )
-    .expect("quality");
+    .expect("split");
+    let settings = bench::QualitySettings {
+        fusion: FusionMode::ReciprocalRerank,
+        ..Default::default()
+    };
+    let r = bench::quality(index, emb, None, &questions, &split, settings).expect("quality");
     let row = |set: &str| {
         r.rows
             .iter()
-            .find(|x| x.retrievers == set && x.lang == "all")
+            .find(|x| x.retrievers == set && x.lang == "all" && x.half == "all")
             .expect("row")
             .clone()
     };
+    // Every question is in a half of the corpus set.
+    assert!(r
+        .per_question
+        .iter()
+        .all(|q| q.set == "corpus" && q.half != "none"));
     let (vector, bm25, fused) = (row("vector"), row("bm25"), row("fused"));
     // Every question finds an expected page among the first ten fused sources, and
     // fusion is at least as good as the better retriever alone at 5.

@@ -221,8 +221,9 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
                 .rerank_score
                 .map(|r| format!(", rerank {r:.0}"))
                 .unwrap_or_default();
+            let kind = s.kind.map(|k| format!(", {k} page")).unwrap_or_default();
             eprintln!(
-                "[{}] {} {pages} (score {:.3}{rerank})",
+                "[{}] {} {pages} (score {:.3}{rerank}{kind})",
                 i + 1,
                 s.file,
                 s.score
