@@ -45,7 +45,8 @@ fn memory_bench_fills_opens_and_searches_a_small_library() {
         "{per_row} bytes a row: {v}"
     );
     assert!(f("bm25_mb") > 0.0, "{v}");
-    assert!(f("peak_mb") >= f("rss_before_build_mb"), "{v}");
+    // The kernel's RSS counters are approximate (per-thread caches): within 1 MiB.
+    assert!(f("peak_mb") >= f("rss_before_build_mb") - 1.0, "{v}");
     assert!(f("peak_mb") >= f("rss_mb") - 1.0, "{v}");
     assert!(f("searches") > 0.0, "{v}");
     assert!(f("search_p99_ms") >= f("search_p50_ms"), "{v}");
