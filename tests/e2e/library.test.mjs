@@ -145,6 +145,10 @@ test("2,000 documents: listed a page at a time, scrolled, searched, filtered, by
   const ignored = await failedRow.locator(".name").textContent();
   await failedRow.locator('button:has-text("Ignore")').click();
   await page.waitForFunction(() => document.getElementById("doc-summary").textContent === "1,960 indexed, 39 failed");
+  // The counts are drawn first, then the list read again: wait for the row to go.
+  await page.waitForFunction((name) => !document.querySelector("#documents[aria-busy]")
+    && ![...document.querySelectorAll("#documents li.vrow .name")].some((n) => n.textContent === name), ignored)
+    .catch(() => {});
   assert.ok(!(await names(page)).includes(ignored), `${ignored} still listed after Ignore`);
 
   // Another process indexes a PDF: the list and the counts follow without a reload.

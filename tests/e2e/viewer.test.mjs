@@ -59,6 +59,9 @@ test("a first start says what to do and what the modes do", async () => {
   const welcome = page.locator("#messages .welcome");
   await welcome.waitFor();
   assert.match(await welcome.locator("h2").innerText(), /Start by adding your PDFs/);
+  // The modes are listed once the engine has said which it offers.
+  await page.waitForFunction(() => document.querySelectorAll("#messages .welcome dt").length === 8, null, { timeout: 10_000 })
+    .catch(() => {});
   assert.equal(await welcome.locator("dt").count(), 8, "LlamaIndex's seven modes and extractive");
   assert.ok(await welcome.locator("button", { hasText: "Add PDFs" }).isVisible());
   await page.screenshot({ path: join(shots, "09-first-run.png") });
