@@ -201,15 +201,7 @@ impl IngestReport {
 
 /// Peak resident memory of this process in MB (Linux's VmHWM; 0 elsewhere).
 fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+    crate::memory::status_mb("VmHWM:")
 }
 
 /// The tokens the model saw, over every chunk of the index at `db` (special tokens

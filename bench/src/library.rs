@@ -264,15 +264,7 @@ impl Drop for PgServer {
 
 /// Peak resident memory of this process in MB (VmHWM; 0 where there is none).
 fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+    crate::memory::status_mb("VmHWM:")
 }
 
 /// Start the peak over from the memory in use now (Linux: `clear_refs` 5).

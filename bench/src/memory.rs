@@ -15,6 +15,7 @@
 //! holds nothing of the fill, so its peak is the library's alone (with the embedding
 //! model, which every searching process holds).
 
+use crate::retrieval::percentile;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -76,7 +77,7 @@ pub struct MemoryReport {
 }
 
 /// A field of `/proc/self/status` (in KiB there), in MiB.
-fn status_mb(field: &str) -> f64 {
+pub(crate) fn status_mb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -85,16 +86,6 @@ fn status_mb(field: &str) -> f64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
         .map_or(0.0, |kb| kb / 1024.0)
-}
-
-/// Percentile `p` (0..=1) of `xs`, by nearest rank.
-fn percentile(xs: &mut [f64], p: f64) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    xs.sort_by(f64::total_cmp);
-    let i = ((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1;
-    xs[i]
 }
 
 /// A xorshift generator: the same library for the same N.

@@ -627,8 +627,8 @@ fn rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1e3)
 }
 
-/// Percentile `p` (0..=1) of `xs`, by nearest rank.
-fn percentile(xs: &mut [f64], p: f64) -> f64 {
+/// Percentile `p` (0..=1) of `xs`, by nearest rank (0 when there is none).
+pub(crate) fn percentile(xs: &mut [f64], p: f64) -> f64 {
     if xs.is_empty() {
         return 0.0;
     }
