@@ -424,6 +424,40 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     let (a, b) = (ids(&lite, q, &scoped), ids(&post, q, &scoped));
     assert_eq!(a, b);
     assert!(!b.is_empty());
+    // A database of the schema before postings carried their chunk's length and
+    // document (version 2) is migrated in place and ranks as before.
+    drop(post);
+    let mut sql = postgres::Client::connect(&pg.url, postgres::NoTls).unwrap();
+    sql.batch_execute(
+        "ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+         ALTER TABLE postings DROP COLUMN len, DROP COLUMN doc_id;
+         ALTER TABLE postings ADD PRIMARY KEY (term, chunk_id);
+         UPDATE quire_schema SET version = 2;",
+    )
+    .unwrap();
+    let post = pg_engine(&pgdir, &pg.url);
+    let off: i64 = sql
+        .query_one(
+            "SELECT count(*) FROM postings p JOIN chunks c ON c.id = p.chunk_id
+             WHERE p.len <> c.terms OR p.doc_id <> c.doc_id",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        off, 0,
+        "postings whose length or document the migration got wrong"
+    );
+    let bm = single(RetrieverKind::Bm25);
+    for q in questions.iter().take(6) {
+        let text = q["question"].as_str().unwrap();
+        assert_eq!(
+            ids(&lite, text, &bm),
+            ids(&post, text, &bm),
+            "migrated: {text}"
+        );
+    }
+    assert_eq!(ids(&lite, q, &scoped), ids(&post, q, &scoped));
 }
 
 #[test]

@@ -186,41 +186,19 @@ impl Postgres {
                  FROM unnest($2::bigint[], $3::int[], $4::text[]) AS u(c, d, v)",
                 &[&doc.model, &cids, &dims, &vectors],
             )?;
-            let (mut names, mut chunk_ids, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+            let mut postings = Postings::default();
             for ((_, (_, (tf, len))), cid) in part.iter().zip(&cids) {
                 total_terms += len;
                 for (t, n) in tf {
-                    names.push(t.as_str());
-                    chunk_ids.push(*cid);
-                    counts.push(*n);
-                    if names.len() >= POSTING_ROWS {
-                        Self::write_postings(tx, &names, &chunk_ids, &counts)?;
-                        names.clear();
-                        chunk_ids.clear();
-                        counts.clear();
+                    postings.push(t, *cid, *n, *len as i32);
+                    if postings.names.len() >= POSTING_ROWS {
+                        postings.write(tx, id)?;
                     }
                 }
             }
-            Self::write_postings(tx, &names, &chunk_ids, &counts)?;
+            postings.write(tx, id)?;
         }
         Ok(total_terms)
-    }
-
-    fn write_postings(
-        tx: &mut Transaction<'_>,
-        names: &[&str],
-        chunk_ids: &[i64],
-        counts: &[i32],
-    ) -> Result<()> {
-        if names.is_empty() {
-            return Ok(());
-        }
-        tx.execute(
-            "INSERT INTO postings (term, chunk_id, tf)
-             SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[])",
-            &[&names, &chunk_ids, &counts],
-        )?;
-        Ok(())
     }
 
     fn chunks_where(&self, filter: &str, docs: &[i64]) -> Result<Vec<StoredChunk>> {
@@ -549,5 +527,45 @@ mod tests {
             "{terms:?}"
         );
         assert_eq!(len, terms.iter().map(|(_, n)| i64::from(*n)).sum::<i64>());
+    }
+}
+
+/// Postings gathered for one statement: a term, its chunk, its count there, and the
+/// chunk's length in terms (BM25's `len`, kept beside each posting so that a query
+/// reads postings alone).
+#[derive(Default)]
+struct Postings<'a> {
+    names: Vec<&'a str>,
+    chunk_ids: Vec<i64>,
+    counts: Vec<i32>,
+    lens: Vec<i32>,
+}
+
+impl<'a> Postings<'a> {
+    fn push(&mut self, term: &'a str, chunk_id: i64, count: i32, len: i32) {
+        self.names.push(term);
+        self.chunk_ids.push(chunk_id);
+        self.counts.push(count);
+        self.lens.push(len);
+    }
+
+    /// Insert what was gathered, of document `doc_id`, and start again.
+    fn write(&mut self, tx: &mut Transaction<'_>, doc_id: i64) -> Result<()> {
+        if !self.names.is_empty() {
+            tx.execute(
+                "INSERT INTO postings (term, chunk_id, tf, len, doc_id)
+                 SELECT u.*, $5::bigint FROM unnest($1::text[], $2::bigint[], $3::int[],
+                     $4::int[]) AS u",
+                &[
+                    &self.names,
+                    &self.chunk_ids,
+                    &self.counts,
+                    &self.lens,
+                    &doc_id,
+                ],
+            )?;
+        }
+        *self = Self::default();
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@
 //!   is written; a re-embedding with another model keeps working.
 //! - **BM25** is Quire's own ranking (the one of [`crate::retrieve::bm25`]: Lucene's
 //!   Okapi BM25, k1 = 1.2, b = 0.75) computed in SQL over a `postings` table (term,
-//!   chunk, term frequency) that Quire's analyzer fills when a document is written:
+//!   chunk, term frequency, the chunk's length and document) that Quire's analyzer fills when a document is written:
 //!   the same words, stems, and CJK character unigrams and bigrams as the in-memory
 //!   index, so both stores rank alike (Postgres's `tsvector` parsers do not split
 //!   Chinese, and `ts_rank` is not BM25). The collection statistics (chunks, terms)
@@ -148,6 +148,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX messages_by_conversation ON messages(conversation_id, id);",
     // 2: failed documents ignored; names and dates indexed for paging.
     library::SCHEMA,
+    // 3: BM25 reads a term's postings alone, from the index: each posting carries its
+    // chunk's length and document, and the primary key covers every column read.
+    search::POSTINGS_COVERED,
 ];
 
 /// The advisory lock key the migrations run under ("quire" in ASCII).

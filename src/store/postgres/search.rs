@@ -8,7 +8,10 @@
 //! - **BM25:** the query analyzed as chunks are ([`crate::text::analyzer`]), then
 //!   Lucene's Okapi BM25 over the `postings` table: `idf = ln(1 + (N − df + 0.5) /
 //!   (df + 0.5))`, `score = Σ idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len /
-//!   avg_len))`, with N and the average length from `meta`. The same formula as the
+//!   avg_len))`, with N and the average length from `meta`. A posting carries its
+//!   chunk's length and document, and the primary key covers every column the query
+//!   reads ([`POSTINGS_COVERED`]), so a term's postings are one index range, read
+//!   without visiting the table or the chunks. The same formula as the
 //!   in-memory index, in double precision rather than single: scores agree to about
 //!   1e-6, so two chunks tied that closely may swap.
 //!
@@ -30,6 +33,17 @@ use crate::Result;
 /// Hits read past the `k` asked, so that chunks tied with the k-th (the same text
 /// twice) are ordered by id, as the in-memory index orders them.
 const TIE_SLACK: i64 = 8;
+
+/// The migration that puts each chunk's length and document in its postings and
+/// makes the primary key cover them: BM25 then scans an index range per term (an
+/// index-only scan once the table is vacuumed), where it joined every posting to its
+/// chunk (a random row each).
+pub(super) const POSTINGS_COVERED: &str =
+    "ALTER TABLE postings ADD COLUMN len INTEGER, ADD COLUMN doc_id BIGINT;
+     UPDATE postings p SET len = c.terms, doc_id = c.doc_id FROM chunks c WHERE c.id = p.chunk_id;
+     ALTER TABLE postings ALTER COLUMN len SET NOT NULL, ALTER COLUMN doc_id SET NOT NULL;
+     ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+     ALTER TABLE postings ADD PRIMARY KEY (term, chunk_id) INCLUDE (tf, len, doc_id);";
 
 /// The in-database retrievers of one PostgreSQL index.
 pub struct PgSearch {
@@ -124,19 +138,18 @@ impl PgSearch {
                             (SELECT value FROM meta WHERE key = 'terms')::float8 AS total),
                  w AS (
                      SELECT p.term,
-                            ln(1 + (s.n - count(*) + 0.5) / (count(*) + 0.5)) * ($3::float8 + 1) AS w
+                            ln(1 + (s.n - count(*) + 0.5) / (count(*) + 0.5)) * ($3::float8 + 1) AS w,
+                            $4::float8 / greatest(CASE WHEN s.n > 0 THEN s.total / s.n ELSE 1 END,
+                                                  1e-9) AS per_term
                      FROM postings p, stats s
                      WHERE p.term = ANY($1)
-                     GROUP BY p.term, s.n)
+                     GROUP BY p.term, s.n, s.total)
                  SELECT p.chunk_id,
-                        sum(w.w * p.tf / (p.tf + $3::float8 * (1 - $4::float8 + $4::float8 * ch.terms
-                            / greatest(CASE WHEN s.n > 0 THEN s.total / s.n ELSE 1 END, 1e-9))))
+                        sum(w.w * p.tf / (p.tf + $3::float8 * (1 - $4::float8 + w.per_term * p.len)))
                             AS score
                  FROM postings p
                  JOIN w ON w.term = p.term
-                 JOIN chunks ch ON ch.id = p.chunk_id,
-                 stats s
-                 WHERE $5::bigint[] IS NULL OR ch.doc_id = ANY($5)
+                 WHERE $5::bigint[] IS NULL OR p.doc_id = ANY($5)
                  GROUP BY p.chunk_id
                  HAVING sum(p.tf) > 0
                  ORDER BY score DESC, p.chunk_id
