@@ -21,6 +21,7 @@ pub mod gguf;
 pub mod model;
 pub mod remote;
 pub mod runtime;
+pub mod speculative;
 pub mod tokenizer;
 
 pub use crate::cpu::Cancel;
@@ -108,6 +109,8 @@ pub struct Completion {
     pub prompt_secs: f64,
     /// Seconds spent generating.
     pub gen_secs: f64,
+    /// What speculative decoding did, when it ran.
+    pub draft: Option<speculative::DraftStats>,
 }
 
 /// A text-completion model.

@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use candle_core::quantized::gguf_file;
@@ -17,6 +17,7 @@ use super::device::{Chosen, DeviceChoice};
 use super::gguf::GgufFile;
 use super::runtime::candle::CandleLlama;
 use super::runtime::llama::{Llama, SeqCache};
+use super::speculative;
 use super::tokenizer::{Tokenizer, Utf8Stream};
 use super::{BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
 use crate::{Error, Result};
@@ -81,6 +82,27 @@ impl Net {
         Ok(out.to_dtype(candle_core::DType::F32)?.flatten_all()?)
     }
 
+    /// The logits after each of `tokens` run at `pos..`, each row computed as a
+    /// one-token step would be; `None` for a network without such a pass.
+    fn verify(
+        &mut self,
+        tokens: &[u32],
+        pos: usize,
+        device: &Device,
+    ) -> Option<Result<Vec<Tensor>>> {
+        let Net::Llama(m) = self else {
+            return None;
+        };
+        Some(m.verify(tokens, pos).map_err(Error::from).and_then(|rows| {
+            rows.into_iter()
+                .map(|l| {
+                    let n = l.len();
+                    Ok(Tensor::from_vec(l, n, device)?)
+                })
+                .collect()
+        }))
+    }
+
     /// Whether the KV cache can be truncated to reuse a shared prefix.
     fn reuses_prefix(&self) -> bool {
         matches!(self, Net::Llama(_) | Net::Candle(_))
@@ -107,6 +129,17 @@ pub struct GgufLlm {
     /// See [`GgufLlm::runtime`].
     runtime: String,
     state: Mutex<State>,
+    /// What proposes tokens for greedy decoding to verify ([`speculative`]).
+    draft: std::sync::RwLock<Option<Drafter>>,
+}
+
+/// A draft for speculative decoding.
+#[derive(Clone)]
+pub enum Drafter {
+    /// A smaller model of the same vocabulary.
+    Model(Arc<GgufLlm>),
+    /// Tokens that followed the last few earlier in the prompt or the answer.
+    Lookup,
 }
 
 impl std::fmt::Debug for GgufLlm {
@@ -189,6 +222,7 @@ impl GgufLlm {
                 net,
                 cached: Vec::new(),
             }),
+            draft: std::sync::RwLock::new(None),
         })
     }
 
@@ -247,6 +281,67 @@ impl GgufLlm {
     }
 
     /// Forget the KV cache (the next prompt is processed from scratch).
+    /// Decode greedy completions speculatively with `draft` (or plainly with `None`).
+    /// A draft model must share this model's vocabulary, token for token, and run on
+    /// the own kernels as this one must.
+    pub fn set_draft(&self, draft: Option<Drafter>) -> Result<()> {
+        if let Some(Drafter::Model(d)) = &draft {
+            self.check_draft(d)?;
+        }
+        *self.draft.write().unwrap_or_else(|e| e.into_inner()) = draft;
+        Ok(())
+    }
+
+    /// Why `d` cannot draft for this model, if it cannot.
+    pub fn check_draft(&self, d: &GgufLlm) -> Result<()> {
+        let why = |m: &str| {
+            Err(Error::Invalid(format!(
+                "{} cannot draft for {}: {m}",
+                file_name(&d.path),
+                file_name(&self.path)
+            )))
+        };
+        let (a, b) = (&self.tokenizer, &d.tokenizer);
+        let n = a.vocab_size();
+        if n != b.vocab_size() || a.eog_tokens() != b.eog_tokens() {
+            return why("another vocabulary");
+        }
+        if (0..n as u32).any(|i| a.token_text(i) != b.token_text(i)) {
+            return why("another vocabulary");
+        }
+        if !matches!(self.lock()?.net, Net::Llama(_)) {
+            return why("the model does not run on the own kernels");
+        }
+        Ok(())
+    }
+
+    /// The draft in use, if any.
+    pub fn draft(&self) -> Option<Drafter> {
+        self.draft.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Up to `k` greedy tokens after `seq` (this model as a draft), reusing the
+    /// cached prefix; none when `seq` and the proposals would not fit the window.
+    fn propose_greedy(&self, seq: &[u32], k: usize, cancel: &Cancel) -> Result<Vec<u32>> {
+        if seq.len() + k >= self.window {
+            return Ok(Vec::new());
+        }
+        let mut st = self.lock()?;
+        let (mut logits, _) = self.prefill(&mut st, seq, cancel)?;
+        let mut out = Vec::with_capacity(k);
+        for i in 0..k {
+            let t = greedy(&logits)?;
+            out.push(t);
+            if i + 1 == k || self.tokenizer.is_eog(t) {
+                break;
+            }
+            let pos = st.cached.len();
+            logits = st.net.forward(&[t], pos, &self.device)?;
+            st.cached.push(t);
+        }
+        Ok(out)
+    }
+
     pub fn reset_cache(&self) -> Result<()> {
         let mut st = self.lock()?;
         st.cached.clear();
@@ -297,6 +392,30 @@ impl GgufLlm {
         }
         out.push(logits.to_vec1()?);
         Ok(out)
+    }
+
+    /// The logits after each of `forced`, run after `prompt_ids` in one verification
+    /// pass of speculative decoding (for tests: they are [`Self::forced_logits`]'s, bit
+    /// for bit). `None` for a network without such a pass.
+    pub fn verified_logits(
+        &self,
+        prompt_ids: &[u32],
+        forced: &[u32],
+    ) -> Result<Option<Vec<Vec<f32>>>> {
+        let mut st = self.lock()?;
+        st.cached.clear();
+        self.prefill(&mut st, prompt_ids, &Cancel::new())?;
+        let pos = st.cached.len();
+        let rows = match st.net.verify(forced, pos, &self.device) {
+            None => return Ok(None),
+            Some(r) => r?,
+        };
+        st.cached.extend_from_slice(forced);
+        Ok(Some(
+            rows.iter()
+                .map(|l| Ok(l.to_vec1()?))
+                .collect::<Result<_>>()?,
+        ))
     }
 
     /// The next-token logits after `ids`, from scratch (for diagnostics and tests).
@@ -415,6 +534,46 @@ impl GgufLlm {
         };
         let t1 = Instant::now();
         let mut dec = Decoder::new(self, params, &tokens)?;
+        let drafter = self
+            .draft()
+            .filter(|_| params.temperature <= 0.0 && params.constraint.is_none());
+        if let Some(drafter) = drafter {
+            let mut draft_stats = None;
+            if let Some(first) = dec.step(logits, sink)? {
+                let mut target = Verifier {
+                    st: &mut st,
+                    device: &self.device,
+                };
+                let mut choose = |l: Tensor| dec.step(l, sink);
+                let lookup = speculative::PromptLookup;
+                let draft: &dyn speculative::Draft = match &drafter {
+                    Drafter::Model(m) => m.as_ref(),
+                    Drafter::Lookup => &lookup,
+                };
+                draft_stats = Some(speculative::decode(
+                    &mut target,
+                    draft,
+                    tokens.clone(),
+                    first,
+                    speculative::DRAFT_TOKENS,
+                    &mut choose,
+                    cancel,
+                )?);
+            }
+            let (text, n_out, stop) = dec.finish(sink)?;
+            return Ok((
+                Completion {
+                    text,
+                    prompt_tokens: tokens.len(),
+                    output_tokens: n_out,
+                    stop,
+                    prompt_secs,
+                    gen_secs: t1.elapsed().as_secs_f64(),
+                    draft: draft_stats,
+                },
+                stats,
+            ));
+        }
         while let Some(next) = dec.step(logits, sink)? {
             cancel.check()?;
             let pos = st.cached.len();
@@ -436,10 +595,66 @@ impl GgufLlm {
                 stop,
                 prompt_secs,
                 gen_secs: t1.elapsed().as_secs_f64(),
+                draft: None,
             },
             stats,
         ))
     }
+}
+
+/// The target side of speculative decoding: the model's state while it decodes.
+struct Verifier<'a, 'b> {
+    st: &'a mut std::sync::MutexGuard<'b, State>,
+    device: &'a Device,
+}
+
+impl speculative::Target for Verifier<'_, '_> {
+    fn cached(&self) -> usize {
+        self.st.cached.len()
+    }
+
+    fn verify(&mut self, tokens: &[u32]) -> Result<Vec<Tensor>> {
+        let pos = self.st.cached.len();
+        match self.st.net.verify(tokens, pos, self.device) {
+            Some(Ok(rows)) => {
+                self.st.cached.extend_from_slice(tokens);
+                Ok(rows)
+            }
+            Some(Err(e)) => {
+                self.st.cached.clear();
+                Err(e)
+            }
+            // Another network: one token at a time (no proposal is verified).
+            None => {
+                let l = self.st.net.forward(&tokens[..1], pos, self.device)?;
+                self.st.cached.push(tokens[0]);
+                Ok(vec![l])
+            }
+        }
+    }
+
+    fn keep(&mut self, len: usize) {
+        self.st.cached.truncate(len);
+        if let Net::Llama(m) = &mut self.st.net {
+            m.truncate_cache(len);
+        }
+    }
+}
+
+impl speculative::Draft for GgufLlm {
+    fn propose(&self, seq: &[u32], k: usize, cancel: &Cancel) -> Result<Vec<u32>> {
+        self.propose_greedy(seq, k, cancel)
+    }
+
+    fn name(&self) -> String {
+        file_name(&self.path)
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// One sequence's decoding: sampling (with repeat penalty and an optional output
@@ -637,6 +852,7 @@ impl GgufLlm {
                 stop,
                 prompt_secs: prompt_secs[i],
                 gen_secs: gen_secs[i],
+                draft: None,
             });
         }
         Ok(Some(out))

@@ -436,6 +436,7 @@ impl RemoteLlm {
             stop,
             prompt_secs: (first - t0).as_secs_f64(),
             gen_secs: first.elapsed().as_secs_f64(),
+            draft: None,
         }
     }
 

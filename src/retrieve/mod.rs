@@ -674,6 +674,7 @@ mod tests {
                 stop: StopReason::EndToken,
                 prompt_secs: 0.0,
                 gen_secs: 0.0,
+                draft: None,
             })
         }
     }

@@ -283,6 +283,7 @@ mod tests {
                 stop,
                 prompt_secs: 0.0,
                 gen_secs: 0.0,
+                draft: None,
             })
         }
     }

@@ -120,6 +120,7 @@ impl Llm for ScriptedLlm {
             stop,
             prompt_secs: 0.0,
             gen_secs: 0.0,
+            draft: None,
         })
     }
 }

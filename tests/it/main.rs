@@ -29,6 +29,7 @@ mod remote_llm;
 mod scope;
 mod server;
 mod server_guard;
+mod speculative;
 mod support;
 mod synth;
 mod synth_model;

@@ -324,6 +324,26 @@ impl Llama {
         &self,
         seqs: &mut [(&mut SeqCache, &[u32], usize)],
     ) -> Result<Vec<Vec<f32>>> {
+        self.pass(seqs, Pass::Batch)
+    }
+
+    /// Run `tokens` at positions `pos..` of the model's own cache, each row computed
+    /// exactly as a one-token generation step at its position would compute it (the
+    /// one-row kernels, one-token attention), and return the logits after every one
+    /// of them: the verification pass of speculative decoding, which must choose the
+    /// tokens plain decoding would. The weights are still read once for all rows.
+    pub fn verify(&mut self, tokens: &[u32], pos: usize) -> Result<Vec<Vec<f32>>> {
+        let mut cache = std::mem::take(&mut self.cache);
+        let r = self.pass(&mut [(&mut cache, tokens, pos)], Pass::Alone);
+        self.cache = cache;
+        r
+    }
+
+    fn pass(
+        &self,
+        seqs: &mut [(&mut SeqCache, &[u32], usize)],
+        mode: Pass,
+    ) -> Result<Vec<Vec<f32>>> {
         // On a thread of the pool: the many parallel steps of a forward pass then
         // start from a worker (the other one steals its share) instead of each waking
         // the pool and putting the calling thread to sleep (two context switches per
@@ -364,7 +384,7 @@ impl Llama {
                         }
                     });
                 }
-                let r = self.forward_in_pool(seqs);
+                let r = self.forward_in_pool(seqs, mode);
                 done.store(true, Ordering::Release);
                 r
             })
@@ -374,7 +394,9 @@ impl Llama {
     fn forward_in_pool(
         &self,
         seqs: &mut [(&mut SeqCache, &[u32], usize)],
+        mode: Pass,
     ) -> Result<Vec<Vec<f32>>> {
+        let alone = mode == Pass::Alone;
         if seqs.is_empty() {
             return Ok(Vec::new());
         }
@@ -410,7 +432,7 @@ impl Llama {
         // One sequence's rows form one batch, as llama.cpp would run them (its kernel
         // choice depends on the batch size); rows of several sequences are each
         // computed as alone.
-        let batch = seqs.len() == 1;
+        let batch = seqs.len() == 1 && !alone;
         let scale = match style.q_scale {
             Some(_) => 1.0,
             None => 1.0f32 / (hd as f32).sqrt(),
@@ -552,7 +574,8 @@ impl Llama {
                         let kv = heads[si].head(g);
                         let pos = row_pos[i];
                         let first = l.first_key(pos);
-                        attention::attend(lens[si] == 1, qs, kv, first, pos + 1, scale, s, out);
+                        let one_token = lens[si] == 1 || alone;
+                        attention::attend(one_token, qs, kv, first, pos + 1, scale, s, out);
                     },
                 );
             }
@@ -583,23 +606,42 @@ impl Llama {
                 *xi += yi;
             }
         }
-        // The last row of each sequence, normed, through the output layer at once.
-        let mut last = vec![0f32; seqs.len() * hidden];
+        // The last row of each sequence (every row when verifying), normed, through
+        // the output layer at once.
+        let out_rows = if alone { rows } else { seqs.len() };
+        let mut last = vec![0f32; out_rows * hidden];
         let mut end = 0;
         for (si, (cache, tokens, pos)) in seqs.iter_mut().enumerate() {
             end += tokens.len();
             cache.len = *pos + tokens.len();
-            ops::rms_norm(
-                &x[(end - 1) * hidden..end * hidden],
-                &self.norm,
-                self.eps,
-                &mut last[si * hidden..(si + 1) * hidden],
-            );
+            if !alone {
+                ops::rms_norm(
+                    &x[(end - 1) * hidden..end * hidden],
+                    &self.norm,
+                    self.eps,
+                    &mut last[si * hidden..(si + 1) * hidden],
+                );
+            }
         }
-        let logits = self.output.forward_rows(&last, seqs.len())?;
-        let vocab = logits.len() / seqs.len();
+        if alone {
+            for (xr, lr) in x.chunks_exact(hidden).zip(last.chunks_exact_mut(hidden)) {
+                ops::rms_norm(xr, &self.norm, self.eps, lr);
+            }
+        }
+        let logits = self.output.forward_rows(&last, out_rows)?;
+        let vocab = logits.len() / out_rows;
         Ok(logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
     }
+}
+
+/// How a pass computes its rows and which logits it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// One sequence's rows as one batch (as llama.cpp runs a prompt), rows of
+    /// several sequences each as alone; the last row's logits of each sequence.
+    Batch,
+    /// Every row as a one-token step would compute it; every row's logits.
+    Alone,
 }
 
 /// One row's query and key values.
