@@ -95,6 +95,12 @@ pub struct Settings {
     /// Whether the server's model is a chat model (`/v1/chat/completions`, the
     /// server applies its chat template) or a completion one (`/v1/completions`).
     pub llm_server_chat: bool,
+    /// Speculative decoding of greedy answers on the local model: `auto` (a smaller
+    /// installed GGUF of the same vocabulary drafts, when there is one; otherwise
+    /// none), `off`, `lookup` (prompt lookup, no draft model), or the file name (or
+    /// path) of the GGUF that drafts. The answer is the same either way, token for
+    /// token; only its speed changes.
+    pub draft: String,
     /// Keep the index in this PostgreSQL database (`postgres://…`, with pgvector),
     /// shared by every Quire pointed at it; empty: the SQLite file in the data
     /// directory. Read when Quire starts (`--store` overrides it).
@@ -138,6 +144,7 @@ impl Default for Settings {
             llm_server_tokenizer: None,
             llm_server_chat: true,
             store: String::new(),
+            draft: "auto".into(),
         }
     }
 }
@@ -227,6 +234,9 @@ impl Settings {
         }
         if !FUSIONS.contains(&self.fusion.as_str()) {
             return bad(format!("unknown fusion mode '{}'", self.fusion));
+        }
+        if self.draft.trim().is_empty() {
+            return bad("draft must be auto, off, lookup or a GGUF file name".into());
         }
         if !(1..=100).contains(&self.top_k) {
             return bad(format!("top_k must be 1..=100, not {}", self.top_k));

@@ -19,6 +19,7 @@
 
 pub mod answer;
 pub mod conversations;
+pub mod draft;
 pub mod embed;
 pub mod extract;
 pub mod ingest;

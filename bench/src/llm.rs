@@ -267,7 +267,7 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
 
 /// llama.cpp's (prompt, generation) tokens/s on `model` by `scripts/llamacpp_speed.py`
 /// in `python` (which has llama-cpp-python), under whatever load runs now.
-fn run_peer(python: &Path, model: &Path) -> Result<(f64, f64)> {
+pub fn run_peer(python: &Path, model: &Path) -> Result<(f64, f64)> {
     let v =
         crate::load::run_peer_script(python, "llamacpp_speed.py", &[model], "llama-cpp-python")?;
     match (

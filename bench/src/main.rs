@@ -175,6 +175,36 @@ enum BenchCmd {
     /// seconds per question, LLM calls, tokens generated, share of answers containing
     /// every `must_contain` string.
     Answer(AnswerArgs),
+    /// Speculative decoding on real answers: the corpus questions answered (compact)
+    /// with each draft setting after `off`; median time, generation tokens/s, tokens
+    /// per verification pass, answers identical to `off`'s, beside llama.cpp's
+    /// generation speed on the same model (with --peer).
+    Draft {
+        /// The answering model: a GGUF file name in the model folders, or a path.
+        #[arg(long)]
+        model: String,
+        /// Comma-separated draft settings after `off`: lookup, auto, or a GGUF file.
+        #[arg(long, default_value = "lookup,auto")]
+        drafts: String,
+        /// The PDFs to index.
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        /// One JSON question a line (id, question, must_contain).
+        #[arg(long, default_value = "../shared/corpus/questions.jsonl")]
+        questions: PathBuf,
+        /// Only the first N questions.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Index into (and keep) this data directory; a later run reuses the index.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// A Python with llama-cpp-python: llama.cpp's generation speed, same run.
+        #[arg(long)]
+        peer: Option<PathBuf>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// tree_summarize with each level's summaries one by one, then as one batch on
     /// the local model: seconds per question side by side, and whether the calls
     /// were the same.
@@ -450,6 +480,42 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         }
         BenchCmd::FillRows { json, n, dir } => emit(&quire_bench::rows::fill(&dir, n)?, json),
         BenchCmd::Answer(a) => answer(&a),
+        BenchCmd::Draft {
+            model,
+            drafts,
+            pdfs,
+            questions,
+            limit,
+            data_dir: dir,
+            peer,
+            json,
+        } => {
+            let mut qs = quire_bench::answer::load_questions(&questions)?;
+            if let Some(n) = limit {
+                qs.truncate(n);
+            }
+            anyhow::ensure!(!qs.is_empty(), "no questions in {}", questions.display());
+            let (data_dir, temp) = data_dir(&dir, "draft");
+            let opts = quire_bench::draft::DraftBenchOptions {
+                pdfs,
+                data_dir: data_dir.clone(),
+                questions: qs,
+                model,
+                drafts: drafts
+                    .split(',')
+                    .map(|d| d.trim().to_string())
+                    .filter(|d| !d.is_empty())
+                    .collect(),
+                peer,
+            };
+            let r = quire_bench::draft::draft_bench(&opts, &quire::llm::Cancel::new(), &mut |m| {
+                eprintln!("{m}")
+            });
+            if temp {
+                let _ = std::fs::remove_dir_all(&data_dir);
+            }
+            emit(&r?, json)
+        }
         BenchCmd::Conversations(a) => conversations(&a),
         BenchCmd::TreeBatch(a) => tree_batch(&a),
         BenchCmd::NotFound {

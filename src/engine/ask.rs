@@ -694,6 +694,9 @@ impl<'a> AnswerRun<'a> {
             },
             condense_secs: self.progress.condense_secs,
             rerank_secs: self.progress.rerank_secs,
+            draft: crate::llm::speculative::DraftStats::sum(
+                calls.iter().filter_map(|c| c.draft.as_ref()),
+            ),
         });
     }
 }

@@ -1,11 +1,13 @@
 //! The loaded LLM, kept between asks: the local GGUF file on the settings' device, or
 //! the OpenAI-compatible model server, loaded (or connected to) once and kept until
-//! the settings name another.
+//! the settings name another. A local model gets its draft for speculative decoding
+//! here too (the `draft` setting).
 
 use std::sync::{Arc, Mutex};
 
 use super::{lock, Engine};
-use crate::llm::{DeviceChoice, GgufLlm, Llm, RemoteConfig, RemoteLlm};
+use crate::llm::model::Drafter;
+use crate::llm::{speculative, DeviceChoice, GgufLlm, Llm, RemoteConfig, RemoteLlm};
 use crate::Result;
 
 /// The model and what it was loaded from.
@@ -16,7 +18,7 @@ pub(super) struct LlmCache(Mutex<Option<(LlmSource, Arc<dyn Llm>)>>);
 /// either loads again.
 #[derive(PartialEq)]
 enum LlmSource {
-    Gguf(std::path::PathBuf, DeviceChoice),
+    Gguf(std::path::PathBuf, DeviceChoice, String),
     Server(RemoteConfig),
 }
 
@@ -30,6 +32,7 @@ impl Engine {
             None => LlmSource::Gguf(
                 crate::models::find(&self.settings().model)?,
                 self.llm_load_options()?.device,
+                self.settings().draft,
             ),
         };
         let mut slot = lock(&self.llm_cache.0);
@@ -40,12 +43,40 @@ impl Engine {
         }
         *slot = None; // free the old model before loading the new one
         let llm: Arc<dyn Llm> = match &source {
-            LlmSource::Gguf(path, _) => {
-                Arc::new(GgufLlm::load_with(path, &self.llm_load_options()?)?)
+            LlmSource::Gguf(path, _, draft) => {
+                let llm = GgufLlm::load_with(path, &self.llm_load_options()?)?;
+                self.set_draft(&llm, draft)?;
+                Arc::new(llm)
             }
             LlmSource::Server(cfg) => Arc::new(RemoteLlm::connect(cfg)?),
         };
         *slot = Some((source, llm.clone()));
         Ok(llm)
+    }
+}
+
+impl Engine {
+    /// Give `llm` the draft the `draft` setting names: `off`; `lookup`; `auto`, a
+    /// smaller installed model of the same vocabulary if there is one (and the model
+    /// runs on the own kernels), none otherwise; or a model file, which must fit.
+    fn set_draft(&self, llm: &GgufLlm, draft: &str) -> Result<()> {
+        let path = match draft.trim() {
+            "off" => return Ok(()),
+            "lookup" => return llm.set_draft(Some(Drafter::Lookup)),
+            "auto" => {
+                let files = crate::models::gguf_files();
+                match speculative::find_draft(llm.path(), llm.tokenizer(), &files) {
+                    Some(p) => p,
+                    None => return Ok(()),
+                }
+            }
+            name => crate::models::find(name)?,
+        };
+        let d = Arc::new(GgufLlm::load_with(&path, &self.llm_load_options()?)?);
+        match llm.set_draft(Some(Drafter::Model(d))) {
+            // Auto drafts where it can (not on a GPU, say) and says nothing otherwise.
+            Err(_) if draft.trim() == "auto" => Ok(()),
+            r => r,
+        }
     }
 }

@@ -245,6 +245,9 @@ pub struct AskStats {
     /// Seconds spent reranking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_secs: Option<f64>,
+    /// Speculative decoding over the answer's calls, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft: Option<crate::llm::speculative::DraftStats>,
 }
 
 /// What an ask streams, in order: started, queries, sources, then steps with their

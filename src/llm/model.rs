@@ -301,12 +301,7 @@ impl GgufLlm {
                 file_name(&self.path)
             )))
         };
-        let (a, b) = (&self.tokenizer, &d.tokenizer);
-        let n = a.vocab_size();
-        if n != b.vocab_size() || a.eog_tokens() != b.eog_tokens() {
-            return why("another vocabulary");
-        }
-        if (0..n as u32).any(|i| a.token_text(i) != b.token_text(i)) {
+        if !speculative::same_vocabulary(&self.tokenizer, &d.tokenizer) {
             return why("another vocabulary");
         }
         if !matches!(self.lock()?.net, Net::Llama(_)) {

@@ -23,6 +23,9 @@
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
+use std::path::{Path, PathBuf};
+
+use super::tokenizer::Tokenizer;
 use crate::cpu::Cancel;
 use crate::Result;
 
@@ -43,6 +46,20 @@ pub struct DraftStats {
 }
 
 impl DraftStats {
+    /// The statistics of several completions together; `None` for none.
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a DraftStats>) -> Option<DraftStats> {
+        all.into_iter().fold(None, |acc: Option<DraftStats>, s| {
+            let mut t = acc.unwrap_or_else(|| DraftStats {
+                by: s.by.clone(),
+                ..DraftStats::default()
+            });
+            t.steps += s.steps;
+            t.drafted += s.drafted;
+            t.accepted += s.accepted;
+            Some(t)
+        })
+    }
+
     /// Tokens emitted per pass over the target (1 without drafting).
     pub fn tokens_per_step(&self) -> f64 {
         if self.steps == 0 {
@@ -127,6 +144,35 @@ pub fn decode(
             None => return Ok(stats),
         }
     }
+}
+
+/// Whether two tokenizers have the same vocabulary, token for token, and the same
+/// end tokens: what a draft model needs.
+pub fn same_vocabulary(a: &Tokenizer, b: &Tokenizer) -> bool {
+    let n = a.vocab_size();
+    n == b.vocab_size()
+        && a.eog_tokens() == b.eog_tokens()
+        && (0..n as u32).all(|i| a.token_text(i) == b.token_text(i))
+}
+
+/// The draft model for `target` among `files`: the smallest GGUF of at most half the
+/// target's size with the same vocabulary (files that cannot be read are passed
+/// over).
+pub fn find_draft(target: &Path, tokenizer: &Tokenizer, files: &[PathBuf]) -> Option<PathBuf> {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    let limit = size(target)? / 2;
+    let mut small: Vec<(u64, &PathBuf)> = files
+        .iter()
+        .filter(|p| p.as_path() != target)
+        .filter_map(|p| Some((size(p)?, p)))
+        .filter(|(n, _)| *n <= limit)
+        .collect();
+    small.sort();
+    small
+        .into_iter()
+        .map(|(_, p)| p)
+        .find(|p| Tokenizer::open(p).is_ok_and(|t| same_vocabulary(tokenizer, &t)))
+        .cloned()
 }
 
 /// Prompt lookup: the `k` tokens that followed the latest earlier occurrence of the

@@ -166,6 +166,9 @@ pub struct LlmCall {
     pub gen_secs: f64,
     /// Wall time of the call.
     pub secs: f64,
+    /// What speculative decoding did in this call, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft: Option<crate::llm::speculative::DraftStats>,
 }
 
 /// What synthesis streams, in order per step: `Step`, `Token`s, `StepDone`; then one
@@ -453,6 +456,7 @@ impl<'a> Ctx<'a> {
             prompt_secs: c.prompt_secs,
             gen_secs: c.gen_secs,
             secs: t0.elapsed().as_secs_f64(),
+            draft: c.draft.clone(),
         };
         self.keep(call)?;
         Ok(c.text)
@@ -542,6 +546,7 @@ impl Ctx<'_> {
                 prompt_secs: c.prompt_secs,
                 gen_secs: c.gen_secs,
                 secs,
+                draft: c.draft.clone(),
             })?;
             texts.push(c.text);
         }

@@ -31,6 +31,17 @@ async function openSettings() {
     modelSel.append(el("option", { value: m.name, disabled: !!m.error && m.name !== modelName(s.model) },
       m.error ? `${m.name} (unusable)` : `${m.name} · ${m.architecture} · ${mb(m.bytes)} · ${m.speed}`));
   }
+  const draftSel = clear(form.elements.draft);
+  draftSel.append(
+    el("option", { value: "auto" }, "auto: a smaller installed model of the same vocabulary, if any"),
+    el("option", { value: "off" }, "off"),
+    el("option", { value: "lookup" }, "prompt lookup (no draft model)"));
+  for (const m of s.models || []) {
+    if (!m.error) draftSel.append(el("option", { value: m.name }, `drafted by ${m.name}`));
+  }
+  const draft = modelName(s.draft || "auto");
+  if (![...draftSel.options].some((o) => o.value === draft)) draftSel.append(el("option", { value: draft }, draft));
+  draftSel.value = draft;
   const embSel = clear(form.elements.embedder);
   for (const m of s.embedders || []) {
     embSel.append(el("option", { value: m.name, disabled: !!m.error && m.name !== modelName(s.embedder) },
@@ -80,6 +91,7 @@ async function saveSettings(e) {
     temperature: Number(f.temperature.value),
     repeat_penalty: Number(f.repeat_penalty.value),
     max_tokens: Number(f.max_tokens.value),
+    draft: f.draft.value,
     fusion: f.fusion.value,
     num_queries: Number(f.num_queries.value),
     rerank_candidates: Number(f.rerank_candidates.value),
