@@ -37,6 +37,7 @@ mod folders;
 mod library;
 mod queue;
 mod search;
+mod summaries;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -148,6 +149,8 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX messages_by_conversation ON messages(conversation_id, id);",
     // 2: failed documents ignored; names and dates indexed for paging.
     library::SCHEMA,
+    // 3: each document's summary tree (the whole-document route's cache).
+    summaries::SCHEMA,
 ];
 
 /// The advisory lock key the migrations run under ("quire" in ASCII).
