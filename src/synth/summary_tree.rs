@@ -67,10 +67,10 @@ mod tests {
     #[test]
     fn every_text_is_in_exactly_one_group_in_order() {
         let count = |s: &str| -> Result<usize> { Ok(s.split_whitespace().count()) };
-        let helper = PromptHelper::new(400, 50, &count);
+        let helper = PromptHelper::new(800, 50, &count);
         let t = leaf_template(&Templates::default().summary);
         let texts: Vec<String> = (0..40)
-            .map(|i| format!("chunk {i} ").repeat(10 + i % 7))
+            .map(|i| format!("chunk {i} ").repeat(20 + i % 7))
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let groups = pack_in_order(&helper, &t, &refs).unwrap();
