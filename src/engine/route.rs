@@ -111,13 +111,9 @@ const ZH_WHOLE: &[&str] = &[
     "涵盖了哪些",
     "包括哪些章节",
     "哪些章节",
-    "列出所有",
-    "列出全部",
-    "列举所有",
-    "列举全部",
-    "列出每",
     "逐章",
-    "每一章",
+    "每一章的内容",
+    "每一章讲",
     "有什么变化",
     "有哪些变化",
     "改了什么",
@@ -128,6 +124,12 @@ const ZH_WHOLE: &[&str] = &[
     "是关于什么的",
     "关于什么",
 ];
+
+/// Chinese list requests: whole-document only when not asked how to do them.
+const ZH_LIST: &[&str] = &["列出所有", "列出全部", "列举所有", "列举全部", "列出每"];
+
+/// Chinese words of a how-to question.
+const ZH_HOW: &[&str] = &["怎么", "怎样", "如何", "为什么", "能否"];
 
 /// Whether `needle` occurs in `hay` at the start of a word.
 fn at_word(hay: &str, needle: &str) -> bool {
@@ -182,6 +184,14 @@ pub fn question_kind(question: &str) -> Routed {
     for cue in ZH_WHOLE {
         if q.contains(cue) {
             return whole(cue);
+        }
+    }
+    // "列出所有…" as a request; "怎么列出所有…" asks how to do it.
+    if !ZH_HOW.iter().any(|h| q.contains(h)) {
+        for cue in ZH_LIST {
+            if q.contains(cue) {
+                return whole(cue);
+            }
         }
     }
     Routed {
@@ -256,6 +266,8 @@ mod tests {
             "What is the default value of the cellspacelimits key?",
             "What is a package about to be removed called?",
             "为什么所有的中文都显示成方框？",
+            "tlmgr 怎么列出所有可以更新的宏包？",
+            "如何让每一章都从奇数页开始？",
             "怎样在列表环境中改变项目符号？",
         ] {
             assert_eq!(kind(q), QuestionKind::Fact, "{q}");

@@ -48,7 +48,6 @@ initFolders();
 initConversations();
 initMessages({ edit: editQuestion, remove: deleteMessage, again: askAgain });
 initRoute({ again: askAgain });
-initRoute({ again: askAgain });
 initAsking();
 initSettings();
 initScope({ onError: banner });
