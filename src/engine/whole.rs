@@ -133,7 +133,7 @@ impl AnswerRun<'_> {
         let cue = routed.cue.filter(|_| !forced);
         match self.target(searched)? {
             Target::Documents(ids) => self.read_whole(&ids, searched, forced, cue).map(Some),
-            Target::Library(ids) => self.from_summaries(&ids, searched, forced, cue),
+            Target::Library(ids) => self.answer_from_summaries(&ids, searched, forced, cue),
         }
     }
 
@@ -423,7 +423,7 @@ impl AnswerRun<'_> {
 
     /// A question about the library: tree_summarize over the kept summaries of its
     /// documents, naming those without one; with none kept, search as usual.
-    fn from_summaries(
+    fn answer_from_summaries(
         &mut self,
         ids: &[i64],
         searched: &str,

@@ -60,6 +60,7 @@ pub fn fits_whole(helper: &PromptHelper<'_>, template: &Template, texts: &[&str]
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::synth::Templates;

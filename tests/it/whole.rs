@@ -1,9 +1,9 @@
 //! Whole-document questions through the engine with a real model (SmolLM2): a
 //! document longer than the model's window is read map-reduce, every chunk reaching
 //! exactly one leaf prompt (LlamaIndex's tree_summarize prompt), with the pages read
-//! said as it goes; a second question starts from the kept summary tree; re-indexing
-//! the document drops it; Stop (`Engine::cancel`) stops the reading, and the leaves
-//! read so far are kept for the next question. A short document goes in whole.
+//! said as it goes; Stop (`Engine::cancel`) stops the reading and the leaves read so
+//! far are kept for the next question; another question starts from the kept summary
+//! tree; re-indexing the document drops it. A short document goes in whole.
 
 use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig, RouteChoice, Scope};
 use quire::llm::Cancel;
@@ -82,22 +82,73 @@ fn chunk_texts(engine: &Engine, doc: i64) -> Vec<String> {
 }
 
 #[test]
-fn a_long_document_is_read_leaf_by_leaf_kept_dropped_on_reindex_and_stopped() {
+fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path());
     let pdf = dir.path().join("notes.pdf");
-    util::topic_pdf(&pdf, "glacier erosion", 14);
+    // About 8,000 tokens: just over one leaf of SmolLM2's 8,192-token window.
+    util::topic_pdf(&pdf, "glacier erosion", 10);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "notes.pdf");
 
-    // 1. Read map-reduce: the question's kind decides it.
-    let events = ask(&engine, "Summarize this document.", doc, RouteChoice::Auto);
-    let route = route_of(&events);
+    // 1. Read map-reduce (the question's kind decides it); Stop after the first leaf:
+    //    the answer stops, the leaf read is kept.
+    let mut stopped = Vec::new();
+    let mut ask_id = None;
+    let out = engine.ask(
+        AskRequest {
+            question: "Summarize this document.".into(),
+            mode: Some("compact".into()),
+            scope: Scope::Documents { ids: vec![doc] },
+            ..Default::default()
+        },
+        &Cancel::new(),
+        &mut |e| {
+            match &e {
+                AskEvent::Started { ask_id: id, .. } => ask_id = Some(*id),
+                AskEvent::Reading { pages_read, .. } if *pages_read > 0 => {
+                    assert!(engine.cancel(ask_id.expect("started first")));
+                }
+                _ => {}
+            }
+            stopped.push(e);
+            true
+        },
+    );
+    assert!(matches!(out, Err(Error::Cancelled)), "{out:?}");
+    let route = route_of(&stopped);
     assert_eq!(route.route, "whole");
     assert_eq!(route.how, "map_reduce");
-    assert_eq!(route.label, "Read all 14 pages of notes.pdf");
+    assert_eq!(route.label, "Read all 10 pages of notes.pdf");
     assert_eq!(route.cue.as_deref(), Some("summarize"));
-    let prompts = leaf_prompts(&events);
+    assert_eq!(leaf_prompts(&stopped).len(), 1);
+    assert!(!stopped.iter().any(|e| matches!(e, AskEvent::Done { .. })));
+    // The pages read so far, with the time left once a leaf is read.
+    let reading: Vec<(u32, u32, Option<f64>)> = stopped
+        .iter()
+        .filter_map(|e| match e {
+            AskEvent::Reading {
+                pages_read,
+                pages,
+                secs_left,
+                ..
+            } => Some((*pages_read, *pages, *secs_left)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        reading
+            .iter()
+            .any(|r| r.0 > 0 && r.0 < 10 && r.1 == 10 && r.2.is_some()),
+        "{reading:?}"
+    );
+    assert_eq!(engine.store().summary_trees_of(doc).unwrap(), 1);
+
+    // 2. Asked again: only the leaves left are read, then tree_summarize answers.
+    let events = ask(&engine, "Summarize this document.", doc, RouteChoice::Auto);
+    assert_eq!(route_of(&events).how, "map_reduce");
+    let mut prompts = leaf_prompts(&stopped);
+    prompts.extend(leaf_prompts(&events));
     assert!(prompts.len() >= 2, "{} leaves", prompts.len());
     // Each leaf is LlamaIndex's tree_summarize prompt asked the summary query, over
     // whole chunks in order; every chunk is in exactly one leaf.
@@ -111,82 +162,44 @@ fn a_long_document_is_read_leaf_by_leaf_kept_dropped_on_reindex_and_stopped() {
             next += 1;
         }
         assert!(next > start, "a leaf without the next chunk");
-        let vars = [(
-            "context_str".to_string(),
-            chunks[start..next].join("\n\n"),
-        )]
-        .into();
+        let vars = [("context_str".to_string(), chunks[start..next].join("\n\n"))].into();
         assert_eq!(p, &leaf.format(&vars));
     }
     assert_eq!(next, chunks.len(), "every chunk reaches a leaf");
     for c in &chunks {
         assert_eq!(prompts.iter().filter(|p| p.contains(c.as_str())).count(), 1);
     }
-    // Pages read, to the end, with the time left once a leaf is read.
-    let reading: Vec<(u32, u32, Option<f64>)> = events
-        .iter()
-        .filter_map(|e| match e {
-            AskEvent::Reading {
-                pages_read,
-                pages,
-                secs_left,
-                ..
-            } => Some((*pages_read, *pages, *secs_left)),
-            _ => None,
-        })
-        .collect();
-    assert!(reading.windows(2).all(|w| w[0].0 <= w[1].0), "{reading:?}");
-    assert_eq!(reading.last().map(|r| (r.0, r.1)), Some((14, 14)));
-    assert!(reading.iter().any(|r| r.0 > 0 && r.0 < 14 && r.2.is_some()));
+    let last = events.iter().rev().find_map(|e| match e {
+        AskEvent::Reading {
+            pages_read, pages, ..
+        } => Some((*pages_read, *pages)),
+        _ => None,
+    });
+    assert_eq!(last, Some((10, 10)));
+    assert!(events.iter().any(
+        |e| matches!(e, AskEvent::Step { label, is_final: true, .. } if label.starts_with("summarize"))
+    ));
     assert!(matches!(events.last(), Some(AskEvent::Done { answer, .. }) if !answer.is_empty()));
-    assert_eq!(engine.store().summary_trees_of(doc).unwrap(), 1);
 
-    // 2. A second question starts from the kept leaves: no leaf call.
-    let again = ask(&engine, "What topics does it cover?", doc, RouteChoice::Whole);
+    // 3. Another question starts from the kept leaves: no leaf call.
+    let again = ask(
+        &engine,
+        "What topics does it cover?",
+        doc,
+        RouteChoice::Whole,
+    );
     let route = route_of(&again);
     assert_eq!((route.how.as_str(), route.forced), ("cached", true));
     assert!(leaf_prompts(&again).is_empty());
     assert!(matches!(again.last(), Some(AskEvent::Done { .. })));
 
-    // 3. Re-indexed (new text at the same path): the kept tree goes with the old id.
-    util::topic_pdf(&pdf, "river deltas", 14);
+    // 4. Re-indexed (new text at the same path): the kept tree goes with the old id.
+    util::topic_pdf(&pdf, "river deltas", 10);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let new_doc = util::document_id(&engine, "notes.pdf");
     assert_ne!(new_doc, doc);
     assert_eq!(engine.store().summary_trees_of(doc).unwrap(), 0);
     assert_eq!(engine.store().summary_trees_of(new_doc).unwrap(), 0);
-
-    // 4. Stop after the first leaf: the answer stops, the leaf read is kept.
-    let mut events = Vec::new();
-    let mut ask_id = None;
-    let out = engine.ask(
-        AskRequest {
-            question: "Summarize this document.".into(),
-            mode: Some("compact".into()),
-            scope: Scope::Documents { ids: vec![new_doc] },
-            ..Default::default()
-        },
-        &Cancel::new(),
-        &mut |e| {
-            match &e {
-                AskEvent::Started { ask_id: id, .. } => ask_id = Some(*id),
-                AskEvent::Reading { pages_read, .. } if *pages_read > 0 => {
-                    assert!(engine.cancel(ask_id.expect("started first")));
-                }
-                _ => {}
-            }
-            events.push(e);
-            true
-        },
-    );
-    assert!(matches!(out, Err(Error::Cancelled)), "{out:?}");
-    assert_eq!(leaf_prompts(&events).len(), 1);
-    assert!(!events.iter().any(|e| matches!(e, AskEvent::Done { .. })));
-    assert_eq!(engine.store().summary_trees_of(new_doc).unwrap(), 1);
-    // The next question reads only the leaves left.
-    let resumed = ask(&engine, "Summarize this document.", new_doc, RouteChoice::Auto);
-    assert_eq!(leaf_prompts(&resumed).len(), prompts.len() - 1);
-    assert_eq!(route_of(&resumed).how, "map_reduce");
 }
 
 #[test]
@@ -197,9 +210,17 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
     util::topic_pdf(&pdf, "tide pools", 2);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "short.pdf");
-    let events = ask(&engine, "Give me an overview of it.", doc, RouteChoice::Auto);
+    let events = ask(
+        &engine,
+        "Give me an overview of it.",
+        doc,
+        RouteChoice::Auto,
+    );
     let route = route_of(&events);
-    assert_eq!((route.route.as_str(), route.how.as_str()), ("whole", "whole"));
+    assert_eq!(
+        (route.route.as_str(), route.how.as_str()),
+        ("whole", "whole")
+    );
     // One prompt holds every chunk (compact over the document's chunks in order).
     let prompts: Vec<&String> = events
         .iter()
@@ -216,7 +237,12 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
         }
     }
     // Forced to search, the same question is answered from the top passages.
-    let searched = ask(&engine, "Give me an overview of it.", doc, RouteChoice::Search);
+    let searched = ask(
+        &engine,
+        "Give me an overview of it.",
+        doc,
+        RouteChoice::Search,
+    );
     let route = route_of(&searched);
     assert_eq!(route.route, "search");
     assert!(route.forced);
