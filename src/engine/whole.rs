@@ -191,6 +191,10 @@ impl AnswerRun<'_> {
     /// The sources panel of an answer that read whole documents: no passages, the
     /// notes.
     fn show_no_passages(&mut self) -> Result<()> {
+        self.notes.insert(
+            0,
+            "No passages: this answer reads whole documents, not the top passages".into(),
+        );
         let record = &mut self.progress.record;
         record.notes = self.notes.clone();
         (self.send)(AskEvent::Sources {

@@ -1,7 +1,7 @@
 // Whole-document questions in a real browser (Debian's Chromium) over `quire serve`
 // with the smallest real model (SmolLM2): the answer's decision line ("Read all 4
 // pages of wasysym.pdf"), its Whole / Search toggle asking again the other way, and a
-// long document's pages read with the time left, stopped by Stop. Screenshots in both
+// long document's pages read, stopped by Stop. Screenshots in both
 // themes go to artifacts/e2e/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -72,18 +72,19 @@ test("a summary question reads the whole document, says so, and the toggle searc
   await shoot("whole-route-search");
 });
 
-test("a long document shows the pages read with the time left, and Stop stops it", async () => {
+test("a long document shows the pages read, and Stop stops it", async () => {
   await page.click("#new-chat");
   await page.selectOption("#mode", "compact");
   await page.fill("#question", "Summarize txfontsdoc.pdf chapter by chapter.");
   await page.press("#question", "Enter");
   const msg = page.locator(".msg.assistant").last();
   await msg.locator(".route .route-label", { hasText: "Read all 32 pages of txfontsdoc.pdf" }).waitFor({ timeout: 600_000 });
-  // After the first part is read: pages read and the time left.
+  // The pages read so far (the time left comes once a part is read: tests/it/whole.rs).
   await page.waitForFunction(() => {
     const p = [...document.querySelectorAll(".msg.assistant")].pop()?.querySelector(".route-progress");
-    return p && !p.hidden && /[1-9]\d* of 32 pages read · about/.test(p.textContent);
+    return p && !p.hidden && /\d+ of 32 pages read/.test(p.textContent);
   }, null, { timeout: 600_000 });
+  assert.ok(await msg.locator(".route-progress progress").isVisible());
   await shoot("whole-route-reading");
   await page.click("#stop");
   await page.waitForFunction(() => {
