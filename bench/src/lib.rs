@@ -14,7 +14,8 @@
 //! [`library`] (a library of N generated PDFs, [`pdfgen`], indexed into each store:
 //! throughput, ETA accuracy, memory, index size, search, sync after a change).
 //! [`memory`] is the peak memory of a process holding a library of N chunks and
-//! searching it. [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
+//! searching it. [`whole`] is whole-document questions: the router's accuracy, their
+//! answers by search and by reading every page, and a summary's first and cached time. [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
 //! Quire's logits.
 
 pub mod answer;
@@ -36,6 +37,7 @@ pub mod rows;
 pub mod serving;
 pub mod store;
 pub mod support;
+pub mod whole;
 
 use std::path::{Path, PathBuf};
 

@@ -205,6 +205,38 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The question-kind router (whole documents or a fact lookup) on its labelled
+    /// set: accuracy, whole-document recall and precision, per half of the split.
+    Route {
+        #[arg(long, default_value = "bench/data/route.jsonl")]
+        questions: PathBuf,
+        #[arg(long, default_value = "bench/data/route_split.json")]
+        split: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One document summarized by the whole-document route the first time, then again
+    /// from its kept summary tree: seconds and LLM calls of each.
+    SummaryTime {
+        /// The PDFs to index.
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        /// The document to summarize (its file name).
+        #[arg(long, default_value = "chemformula-manual.pdf")]
+        file: String,
+        #[arg(long, default_value = "Summarize this document.")]
+        question: String,
+        /// Index into (and keep) this data directory instead of a temporary one.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// The LLM (a GGUF file name in the model folders, or a path).
+        #[arg(long)]
+        model: Option<String>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// tree_summarize with each level's summaries one by one, then as one batch on
     /// the local model: seconds per question side by side, and whether the calls
     /// were the same.
@@ -511,6 +543,38 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             let r = quire_bench::draft::draft_bench(&opts, &quire::llm::Cancel::new(), &mut |m| {
                 eprintln!("{m}")
             });
+            if temp {
+                let _ = std::fs::remove_dir_all(&data_dir);
+            }
+            emit(&r?, json)
+        }
+        BenchCmd::Route {
+            questions,
+            split,
+            json,
+        } => {
+            let qs: Vec<quire_bench::whole::RouteQuestion> = quire::jsonl::read(&questions)?;
+            let split = quire_bench::whole::HalfSplit::load(&split)?;
+            emit(&quire_bench::whole::route_bench(&qs, &split), json)
+        }
+        BenchCmd::SummaryTime {
+            pdfs,
+            file,
+            question,
+            data_dir: dir,
+            model,
+            json,
+        } => {
+            let (data_dir, temp) = data_dir(&dir, "summary-time");
+            let engine = indexed_engine(&pdfs, &data_dir, model.as_deref())?;
+            let r = quire_bench::whole::summary_timing(
+                &engine,
+                &file,
+                &question,
+                &Default::default(),
+                &quire::llm::Cancel::new(),
+            );
+            drop(engine);
             if temp {
                 let _ = std::fs::remove_dir_all(&data_dir);
             }
@@ -1001,6 +1065,14 @@ struct AnswerArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Instead: these whole-document questions (`bench/data/whole.jsonl`), each over
+    /// its document, from the top passages (before) and by the whole-document route
+    /// (after): key terms in answers and seconds per answer, per half of the split.
+    #[arg(long)]
+    whole: Option<PathBuf>,
+    /// The split of the whole-document questions.
+    #[arg(long, default_value = "bench/data/whole_split.json")]
+    whole_split: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -1062,6 +1134,9 @@ fn tree_batch(a: &TreeBatchArgs) -> anyhow::Result<()> {
 }
 
 fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
+    if let Some(whole) = &a.whole {
+        return answer_whole(a, whole);
+    }
     let mut questions = quire_bench::answer::load_questions(&a.questions)?;
     if let Some(n) = a.limit {
         questions.truncate(n);
@@ -1090,6 +1165,60 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
     let r = quire_bench::answer::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| {
         eprintln!("{m}")
     });
+    if temp {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    emit(&r?, a.json)
+}
+
+/// An engine over `data_dir` with `pdfs` indexed (a kept index is reused), answering
+/// with `model` when given.
+fn indexed_engine(
+    pdfs: &Path,
+    data_dir: &Path,
+    model: Option<&str>,
+) -> anyhow::Result<quire::engine::Engine> {
+    let engine = quire::engine::Engine::open(quire::engine::EngineConfig::new(Some(
+        data_dir.to_path_buf(),
+    ))?)?;
+    if let Some(m) = model {
+        let mut s = engine.settings();
+        s.model = m.to_string();
+        engine.set_settings(s)?;
+    }
+    eprintln!("indexing {} ...", pdfs.display());
+    let summary = engine.index_summary(
+        &[pdfs.to_path_buf()],
+        &quire::llm::Cancel::new(),
+        &mut |_| true,
+    )?;
+    eprintln!("{} indexed in {:.1}s", summary.indexed, summary.secs);
+    Ok(engine)
+}
+
+/// `quire-bench answer --whole FILE`.
+fn answer_whole(a: &AnswerArgs, questions: &Path) -> anyhow::Result<()> {
+    let mut qs: Vec<quire_bench::whole::WholeQuestion> = quire::jsonl::read(questions)?;
+    if let Some(n) = a.limit {
+        qs.truncate(n);
+    }
+    let split = quire_bench::whole::HalfSplit::load(&a.whole_split)?;
+    let (data_dir, temp) = data_dir(&a.data_dir, "answer-whole");
+    let engine = indexed_engine(&a.pdfs, &data_dir, a.model.as_deref())?;
+    let overrides = quire::engine::AskOverrides {
+        top_k: a.top_k,
+        max_tokens: a.max_tokens,
+        ..Default::default()
+    };
+    let r = quire_bench::whole::whole_answers(
+        &engine,
+        &qs,
+        &split,
+        &overrides,
+        &quire::llm::Cancel::new(),
+        &mut |m| eprintln!("{m}"),
+    );
+    drop(engine);
     if temp {
         let _ = std::fs::remove_dir_all(&data_dir);
     }

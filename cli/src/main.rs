@@ -394,6 +394,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 mode: turn.mode,
                 overrides: opts.overrides()?,
                 scope,
+                route: opts.route(),
                 ..Default::default()
             };
             cli::ask::ask(&engine, req, &opts).map(|_| ())

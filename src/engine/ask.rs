@@ -49,7 +49,7 @@ impl Engine {
         sources
     }
 
-    fn search_with(
+    pub(super) fn search_with(
         &self,
         question: &str,
         llm: Option<&dyn Llm>,
@@ -181,6 +181,7 @@ impl Engine {
                 history: &history,
                 chat_mode,
                 scope: &scope,
+                route: req.route,
             };
             self.answer(&settings, &request, &turn, cancel, &mut send, &mut progress)
         };
@@ -233,6 +234,11 @@ impl Engine {
         let mut run = AnswerRun::start(given, send, progress)?;
         let memory = run.memory()?;
         let searched = run.condense(&memory)?;
+        // A question about whole documents reads them (the decision is shown either
+        // way).
+        if let Some(answer) = run.by_whole_documents(&searched)? {
+            return Ok(answer);
+        }
         let queries = run.query_variants(&searched)?;
         let mut retrieval = run.retrieve(&searched, queries)?;
         let covered = run.judge(&retrieval);
@@ -256,28 +262,28 @@ impl Engine {
 
 /// What every step of an answer reads.
 #[derive(Clone, Copy)]
-struct Given<'a> {
-    engine: &'a Engine,
-    settings: &'a Settings,
-    plan: &'a Plan,
-    turn: &'a Turn<'a>,
-    cancel: &'a Cancel,
+pub(super) struct Given<'a> {
+    pub(super) engine: &'a Engine,
+    pub(super) settings: &'a Settings,
+    pub(super) plan: &'a Plan,
+    pub(super) turn: &'a Turn<'a>,
+    pub(super) cancel: &'a Cancel,
 }
 
 /// One answer being made: what every step reads, and what they add to (the events
 /// sent, the record kept, the count of LLM steps).
-struct AnswerRun<'a> {
-    given: Given<'a>,
-    send: &'a mut dyn FnMut(AskEvent) -> Result<()>,
-    progress: &'a mut Progress,
-    llm: Option<Arc<dyn Llm>>,
+pub(super) struct AnswerRun<'a> {
+    pub(super) given: Given<'a>,
+    pub(super) send: &'a mut dyn FnMut(AskEvent) -> Result<()>,
+    pub(super) progress: &'a mut Progress,
+    pub(super) llm: Option<Arc<dyn Llm>>,
     /// A model that failed to load where no step before synthesis needed it: said
     /// after the quotes are shown.
     llm_error: Option<Error>,
     /// LLM calls made so far (steps are numbered after them).
-    steps: usize,
+    pub(super) steps: usize,
     /// Notes for the sources panel.
-    notes: Vec<String>,
+    pub(super) notes: Vec<String>,
     t0: Instant,
 }
 
@@ -326,7 +332,7 @@ impl<'a> AnswerRun<'a> {
 
     /// An LLM step before synthesis (condensing, query variants, reranking), with at
     /// most `max_tokens`, its events forwarded and its calls counted.
-    fn llm_step<T>(
+    pub(super) fn llm_step<T>(
         &mut self,
         llm: &dyn Llm,
         max_tokens: usize,
@@ -562,7 +568,7 @@ impl<'a> AnswerRun<'a> {
     }
 
     /// The model's loading error, now that synthesis needs it.
-    fn need_llm(&mut self) -> Result<()> {
+    pub(super) fn need_llm(&mut self) -> Result<()> {
         match self.llm_error.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -638,7 +644,12 @@ impl<'a> AnswerRun<'a> {
     }
 
     /// 9. Synthesis with the mode's synthesizer.
-    fn synthesize(&mut self, plan: &Plan, query: &str, nodes: &[Node]) -> Result<String> {
+    pub(super) fn synthesize(
+        &mut self,
+        plan: &Plan,
+        query: &str,
+        nodes: &[Node],
+    ) -> Result<String> {
         let synth_llm: &dyn Llm = self.llm.as_deref().unwrap_or(&NoLlm);
         let (send, progress) = (&mut *self.send, &mut *self.progress);
         let mut on_event = |ev: Event| -> Result<bool> {
@@ -672,7 +683,7 @@ impl<'a> AnswerRun<'a> {
     }
 
     /// The answer's stats line.
-    fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         let secs = self.t0.elapsed().as_secs_f64();
         let calls = &self.progress.record.calls;
         let gen_secs: f64 = calls.iter().map(|c| c.gen_secs).sum();
@@ -703,11 +714,13 @@ impl<'a> AnswerRun<'a> {
 
 /// One question of a conversation: the message, the history before it, and how the
 /// history is used.
-struct Turn<'a> {
-    question: &'a str,
+pub(super) struct Turn<'a> {
+    pub(super) question: &'a str,
     history: &'a [Message],
     chat_mode: ChatMode,
-    scope: &'a ResolvedScope,
+    pub(super) scope: &'a ResolvedScope,
+    /// Whole documents, search, or by the question's kind.
+    pub(super) route: super::RouteChoice,
 }
 
 /// The conversation before a question, as the chat engines' memory holds it: each
@@ -773,10 +786,10 @@ struct Prepared {
 /// How a question is answered: the mode's synthesizer, the templates it is given
 /// (the settings', or a chat engine's), and the run options.
 #[derive(Clone)]
-struct Plan {
-    resolved: Resolved,
-    templates: Templates,
-    options: RunOptions,
+pub(super) struct Plan {
+    pub(super) resolved: Resolved,
+    pub(super) templates: Templates,
+    pub(super) options: RunOptions,
 }
 
 /// The plan the settings describe for a resolved mode.
@@ -803,8 +816,8 @@ fn plan(settings: &Settings, resolved: Resolved) -> Plan {
 /// it stops early, the answer text streamed so far, and the times and scores the
 /// stats and the sources take.
 #[derive(Default)]
-struct Progress {
-    record: AnswerRecord,
+pub(super) struct Progress {
+    pub(super) record: AnswerRecord,
     /// Answer text streamed so far.
     partial: String,
     condense_secs: Option<f64>,

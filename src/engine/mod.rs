@@ -25,10 +25,12 @@ mod llm_cache;
 mod models;
 mod modes;
 mod record;
+pub mod route;
 mod scope;
 mod support;
 mod types;
 mod uploads;
+mod whole;
 
 /// What the support check says of an answer, as the shells show it.
 pub use crate::support::{SentenceSupport, Span, Support, Verdict, WrongCitation};

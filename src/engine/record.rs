@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AskStats, Citation, Relevance, Source};
+use super::{AskStats, Citation, Relevance, RouteView, Source};
 use crate::store::Message;
 use crate::support::{Span, Support};
 use crate::synth::LlmCall;
@@ -30,6 +30,9 @@ pub struct AnswerRecord {
     pub notes: Vec<String>,
     /// The scope's label.
     pub scope: String,
+    /// Whole documents read, or the top passages searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relevance: Option<Relevance>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -12,6 +12,8 @@ use crate::{Error, Result};
 pub struct ResolvedScope {
     pub filter: Option<DocFilter>,
     pub label: String,
+    /// The documents the scope names, by id (empty for all documents).
+    pub docs: Vec<i64>,
 }
 
 impl Engine {
@@ -91,6 +93,7 @@ impl Engine {
             Scope::All => Ok(ResolvedScope {
                 filter: None,
                 label: "All documents".into(),
+                docs: Vec::new(),
             }),
             Scope::Collection { id } => {
                 let c = store
@@ -109,8 +112,9 @@ impl Engine {
                     )));
                 }
                 Ok(ResolvedScope {
-                    filter: Some(DocFilter::new(ids)),
+                    filter: Some(DocFilter::new(ids.iter().copied())),
                     label: format!("Collection \"{}\"", c.name),
+                    docs: ids,
                 })
             }
             Scope::Documents { ids } => {
@@ -139,9 +143,12 @@ impl Engine {
                 } else {
                     format!("{}, {} and {} more", names[0], names[1], names.len() - 2)
                 };
+                let mut docs = ids.clone();
+                docs.dedup();
                 Ok(ResolvedScope {
                     filter: Some(DocFilter::new(ids.iter().copied())),
                     label,
+                    docs,
                 })
             }
         }

@@ -79,6 +79,67 @@ pub struct AskRequest {
     /// history the chat mode uses (only `user` and `assistant` turns count).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<ChatTurn>,
+    /// How to answer: by the question's kind (`auto`), by reading the whole
+    /// documents (`whole`), or from the top passages (`search`).
+    #[serde(default, skip_serializing_if = "RouteChoice::is_auto")]
+    pub route: RouteChoice,
+}
+
+/// Whether a question reads whole documents or searches passages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteChoice {
+    /// By the question's kind ([`super::route::question_kind`]).
+    #[default]
+    Auto,
+    /// Read every page of the documents.
+    Whole,
+    /// The top retrieved passages.
+    Search,
+}
+
+impl RouteChoice {
+    pub fn is_auto(&self) -> bool {
+        *self == RouteChoice::Auto
+    }
+}
+
+impl std::str::FromStr for RouteChoice {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "auto" | "" => Ok(Self::Auto),
+            "whole" => Ok(Self::Whole),
+            "search" => Ok(Self::Search),
+            other => Err(Error::Invalid(format!(
+                "unknown route {other:?} (one of: auto, whole, search)"
+            ))),
+        }
+    }
+}
+
+/// How a question was answered, as the answer panel's decision line shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouteView {
+    /// `whole`, `library` or `search`.
+    pub route: String,
+    /// The line: "Read all 41 pages of ctex-faq.pdf", "Searched: top 4 passages".
+    pub label: String,
+    /// The person chose it (not the question's kind).
+    #[serde(default)]
+    pub forced: bool,
+    /// The words of the question that made it a whole-document question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cue: Option<String>,
+    /// The documents read whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<i64>,
+    /// Their pages, in all.
+    #[serde(default)]
+    pub pages: u32,
+    /// How they were read: `whole` (in one prompt), `map_reduce`, `cached`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub how: String,
 }
 
 /// One turn of a conversation a client keeps itself.
@@ -289,6 +350,20 @@ pub enum AskEvent {
     /// Every sentence of the finished answer, checked against the sources.
     Support {
         support: crate::support::Support,
+    },
+    /// How the question is answered: whole documents or the top passages (sent
+    /// before the sources).
+    Route {
+        route: RouteView,
+    },
+    /// Pages of the documents read so far by a whole-document answer, and the
+    /// seconds left by the pace so far (none before the first part is read).
+    Reading {
+        file: String,
+        pages_read: u32,
+        pages: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        secs_left: Option<f64>,
     },
     /// The numbered sources a citing answer's `[N]` markers refer to.
     Citations {

@@ -28,6 +28,7 @@ pub mod postgres;
 pub mod queue;
 pub mod sqlite;
 mod states;
+pub mod summaries;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -44,11 +45,12 @@ pub use library::{
 };
 pub use queue::{Queue, QueueRow};
 pub use states::{DocStatus, QueueState, Role};
+pub use summaries::{Summaries, SummaryLeaf, SummaryTree};
 
 /// What the engine keeps in an index, whichever database holds it: its documents,
 /// queue, collections and conversations, and what the index is.
 pub trait Backend:
-    Documents + Queue + Collections + Conversations + Folders + Library + Send
+    Documents + Queue + Collections + Conversations + Folders + Library + Summaries + Send
 {
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;

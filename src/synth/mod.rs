@@ -15,6 +15,7 @@ pub mod prompts;
 pub mod scripted;
 pub mod sentence_splitter;
 pub mod splitter;
+pub mod summary_tree;
 pub mod template;
 
 use std::time::Instant;

@@ -35,3 +35,4 @@ mod synth;
 mod synth_model;
 mod synth_parity;
 mod threads;
+mod whole;

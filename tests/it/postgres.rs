@@ -10,7 +10,7 @@ use quire::engine::{Cancel, Engine, EngineConfig, IndexEvent};
 use quire::ingest::split::Chunk;
 use quire::ingest::ExtractedPage;
 use quire::retrieve::{RetrieveOptions, RetrieverKind};
-use quire::store::{NewDocument, NewMessage, Role, Store};
+use quire::store::{NewDocument, NewMessage, Role, Store, SummaryLeaf, SummaryTree};
 
 use crate::util;
 use crate::util::postgres::Postgres;
@@ -101,10 +101,37 @@ fn exercise(s: &mut Store) -> Vec<String> {
         s.set_collection_documents(c, &[a, 999])
             .map_err(|e| e.to_string())
     ));
+    // A document's summary tree: kept, replaced, read back by key.
+    let mut tree = SummaryTree {
+        leaves: vec![SummaryLeaf {
+            first_chunk: 1,
+            last_chunk: 2,
+            page_start: 1,
+            page_end: 2,
+            text: "about alphabets 字母".into(),
+        }],
+        complete: false,
+    };
+    s.put_summary_tree(a, "k", &tree).unwrap();
+    tree.complete = true;
+    s.put_summary_tree(a, "k", &tree).unwrap();
+    t.push(format!("{:?}", s.summary_tree(a, "k").unwrap()));
+    t.push(format!("{:?}", s.summary_tree(a, "other").unwrap()));
+    t.push(format!("trees of a: {}", s.summary_trees_of(a).unwrap()));
     let a2 = s
         .insert_document(&doc("/x/a.pdf", &chunks[1..], &embs[1..]))
         .unwrap();
     t.push(format!("reindexed gets a new id: {}", a2 > b));
+    // Indexed again: its summary tree is gone.
+    t.push(format!(
+        "trees of the old a: {}",
+        s.summary_trees_of(a).unwrap()
+    ));
+    s.put_summary_tree(a, "k", &tree).unwrap();
+    t.push(format!(
+        "a removed document keeps none: {}",
+        s.summary_trees_of(a).unwrap()
+    ));
     let col = s.collection_by_name("manuals").unwrap().unwrap();
     t.push(format!("{:?} {:?}", col.name, col.documents == vec![b, a2]));
     assert!(s.rename_collection(c, "Guides").unwrap());
@@ -425,14 +452,14 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     assert_eq!(a, b);
     assert!(!b.is_empty());
     // A database of the schema before postings carried their chunk's length and
-    // document (version 2) is migrated in place and ranks as before.
+    // document (version 3) is migrated in place and ranks as before.
     drop(post);
     let mut sql = postgres::Client::connect(&pg.url, postgres::NoTls).unwrap();
     sql.batch_execute(
         "ALTER TABLE postings DROP CONSTRAINT postings_pkey;
          ALTER TABLE postings DROP COLUMN len, DROP COLUMN doc_id;
          ALTER TABLE postings ADD PRIMARY KEY (term, chunk_id);
-         UPDATE quire_schema SET version = 2;",
+         UPDATE quire_schema SET version = 3;",
     )
     .unwrap();
     let post = pg_engine(&pgdir, &pg.url);

@@ -22,6 +22,7 @@ import { checkStatus } from "./status.js";
 import { showWelcome } from "./welcome.js";
 import { initConversations, openConversation, deleteMessage } from "./conversations.js";
 import { initMessages } from "./messages.js";
+import { initRoute } from "./route.js";
 import { initAsking, askAgain, editQuestion } from "./asking.js";
 import { initSettings, showChatSwitches } from "./settings.js";
 
@@ -46,6 +47,7 @@ initIndexing();
 initFolders();
 initConversations();
 initMessages({ edit: editQuestion, remove: deleteMessage, again: askAgain });
+initRoute({ again: askAgain });
 initAsking();
 initSettings();
 initScope({ onError: banner });

@@ -12,6 +12,7 @@ import { banner } from "./banner.js";
 import { userMessage, assistantMessage, setAnswerId, scrollToEnd, questionOf } from "./messages.js";
 import { showScope, setSearchedFor, renderAnswer, showSupport, showQuotes, flush, statsLine, stepView } from "./answer.js";
 import { showSources } from "./sources.js";
+import { showRoute, showReading } from "./route.js";
 import { loadConversations, syncIds } from "./conversations.js";
 
 const $ = (id) => document.getElementById(id);
@@ -48,7 +49,7 @@ function setRunning(r) {
 
 /** Ask `question`; `regenerate` (the question's message id) asks the last question
  *  again beside its answers, `replaceFrom` replaces that question and what follows. */
-async function ask(question, { regenerate, replaceFrom } = {}) {
+async function ask(question, { regenerate, replaceFrom, route } = {}) {
   if (state.running || !question.trim()) return;
   banner("");
   const mode = $("mode").value;
@@ -69,6 +70,8 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
         break;
       case "condensed": setSearchedFor(view, ev.question); break;
       case "queries": view.queries = ev.queries; break;
+      case "route": showRoute(view, ev.route); break;
+      case "reading": showReading(view, ev); break;
       case "sources":
         view.sources = ev.sources;
         view.notes = ev.notes || [];
@@ -124,6 +127,7 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
     regenerate,
     replace_from: replaceFrom,
     scope: scopeRequest(),
+    route: route || "auto",
   };
   const handle = transport.ask(request, onEvent);
   setRunning(handle);
@@ -137,6 +141,7 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
   } finally {
     flush(view);
     view.root.classList.remove("streaming");
+    if (view.route) showRoute(view, view.route);
     syncIds();
     view.root.addEventListener("click", (e) => { if (!e.target.closest("button.cite")) showSources(view); });
     setRunning(null);
@@ -148,8 +153,9 @@ function stop() {
   if (state.running) state.running.cancel();
 }
 
-/** Ask the last question again, in the toolbar's mode, beside its answers. */
-export function askAgain(view) {
+/** Ask the last question again, in the toolbar's mode, beside its answers (`route`:
+ *  whole documents or search, from the answer's toggle). */
+export function askAgain(view, route) {
   const q = questionOf(view.root);
   if (!q || state.running) return;
   if (q.nextElementSibling !== $("messages").lastElementChild) {
@@ -157,7 +163,7 @@ export function askAgain(view) {
     return;
   }
   state.group = q.nextElementSibling;
-  ask(q.querySelector(".body").textContent, { regenerate: Number(q.dataset.messageId) });
+  ask(q.querySelector(".body").textContent, { regenerate: Number(q.dataset.messageId), route });
 }
 
 /** Edit a question in place; saving asks it anew, replacing it and all after it. */

@@ -8,6 +8,7 @@ import { plainText, copyText } from "./markdown.js";
 import { showCall } from "./synthesis.js";
 import { state } from "./state.js";
 import { showSources } from "./sources.js";
+import { showRoute } from "./route.js";
 import { showScope, setSearchedFor, renderAnswer, showSupport, statsLine, stepView } from "./answer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -98,6 +99,7 @@ export function reopenedAnswer(m) {
   view.failed = !!m.status && m.status !== "stopped";
   showScope(view, m.scope, m.relevance);
   if (m.searched_for) setSearchedFor(view, m.searched_for);
+  if (m.route) showRoute(view, m.route);
   for (const c of m.calls || []) {
     const sv = stepView(view, { step: c.step, label: c.label });
     sv.prompt.querySelector("pre").textContent = c.prompt;

@@ -77,9 +77,25 @@ pub struct AskArgs {
     /// Print each event as one JSON line instead.
     #[arg(long)]
     pub json: bool,
+    /// Read the whole documents (every page), whatever the question's kind.
+    #[arg(long, conflicts_with = "search")]
+    pub whole: bool,
+    /// Answer from the top passages, whatever the question's kind.
+    #[arg(long)]
+    pub search: bool,
 }
 
 impl AskArgs {
+    /// The route `--whole` / `--search` force, else by the question's kind.
+    pub fn route(&self) -> quire::engine::RouteChoice {
+        use quire::engine::RouteChoice;
+        match (self.whole, self.search) {
+            (true, _) => RouteChoice::Whole,
+            (_, true) => RouteChoice::Search,
+            _ => RouteChoice::Auto,
+        }
+    }
+
     /// The settings overrides these options name.
     pub fn overrides(&self) -> anyhow::Result<AskOverrides> {
         let read = |flag: &str, p: &Option<PathBuf>| -> anyhow::Result<Option<String>> {
@@ -147,6 +163,18 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
                 }
             }
             AskEvent::Condensed { question } => eprintln!("searched for: {question}"),
+            AskEvent::Route { route } => eprintln!("{}", route.label),
+            AskEvent::Reading {
+                file,
+                pages_read,
+                pages,
+                secs_left,
+            } => match secs_left {
+                Some(s) if pages_read < pages => {
+                    eprintln!("reading {file}: {pages_read} of {pages} pages, about {s:.0} s left")
+                }
+                _ => eprintln!("reading {file}: {pages_read} of {pages} pages"),
+            },
             AskEvent::Sources {
                 sources: s,
                 notes,
@@ -298,6 +326,7 @@ pub fn chat(engine: &Engine, turn: TurnArgs, args: &AskArgs) -> anyhow::Result<(
             mode: turn.mode.clone(),
             overrides: overrides.clone(),
             scope: scope.clone(),
+            route: args.route(),
             ..Default::default()
         };
         match ask(engine, req, args) {

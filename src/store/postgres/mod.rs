@@ -37,6 +37,7 @@ mod folders;
 mod library;
 mod queue;
 mod search;
+mod summaries;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -148,7 +149,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX messages_by_conversation ON messages(conversation_id, id);",
     // 2: failed documents ignored; names and dates indexed for paging.
     library::SCHEMA,
-    // 3: BM25 reads a term's postings alone, from the index: each posting carries its
+    // 3: each document's summary tree (the whole-document route's cache).
+    summaries::SCHEMA,
+    // 4: BM25 reads a term's postings alone, from the index: each posting carries its
     // chunk's length and document, and the primary key covers every column read.
     search::POSTINGS_COVERED,
 ];

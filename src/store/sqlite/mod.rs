@@ -14,6 +14,7 @@ mod documents;
 mod folders;
 mod library;
 mod queue;
+mod summaries;
 
 use std::path::Path;
 
@@ -82,6 +83,8 @@ const MIGRATIONS: &[&str] = &[
     folders::SCHEMA,
     // 4: failed documents ignored; names and dates indexed for paging.
     library::SCHEMA,
+    // 5: each document's summary tree (the whole-document route's cache).
+    summaries::SCHEMA,
 ];
 
 /// The SQLite index.
