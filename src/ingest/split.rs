@@ -354,6 +354,7 @@ mod tests {
             text: text.into(),
             ocr: false,
             has_images: false,
+            tables: Vec::new(),
         }
     }
 
