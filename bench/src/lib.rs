@@ -35,6 +35,7 @@ pub mod rows;
 pub mod serving;
 pub mod store;
 pub mod support;
+pub mod tables;
 
 use std::path::{Path, PathBuf};
 

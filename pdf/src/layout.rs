@@ -78,10 +78,7 @@ impl Layout {
             let gap = origin.0 - run.x1;
             let size_ref = size.max(run.size).max(1e-6);
             let same_line = (origin.1 - run.y).abs() <= LINE_SHIFT * size_ref;
-            if horizontal
-                && same_line
-                && gap <= table::CELL_GAP * size_ref
-                && gap > -0.5 * size_ref
+            if horizontal && same_line && gap <= table::CELL_GAP * size_ref && gap > -0.5 * size_ref
             {
                 run.x1 = run.x1.max(end.0);
                 return;
@@ -126,12 +123,12 @@ impl Layout {
     }
 
     /// The page's text and the tables found in it (their rows' bytes index the text).
-    pub fn finish(mut self) -> (String, Vec<Table>) {
+    pub fn finish(mut self, params: &table::Params) -> (String, Vec<Table>) {
         self.newline();
         while self.out.ends_with('\n') {
             self.out.pop();
         }
-        let tables = table::detect(&self.out, &self.runs, &table::Params::default());
+        let tables = table::detect(&self.out, &self.runs, params);
         (self.out, tables)
     }
 }
@@ -149,7 +146,7 @@ mod tests {
         l.glyph("c", (13.5, 0.0), (18.0, 0.0), r, 10.0); // 0.35 em: new word
         l.glyph("d", (0.0, -12.0), (5.0, -12.0), r, 10.0); // next line
         l.glyph("\u{FB01}", (5.0, -12.0), (10.0, -12.0), r, 10.0);
-        assert_eq!(l.finish().0, "ab c\ndfi");
+        assert_eq!(l.finish(&table::Params::default()).0, "ab c\ndfi");
     }
 
     #[test]

@@ -26,10 +26,10 @@ mod tables;
 
 pub use encoding::normalize_ligatures;
 pub use error::{Error, Result};
-pub use table::{Params as TableParams, Table, CELL_GAP};
 pub use isolate::{
     child_main, extract_isolated, serve_child, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
 };
+pub use table::{Params as TableParams, Table, CELL_GAP};
 
 /// The text of one page.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -82,6 +82,17 @@ pub fn extract(path: &Path) -> Result<ExtractedDoc> {
 
 /// [`extract`] from the bytes of a PDF; `path` only names it in errors.
 pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
+    extract_bytes_with(path, data, &TableParams::default())
+}
+
+/// [`extract`] with the table detector's thresholds given (for measuring them).
+pub fn extract_with(path: &Path, tables: &TableParams) -> Result<ExtractedDoc> {
+    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    extract_bytes_with(path, &data, tables)
+}
+
+/// [`extract_bytes`] with the table detector's thresholds given.
+pub fn extract_bytes_with(path: &Path, data: &[u8], params: &TableParams) -> Result<ExtractedDoc> {
     let pdf_err = |reason: String| Error::Pdf {
         file: path.to_path_buf(),
         page: None,
@@ -119,7 +130,7 @@ pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
     let mut fonts = content::FontCache::new();
     let mut out = Vec::with_capacity(pages.len());
     for (number, page_id) in pages {
-        let (text, tables, has_images) = page_text(&doc, page_id, &mut fonts);
+        let (text, tables, has_images) = page_text(&doc, page_id, &mut fonts, params);
         out.push(ExtractedPage {
             number,
             text,
@@ -135,6 +146,7 @@ fn page_text(
     doc: &lopdf::Document,
     page_id: lopdf::ObjectId,
     fonts: &mut content::FontCache,
+    params: &TableParams,
 ) -> (String, Vec<Table>, bool) {
     let resources = resources::page_resources(doc, page_id);
     let Ok(data) = doc.get_page_content_with_limit(page_id, MAX_STREAM) else {
@@ -143,6 +155,6 @@ fn page_text(
     let mut interp = content::Interpreter::new(doc, fonts);
     // A fault in the stream keeps the text read before it.
     let _ = interp.run(&data, &resources, content::IDENTITY);
-    let (text, tables) = std::mem::take(&mut interp.layout).finish();
+    let (text, tables) = std::mem::take(&mut interp.layout).finish(params);
     (text, tables, interp.images)
 }

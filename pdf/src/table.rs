@@ -235,7 +235,9 @@ fn prose(rows: &[Vec<String>], p: &Params) -> bool {
             .map(|r| r.get(c).map_or(0, |t| t.split_whitespace().count()))
             .collect();
         words.sort_unstable();
-        words.get(words.len() / 2).is_some_and(|&w| w as f64 >= p.prose_words)
+        words
+            .get(words.len() / 2)
+            .is_some_and(|&w| w as f64 >= p.prose_words)
     })
 }
 
@@ -246,9 +248,7 @@ fn page_numbers(rows: &[Vec<String>]) -> bool {
         .skip(1)
         .map(|r| r.last().and_then(|t| t.trim().parse().ok()))
         .collect();
-    nums.len() >= 2
-        && nums.iter().all(Option::is_some)
-        && nums.windows(2).all(|w| w[0] <= w[1])
+    nums.len() >= 2 && nums.iter().all(Option::is_some) && nums.windows(2).all(|w| w[0] <= w[1])
 }
 
 #[cfg(test)]
@@ -289,7 +289,11 @@ mod tests {
         let (text, tables) = detect_lines(&[
             &[(72.0, "Some text before the table, a line of body.")],
             &[(72.0, "Option"), (150.0, "Type"), (220.0, "Meaning")],
-            &[(72.0, "width"), (150.0, "length"), (220.0, "the width of the box")],
+            &[
+                (72.0, "width"),
+                (150.0, "length"),
+                (220.0, "the width of the box"),
+            ],
             &[(220.0, "before it is scaled")],
             &[(72.0, "color"), (150.0, "name"), (220.0, "its colour")],
             &[(72.0, "frame"), (150.0, "boolean"), (220.0, "draw a frame")],
@@ -301,20 +305,30 @@ mod tests {
         assert_eq!(
             t.rows,
             [
-                ["width", "length", "the width of the box before it is scaled"],
+                [
+                    "width",
+                    "length",
+                    "the width of the box before it is scaled"
+                ],
                 ["color", "name", "its colour"],
                 ["frame", "boolean", "draw a frame"],
             ]
         );
         assert_eq!(t.spans.len(), 4);
         let (a, b) = t.spans[1];
-        assert_eq!(&text[a..b], "width length the width of the box\nbefore it is scaled");
+        assert_eq!(
+            &text[a..b],
+            "width length the width of the box\nbefore it is scaled"
+        );
     }
 
     #[test]
     fn a_paragraph_is_not_a_table() {
         let (_, tables) = detect_lines(&[
-            &[(72.0, "Body text runs from margin to margin, one run a line,")],
+            &[(
+                72.0,
+                "Body text runs from margin to margin, one run a line,",
+            )],
             &[(72.0, "because its word gaps are narrower than a cell gap;")],
             &[(72.0, "a short last line")],
             &[(72.0, "and a new paragraph starts at the margin once more.")],
