@@ -115,6 +115,10 @@ enum BenchCmd {
         /// The tuning half's figures over a grid of thresholds instead.
         #[arg(long)]
         grid: bool,
+        /// Only the tuning half, with every row missed or detected in excess (what
+        /// tuning looks at; the held-out half is not shown row by row).
+        #[arg(long)]
+        misses: bool,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -421,6 +425,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             marked,
             split,
             grid,
+            misses,
             json,
         } => {
             let inputs = quire_bench::tables::Inputs {
@@ -438,11 +443,18 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
                     }
                 }
             } else {
-                let r = quire_bench::tables::run(&inputs)?;
+                let halves: &[&str] = if misses { &["tune"] } else { &["tune", "held"] };
+                let mut r = quire_bench::tables::run(&inputs, halves)?;
+                if !misses {
+                    r.misses.clear();
+                }
                 if json {
                     println!("{}", serde_json::to_string(&r)?);
                 } else {
                     r.print();
+                    for m in &r.misses {
+                        println!("  {m}");
+                    }
                 }
             }
             Ok(())

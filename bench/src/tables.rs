@@ -93,6 +93,8 @@ pub struct Report {
     pub params: String,
     /// `tune`, `held`, `all`.
     pub figures: Vec<Figure>,
+    /// Each row missed or detected in excess, on the pages of the halves measured.
+    pub misses: Vec<String>,
 }
 
 impl Report {
@@ -164,8 +166,9 @@ fn detected(
     Ok(out)
 }
 
-/// The counts for the tables of one page against the rows detected there.
-fn score_page(tables: &[&Marked], rows: &[Vec<String>]) -> Figure {
+/// The counts for the tables of one page against the rows detected there; the rows
+/// missed and the rows detected in excess go to `misses`.
+fn score_page(tables: &[&Marked], rows: &[Vec<String>], misses: &mut Vec<String>) -> Figure {
     let key = |r: &[String]| normalize(&r.concat());
     let mut used = vec![false; rows.len()];
     let mut f = Figure {
@@ -187,6 +190,7 @@ fn score_page(tables: &[&Marked], rows: &[Vec<String>]) -> Figure {
                 .filter(|c| !c.is_empty())
                 .collect();
             let Some(i) = (0..rows.len()).find(|&i| !used[i] && key(&rows[i]) == k) else {
+                misses.push(format!("{} p.{} missed: {m:?}", t.doc, t.page));
                 continue;
             };
             used[i] = true;
@@ -209,6 +213,15 @@ fn score_page(tables: &[&Marked], rows: &[Vec<String>]) -> Figure {
         let marked_rows = t.rows.iter().filter(|r| !key(r).is_empty()).count();
         if marked_rows > 0 && 2 * matched >= marked_rows {
             f.tables_found += 1;
+        }
+    }
+    if let Some(t) = tables.first() {
+        for (r, _) in rows
+            .iter()
+            .zip(&used)
+            .filter(|(r, u)| !**u && !key(r).is_empty())
+        {
+            misses.push(format!("{} p.{} extra: {r:?}", t.doc, t.page));
         }
     }
     f
@@ -235,6 +248,7 @@ pub fn measure(
             ..Figure::default()
         })
         .collect();
+    let mut misses = Vec::new();
     let mut all = Figure {
         split: "all".into(),
         ..Figure::default()
@@ -263,7 +277,7 @@ pub fn measure(
                 .filter(|r| !foreign.contains(&normalize(&r.concat())))
                 .cloned()
                 .collect();
-            fig.add(&score_page(tables, &mine));
+            fig.add(&score_page(tables, &mine, &mut misses));
         }
         all.add(fig);
     }
@@ -275,6 +289,7 @@ pub fn measure(
         documents: docs.len(),
         params: format!("{params:?}"),
         figures,
+        misses,
     })
 }
 
@@ -285,15 +300,16 @@ pub struct Inputs {
     pub split: PathBuf,
 }
 
-/// The report over both halves with the detector's default thresholds.
-pub fn run(inputs: &Inputs) -> Result<Report> {
+/// The report over `halves` (both: `tune`, `held`) with the detector's default
+/// thresholds.
+pub fn run(inputs: &Inputs, halves: &[&str]) -> Result<Report> {
     let marked = load_marked(&inputs.marked)?;
     let split = load_split(&inputs.split)?;
     measure(
         &inputs.dir,
         &marked,
         &split,
-        &["tune", "held"],
+        halves,
         &TableParams::default(),
     )
 }
@@ -306,12 +322,13 @@ pub fn grid(inputs: &Inputs) -> Result<Vec<Report>> {
     for min_rows in [2, 3] {
         for line_gap in [1.8, 2.2, 3.0] {
             for align in [0.4, 0.6, 1.0] {
-                for prose_words in [4.0, 6.0] {
+                for gutter in [0.0, 0.1, 0.25] {
                     let p = TableParams {
                         min_rows,
                         line_gap,
                         align,
-                        prose_words,
+                        prose_words: 5.0,
+                        gutter,
                     };
                     out.push(measure(&inputs.dir, &marked, &split, &["tune"], &p)?);
                 }

@@ -3,8 +3,9 @@
 //! and a run of consecutive lines whose cells line up in columns — cell starts, ends
 //! or centres at the same x across lines, gaps wider than a word gap — kept as a
 //! table: its first row the header, every row's cells, and each row's bytes in the
-//! page's text. A line with one cell that starts in a later column continues the row
-//! above (a wrapped cell). Body text has one run per line, so it is never a table;
+//! page's text. Columns are the x ranges the rows' cells cover, apart by gutters, so
+//! that left, centred and right-aligned columns are found alike. A line that starts
+//! right of the column most rows start in continues the row above (a wrapped cell). Body text has one run per line, so it is never a table;
 //! a two-column page's lines are two runs of many words each, which the prose check
 //! rejects; a contents page's column of rising page numbers is not a table either.
 
@@ -48,6 +49,8 @@ pub struct Params {
     pub align: f64,
     /// Words per cell (median) from which every column reads as prose.
     pub prose_words: f64,
+    /// The share of rows whose cells may cross a gutter between two columns.
+    pub gutter: f64,
 }
 
 impl Default for Params {
@@ -58,6 +61,7 @@ impl Default for Params {
             line_gap: 2.2,
             align: 0.6,
             prose_words: 5.0,
+            gutter: 0.1,
         }
     }
 }
@@ -158,45 +162,33 @@ fn block_end(lines: &[Line<'_>], start: usize, p: &Params) -> usize {
 
 /// The table `block` makes, if it is one.
 fn table_of(text: &str, block: &[Line<'_>], p: &Params) -> Option<Table> {
-    let size = block.iter().map(|l| l.size).fold(1e-6, f64::max);
-    let tol = p.align * size;
-    // Column starts: the x where cells of the rows (lines of two cells or more) start,
-    // kept where several rows start a cell.
     let row_lines: Vec<&Line<'_>> = block.iter().filter(|l| l.cells.len() >= 2).collect();
     if row_lines.len() < p.min_rows {
         return None;
     }
-    let mut xs: Vec<f64> = row_lines
-        .iter()
-        .flat_map(|l| l.cells.iter().map(|c| c.x0))
-        .collect();
-    xs.sort_by(f64::total_cmp);
-    let mut clusters: Vec<(f64, usize)> = Vec::new();
-    for x in xs {
-        match clusters.last_mut() {
-            Some((c, n)) if x - *c / *n as f64 <= tol => {
-                *c += x;
-                *n += 1;
-            }
-            _ => clusters.push((x, 1)),
-        }
-    }
-    let need = 2.max((row_lines.len() as f64 * 0.3).ceil() as usize);
-    let cols: Vec<f64> = clusters
-        .iter()
-        .filter(|(_, n)| *n >= need)
-        .map(|(c, n)| c / *n as f64)
-        .collect();
+    let cols = columns(&row_lines, p);
     if cols.len() < 2 {
         return None;
     }
-    let col_of = |x0: f64| cols.iter().rposition(|&c| c <= x0 + tol).unwrap_or(0);
+    let col_of = |r: &Run| column_of(&cols, r);
     let cell_text = |r: &Run| -> &str { text.get(r.bytes.clone()).unwrap_or("").trim() };
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    // The column most rows start in: a line of several cells that starts right of it
+    // continues the row above (cells wrapped in several columns, or a cell spanning
+    // rows on its left).
+    let mut starts = vec![0usize; cols.len()];
+    for l in &row_lines {
+        if let Some(c) = l.cells.first() {
+            starts[col_of(c)] += 1;
+        }
+    }
+    let key = (0..cols.len())
+        .max_by_key(|&i| (starts[i], usize::MAX - i))
+        .unwrap_or(0);
     for l in block {
-        let first = l.cells.first().map_or(0, |c| col_of(c.x0));
-        let new_row = l.cells.len() >= 2 && first == 0 || rows.is_empty();
+        let first = l.cells.first().map_or(0, |c| col_of(c));
+        let new_row = l.cells.len() >= 2 && first <= key || rows.is_empty();
         if new_row {
             rows.push(vec![String::new(); cols.len()]);
             spans.push((usize::MAX, 0));
@@ -205,7 +197,7 @@ fn table_of(text: &str, block: &[Line<'_>], p: &Params) -> Option<Table> {
             continue;
         };
         for c in &l.cells {
-            let cell = &mut row[col_of(c.x0)];
+            let cell = &mut row[col_of(c)];
             if !cell.is_empty() {
                 cell.push(' ');
             }
@@ -223,6 +215,52 @@ fn table_of(text: &str, block: &[Line<'_>], p: &Params) -> Option<Table> {
         rows,
         spans,
     })
+}
+
+/// The columns of a block's rows: the x ranges where the cells of more than
+/// `p.gutter` of the rows lie, apart by gutters where fewer do (so that a cell
+/// spanning two columns in one row does not join them). Starts, centres or ends may
+/// line up: left, centred and right-aligned columns are found alike.
+fn columns(rows: &[&Line<'_>], p: &Params) -> Vec<(f64, f64)> {
+    let cells = || rows.iter().flat_map(|l| l.cells.iter());
+    let lo = cells().map(|c| c.x0).fold(f64::INFINITY, f64::min);
+    let hi = cells().map(|c| c.x1).fold(f64::NEG_INFINITY, f64::max);
+    if !(lo.is_finite() && hi.is_finite()) || hi - lo > 20_000.0 {
+        return Vec::new();
+    }
+    let mut cover = vec![0u32; (hi - lo) as usize + 2];
+    for c in cells() {
+        let last = cover.len() - 1;
+        let (a, b) = ((c.x0 - lo) as usize, ((c.x1 - lo) as usize).min(last));
+        for n in &mut cover[a.min(b)..=b] {
+            *n += 1;
+        }
+    }
+    let floor = (rows.len() as f64 * p.gutter).floor() as u32;
+    let mut out = Vec::new();
+    let mut start = None;
+    for (x, &n) in cover.iter().enumerate() {
+        match (n > floor, start) {
+            (true, None) => start = Some(x),
+            (false, Some(a)) => {
+                out.push((lo + a as f64, lo + x as f64));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(a) = start {
+        out.push((lo + a as f64, hi));
+    }
+    out
+}
+
+/// The column `r` lies in most (the nearest when it lies in none).
+fn column_of(cols: &[(f64, f64)], r: &Run) -> usize {
+    let overlap = |&(a, b): &(f64, f64)| r.x1.min(b) - r.x0.max(a);
+    (0..cols.len())
+        .max_by(|&i, &j| overlap(&cols[i]).total_cmp(&overlap(&cols[j])))
+        .unwrap_or(0)
 }
 
 /// Whether every column reads as prose (a two-column page, not a table): its median

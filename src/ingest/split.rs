@@ -628,7 +628,10 @@ mod tests {
             .iter()
             .filter(|c| !c.text.starts_with("| "))
             .collect();
-        assert!(prose.iter().all(|c| !c.text.contains("opt")), "{prose:?}");
+        assert!(
+            prose.iter().all(|c| !c.text.contains("value number")),
+            "{prose:?}"
+        );
         assert!(prose[0].text.starts_with("Prose before"));
         assert!(prose.iter().any(|c| c.text.contains("Prose after")));
         // A table chunk points at its rows on the page.
