@@ -49,7 +49,8 @@ pub struct Params {
     pub align: f64,
     /// Words per cell (median) from which every column reads as prose.
     pub prose_words: f64,
-    /// The share of rows whose cells may cross a gutter between two columns.
+    /// The share of rows whose cells may cross a gutter between two columns (one row
+    /// always may).
     pub gutter: f64,
 }
 
@@ -61,7 +62,7 @@ impl Default for Params {
             line_gap: 2.2,
             align: 0.6,
             prose_words: 5.0,
-            gutter: 0.1,
+            gutter: 0.25,
         }
     }
 }
@@ -197,11 +198,13 @@ fn table_of(text: &str, block: &[Line<'_>], p: &Params) -> Option<Table> {
             continue;
         };
         for c in &l.cells {
-            let cell = &mut row[col_of(c)];
-            if !cell.is_empty() {
-                cell.push(' ');
+            for (col, words) in split_at_gutters(&cols, c, cell_text(c)) {
+                let cell = &mut row[col];
+                if !cell.is_empty() {
+                    cell.push(' ');
+                }
+                cell.push_str(words);
             }
-            cell.push_str(cell_text(c));
             span.0 = span.0.min(c.bytes.start);
             span.1 = span.1.max(c.bytes.end);
         }
@@ -236,7 +239,7 @@ fn columns(rows: &[&Line<'_>], p: &Params) -> Vec<(f64, f64)> {
             *n += 1;
         }
     }
-    let floor = (rows.len() as f64 * p.gutter).floor() as u32;
+    let floor = ((rows.len() as f64 * p.gutter).floor() as u32).max(1);
     let mut out = Vec::new();
     let mut start = None;
     for (x, &n) in cover.iter().enumerate() {
@@ -253,6 +256,39 @@ fn columns(rows: &[&Line<'_>], p: &Params) -> Vec<(f64, f64)> {
         out.push((lo + a as f64, hi));
     }
     out
+}
+
+/// The words of `r` (whose text is `text`) by column, in order: a run that crosses a
+/// gutter (two cells closer than a cell gap) is cut between the words on either side,
+/// each word placed in the column its estimated x falls in (characters taken as
+/// equally wide; in a gutter, the run's own column).
+fn split_at_gutters<'t>(cols: &[(f64, f64)], r: &Run, text: &'t str) -> Vec<(usize, &'t str)> {
+    let whole = column_of(cols, r);
+    let n = text.chars().count().max(1) as f64;
+    let mut out: Vec<(usize, usize, usize)> = Vec::new(); // (column, start, end) in bytes
+    let mut chars_before = 0usize;
+    let mut at = 0usize;
+    for word in text.split_inclusive(char::is_whitespace) {
+        let w = word.trim_end();
+        let len = w.chars().count();
+        let mid = r.x0 + (r.x1 - r.x0) * (chars_before as f64 + len as f64 / 2.0) / n;
+        let col = cols
+            .iter()
+            .position(|&(a, b)| mid >= a && mid <= b)
+            .unwrap_or(whole);
+        match out.last_mut() {
+            Some((c, _, end)) if *c == col => *end = at + w.len(),
+            _ if !w.is_empty() => out.push((col, at, at + w.len())),
+            _ => {}
+        }
+        chars_before += word.chars().count();
+        at += word.len();
+    }
+    // Columns must not go backwards (a mis-estimate): then the run stays whole.
+    if out.windows(2).any(|w| w[1].0 <= w[0].0) || out.is_empty() {
+        return vec![(whole, text)];
+    }
+    out.into_iter().map(|(c, a, b)| (c, &text[a..b])).collect()
 }
 
 /// The column `r` lies in most (the nearest when it lies in none).
@@ -358,6 +394,35 @@ mod tests {
             &text[a..b],
             "width length the width of the box\nbefore it is scaled"
         );
+    }
+
+    #[test]
+    fn a_run_across_a_gutter_is_cut_between_its_words() {
+        // The header's second and third cells closer than a cell gap: one run.
+        let (_, tables) = detect_lines(&[
+            &[(72.0, "sin"), (150.0, "Sine asin"), (230.0, "Arc Sine")],
+            &[
+                (72.0, "cos"),
+                (150.0, "Cos"),
+                (180.0, "acos"),
+                (230.0, "Arc Cosine"),
+            ],
+            &[
+                (72.0, "sinh"),
+                (150.0, "Hyp"),
+                (180.0, "asinh"),
+                (230.0, "Arc"),
+            ],
+            &[
+                (72.0, "tan"),
+                (150.0, "Tan"),
+                (180.0, "atan"),
+                (230.0, "Arc Tangent"),
+            ],
+        ]);
+        assert_eq!(tables.len(), 1, "{tables:?}");
+        assert_eq!(tables[0].header, ["sin", "Sine", "asin", "Arc Sine"]);
+        assert_eq!(tables[0].rows[0], ["cos", "Cos", "acos", "Arc Cosine"]);
     }
 
     #[test]
