@@ -134,13 +134,12 @@ pub fn normalize(s: &str) -> String {
         .collect()
 }
 
+/// Rows of cells by (document, page).
+type PageRows = BTreeMap<(String, u32), Vec<Vec<String>>>;
+
 /// The detected tables' rows of each marked (document, page), by extracting each
 /// document once with `params`.
-fn detected(
-    dir: &Path,
-    marked: &[&Marked],
-    params: &TableParams,
-) -> Result<BTreeMap<(String, u32), Vec<Vec<String>>>> {
+fn detected(dir: &Path, marked: &[&Marked], params: &TableParams) -> Result<PageRows> {
     let mut out = BTreeMap::new();
     let mut docs: Vec<&str> = marked.iter().map(|m| m.doc.as_str()).collect();
     docs.sort_unstable();
