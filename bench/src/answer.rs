@@ -22,6 +22,22 @@ pub struct Question {
     /// The question's language (`en`, `zh`, ...), when the file says.
     #[serde(default)]
     pub lang: String,
+    /// The cells of the table row that answers it (table questions,
+    /// `bench/data/table_questions.jsonl`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub row: Vec<String>,
+}
+
+/// Whether the answering `row` is among the sources (`context`): each of its cells
+/// found there, compared as `quire bench tables` compares cells (letters, digits, CJK).
+pub fn row_in(context: &str, row: &[String]) -> bool {
+    let hay = crate::tables::normalize(context);
+    let cells: Vec<String> = row
+        .iter()
+        .map(|c| crate::tables::normalize(c))
+        .filter(|c| !c.is_empty())
+        .collect();
+    !cells.is_empty() && cells.iter().all(|c| hay.contains(c.as_str()))
 }
 
 /// One answered question, as the figures need it.
@@ -80,6 +96,20 @@ pub fn figures(
         must_contain_share: share(&|s, q| contains_all(&s.answer, &q.must_contain)),
         sources_share: share(&|s, q| contains_all(&s.context, &q.must_contain)),
         looping_share: share(&|s, _| s.looped(max_tokens)),
+        row_in_sources_share: {
+            let with_row: Vec<(&Sample, &Question)> = samples
+                .iter()
+                .zip(questions)
+                .filter(|(_, q)| !q.row.is_empty())
+                .collect();
+            (!with_row.is_empty()).then(|| {
+                with_row
+                    .iter()
+                    .filter(|(s, q)| row_in(&s.context, &q.row))
+                    .count() as f64
+                    / with_row.len() as f64
+            })
+        },
         zh_in_zh_share: {
             let zh: Vec<&Sample> = samples
                 .iter()
@@ -165,6 +195,10 @@ pub struct ModeFigures {
     /// Share (0..=1) of the Chinese questions answered in Chinese ([`mostly_chinese`]);
     /// `None` without Chinese questions.
     pub zh_in_zh_share: Option<f64>,
+    /// Share (0..=1) of the table questions whose answering row is among the sources
+    /// ([`row_in`]); `None` without table questions.
+    #[serde(default)]
+    pub row_in_sources_share: Option<f64>,
 }
 
 /// The median of `xs` (0 when empty).
@@ -555,7 +589,7 @@ pub fn tree_batch(
 /// The figures as a text table.
 pub fn table(figs: &[ModeFigures]) -> String {
     let mut s = format!(
-        "{:<20} {:>9} {:>12} {:>9} {:>10} {:>14} {:>12} {:>8} {:>9}\n",
+        "{:<20} {:>9} {:>12} {:>9} {:>10} {:>14} {:>12} {:>8} {:>9} {:>11}\n",
         "mode",
         "questions",
         "median s/q",
@@ -564,14 +598,15 @@ pub fn table(figs: &[ModeFigures]) -> String {
         "must_contain",
         "in sources",
         "looping",
-        "zh in zh"
+        "zh in zh",
+        "row in src"
     );
     for f in figs {
         let zh = f
             .zh_in_zh_share
             .map_or("-".to_string(), |z| format!("{:.0}%", z * 100.0));
         s.push_str(&format!(
-            "{:<20} {:>9} {:>12.2} {:>9.2} {:>10.1} {:>13.0}% {:>11.0}% {:>7.0}% {:>9}\n",
+            "{:<20} {:>9} {:>12.2} {:>9.2} {:>10.1} {:>13.0}% {:>11.0}% {:>7.0}% {:>9} {:>11}\n",
             f.mode.name(),
             f.questions,
             f.median_secs,
@@ -580,7 +615,9 @@ pub fn table(figs: &[ModeFigures]) -> String {
             f.must_contain_share * 100.0,
             f.sources_share * 100.0,
             f.looping_share * 100.0,
-            zh
+            zh,
+            f.row_in_sources_share
+                .map_or("-".to_string(), |z| format!("{:.0}%", z * 100.0))
         ));
     }
     s
@@ -648,6 +685,7 @@ mod tests {
             question: "q?".into(),
             must_contain: must.iter().map(|s| s.to_string()).collect(),
             lang: "en".into(),
+            row: Vec::new(),
         };
         let nodes = vec![Node::new("a", "alpha"), Node::new("b", "beta")];
         let cases = vec![
@@ -680,6 +718,17 @@ mod tests {
     }
 
     #[test]
+    fn a_row_is_among_the_sources_when_every_cell_is() {
+        let row: Vec<String> = ["\\tabcolsep", "6pt", "tabular 环境的表格项前后的间距"]
+            .map(String::from)
+            .to_vec();
+        let md = "| 命令 | 默认值 | 含义 |\n| --- | --- | --- |\n| \\tabcolsep | 6pt | tabular 环境的表格项前后的间距 |";
+        assert!(row_in(md, &row));
+        assert!(!row_in("| \\tabcolsep | 5pt | tabular |", &row));
+        assert!(!row_in(md, &[]));
+    }
+
+    #[test]
     fn tree_batch_compares_the_two_runs() {
         let llm = ScriptedLlm::new(600);
         let words: Vec<String> = (0..60).map(|w| format!("w{w:02}")).collect();
@@ -691,6 +740,7 @@ mod tests {
             question: "q?".into(),
             must_contain: Vec::new(),
             lang: String::new(),
+            row: Vec::new(),
         };
         let r = tree_batch(&llm, &[(q, nodes)], 600, 32, &Cancel::new(), &mut |_| {}).unwrap();
         let row = &r.rows[0];

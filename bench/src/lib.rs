@@ -37,6 +37,7 @@ pub mod rows;
 pub mod serving;
 pub mod store;
 pub mod support;
+pub mod tables;
 pub mod whole;
 
 use std::path::{Path, PathBuf};

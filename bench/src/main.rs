@@ -100,6 +100,29 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The table detector against the tables marked by hand: precision and recall of
+    /// rows, and of cells within matched rows, tables found, per half of the split.
+    Tables {
+        /// Folder of PDFs.
+        #[arg(long, default_value = "../shared/corpus/pdfs")]
+        pdfs: PathBuf,
+        /// The hand-marked tables.
+        #[arg(long, default_value = "bench/data/tables.jsonl")]
+        marked: PathBuf,
+        /// The committed tuning/held-out split of the marked tables.
+        #[arg(long, default_value = "bench/data/tables_split.json")]
+        split: PathBuf,
+        /// The tuning half's figures over a grid of thresholds instead.
+        #[arg(long)]
+        grid: bool,
+        /// Only the tuning half, with every row missed or detected in excess (what
+        /// tuning looks at; the held-out half is not shown row by row).
+        #[arg(long)]
+        misses: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// PDF text extraction against `pdftotext -layout`: per-page word F1 and pages/s.
     Extract {
         /// Folder of PDFs (default: ../shared/corpus/pdfs).
@@ -459,6 +482,45 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             emit(&quire_bench::margins::run(&model, &reference, steps)?, json)
         }
         BenchCmd::Extract { dir, json } => extract(dir, json),
+        BenchCmd::Tables {
+            pdfs,
+            marked,
+            split,
+            grid,
+            misses,
+            json,
+        } => {
+            let inputs = quire_bench::tables::Inputs {
+                dir: pdfs,
+                marked,
+                split,
+            };
+            if grid {
+                let reports = quire_bench::tables::grid(&inputs)?;
+                if json {
+                    println!("{}", serde_json::to_string(&reports)?);
+                } else {
+                    for r in &reports {
+                        r.print();
+                    }
+                }
+            } else {
+                let halves: &[&str] = if misses { &["tune"] } else { &["tune", "held"] };
+                let mut r = quire_bench::tables::run(&inputs, halves)?;
+                if !misses {
+                    r.misses.clear();
+                }
+                if json {
+                    println!("{}", serde_json::to_string(&r)?);
+                } else {
+                    r.print();
+                    for m in &r.misses {
+                        println!("  {m}");
+                    }
+                }
+            }
+            Ok(())
+        }
         BenchCmd::Ingest {
             dir,
             json,

@@ -78,6 +78,7 @@ pub fn fill(dir: &Path, n: usize) -> Result<Filled> {
             text: text.clone(),
             ocr: false,
             has_images: false,
+            tables: Vec::new(),
         }];
         let chunks = [Chunk {
             char_end: text.chars().count(),

@@ -21,6 +21,7 @@ mod font;
 mod isolate;
 mod layout;
 mod resources;
+mod table;
 mod tables;
 
 pub use encoding::normalize_ligatures;
@@ -28,6 +29,7 @@ pub use error::{Error, Result};
 pub use isolate::{
     child_main, extract_isolated, serve_child, Extractor, Limits, CHILD_COMMAND, EXE_ENV, FAULT_ENV,
 };
+pub use table::{Params as TableParams, Table, CELL_GAP};
 
 /// The text of one page.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -43,6 +45,10 @@ pub struct ExtractedPage {
     /// is not worth recognizing.
     #[serde(default)]
     pub has_images: bool,
+    /// The tables found in the page's text (the text keeps their cells as it reads
+    /// them; each row's bytes in it are given). Absent from pages extracted before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<Table>,
 }
 
 /// What extraction gives for one PDF.
@@ -76,6 +82,17 @@ pub fn extract(path: &Path) -> Result<ExtractedDoc> {
 
 /// [`extract`] from the bytes of a PDF; `path` only names it in errors.
 pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
+    extract_bytes_with(path, data, &TableParams::default())
+}
+
+/// [`extract`] with the table detector's thresholds given (for measuring them).
+pub fn extract_with(path: &Path, tables: &TableParams) -> Result<ExtractedDoc> {
+    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    extract_bytes_with(path, &data, tables)
+}
+
+/// [`extract_bytes`] with the table detector's thresholds given.
+pub fn extract_bytes_with(path: &Path, data: &[u8], params: &TableParams) -> Result<ExtractedDoc> {
     let pdf_err = |reason: String| Error::Pdf {
         file: path.to_path_buf(),
         page: None,
@@ -113,12 +130,13 @@ pub fn extract_bytes(path: &Path, data: &[u8]) -> Result<ExtractedDoc> {
     let mut fonts = content::FontCache::new();
     let mut out = Vec::with_capacity(pages.len());
     for (number, page_id) in pages {
-        let (text, has_images) = page_text(&doc, page_id, &mut fonts);
+        let (text, tables, has_images) = page_text(&doc, page_id, &mut fonts, params);
         out.push(ExtractedPage {
             number,
             text,
             ocr: false,
             has_images,
+            tables,
         });
     }
     Ok(ExtractedDoc { title, pages: out })
@@ -128,13 +146,15 @@ fn page_text(
     doc: &lopdf::Document,
     page_id: lopdf::ObjectId,
     fonts: &mut content::FontCache,
-) -> (String, bool) {
+    params: &TableParams,
+) -> (String, Vec<Table>, bool) {
     let resources = resources::page_resources(doc, page_id);
     let Ok(data) = doc.get_page_content_with_limit(page_id, MAX_STREAM) else {
-        return (String::new(), false);
+        return (String::new(), Vec::new(), false);
     };
     let mut interp = content::Interpreter::new(doc, fonts);
     // A fault in the stream keeps the text read before it.
     let _ = interp.run(&data, &resources, content::IDENTITY);
-    (interp.layout.finish(), interp.images)
+    let (text, tables) = std::mem::take(&mut interp.layout).finish(params);
+    (text, tables, interp.images)
 }

@@ -6,7 +6,12 @@
 //! the model's maximum sequence length: a sentence too long for one chunk is cut at
 //! token boundaries (preferring word starts), and every chunk is checked against the
 //! tokenizer before it is returned, so the embedder never truncates silently.
+//!
+//! A page's tables (found by extraction) are chunked apart from its prose, as
+//! Markdown tables: a row is a unit no chunk cuts, and every chunk of a long table
+//! repeats its header. Their rows are taken out of the prose around them.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::ExtractedPage;
@@ -52,11 +57,12 @@ pub fn split(pages: &[ExtractedPage], emb: &dyn Embedder, cfg: &SplitConfig) -> 
     let max = emb.max_tokens();
     let budget = cfg.chunk_tokens.min(max.saturating_sub(2)).max(1);
     let overlap = cfg.overlap_tokens.min(budget / 2);
+    let texts: Vec<Cow<'_, str>> = pages.iter().map(prose).collect();
     let mut pieces = Vec::new();
-    for (p, page) in pages.iter().enumerate() {
-        let spans = emb.token_spans(&page.text)?;
+    for (p, text) in texts.iter().enumerate() {
+        let spans = emb.token_spans(text)?;
         let starts: Vec<usize> = spans.iter().map(|s| s.start).collect();
-        for s in sentences(&page.text) {
+        for s in sentences(text) {
             let first = starts.partition_point(|&t| t < s.start);
             let last = starts.partition_point(|&t| t < s.end);
             let tokens = last - first;
@@ -70,14 +76,7 @@ pub fn split(pages: &[ExtractedPage], emb: &dyn Embedder, cfg: &SplitConfig) -> 
                     tokens,
                 });
             } else {
-                cut_long(
-                    &page.text,
-                    p,
-                    &spans[first..last],
-                    s.end,
-                    budget,
-                    &mut pieces,
-                );
+                cut_long(text, p, &spans[first..last], s.end, budget, &mut pieces);
             }
         }
     }
@@ -90,7 +89,7 @@ pub fn split(pages: &[ExtractedPage], emb: &dyn Embedder, cfg: &SplitConfig) -> 
             sum += pieces[j].tokens;
             j += 1;
         }
-        emit(pages, &pieces[i..j], emb, max, &mut out)?;
+        emit(pages, &texts, &pieces[i..j], emb, max, &mut out)?;
         if j == pieces.len() {
             break;
         }
@@ -103,13 +102,116 @@ pub fn split(pages: &[ExtractedPage], emb: &dyn Embedder, cfg: &SplitConfig) -> 
         }
         i = k;
     }
+    for page in pages {
+        for t in &page.tables {
+            table_chunks(page, t, emb, budget, max, &mut out)?;
+        }
+    }
+    // Tables in their place among the prose (whose chunks are already in order).
+    out.sort_by_key(|c| (c.page_start, c.char_start));
     Ok(out)
+}
+
+/// A page's text with its tables' rows blanked out (as line breaks, so that the
+/// prose before and after a table are separate paragraphs); byte offsets unchanged.
+fn prose(page: &ExtractedPage) -> Cow<'_, str> {
+    if page.tables.is_empty() {
+        return Cow::Borrowed(&page.text);
+    }
+    let mut bytes = page.text.as_bytes().to_vec();
+    for &(a, b) in page.tables.iter().flat_map(|t| &t.spans) {
+        let (a, b) = (a.min(bytes.len()), b.min(bytes.len()));
+        if page.text.is_char_boundary(a) && page.text.is_char_boundary(b) {
+            bytes[a..b.max(a)].fill(b'\n');
+        }
+    }
+    String::from_utf8(bytes).map_or(Cow::Borrowed(&page.text), Cow::Owned)
+}
+
+/// One Markdown table row of `ncols` cells (`|` escaped, line breaks as spaces).
+fn markdown_row(cells: &[String], ncols: usize) -> String {
+    let mut row = String::from("|");
+    for i in 0..ncols {
+        let cell = cells.get(i).map_or("", |c| c.trim());
+        row.push(' ');
+        row.push_str(&cell.replace('|', "\\|").replace('\n', " "));
+        row.push_str(" |");
+    }
+    row
+}
+
+/// The chunks of one table: Markdown, the header and its separator first, then as
+/// many whole rows as fit in `budget` (at least one); a row too long for the model's
+/// window even alone is cut as text.
+fn table_chunks(
+    page: &ExtractedPage,
+    t: &quire_pdf::Table,
+    emb: &dyn Embedder,
+    budget: usize,
+    max: usize,
+    out: &mut Vec<Chunk>,
+) -> Result<()> {
+    let ncols = t.rows.iter().map(Vec::len).fold(t.header.len(), usize::max);
+    if ncols == 0 {
+        return Ok(());
+    }
+    let head = format!(
+        "{}\n|{}",
+        markdown_row(&t.header, ncols),
+        " --- |".repeat(ncols)
+    );
+    let chars = |byte: usize| page.text.get(..byte).map_or(0, |s| s.chars().count());
+    // Row i's span is spans[i + 1] (the header's is the first).
+    let span = |i: usize| t.spans.get(i + 1).copied().unwrap_or((0, 0));
+    let push = |text: String, tokens: usize, first: usize, last: usize, out: &mut Vec<Chunk>| {
+        out.push(Chunk {
+            text,
+            page_start: page.number,
+            page_end: page.number,
+            char_start: chars(span(first).0),
+            char_end: chars(span(last).1),
+            tokens,
+        });
+    };
+    let mut i = 0;
+    while i < t.rows.len() {
+        let mut text = head.clone();
+        let mut tokens = 0;
+        let mut j = i;
+        while j < t.rows.len() {
+            let next = format!("{text}\n{}", markdown_row(&t.rows[j], ncols));
+            let n = emb.count_tokens(&next)?;
+            if j > i && n > budget + 2 {
+                break;
+            }
+            text = next;
+            tokens = n;
+            j += 1;
+        }
+        if tokens <= max {
+            push(text, tokens, i, j - 1, out);
+        } else {
+            // One row alone over the window: its cells as text, cut at tokens.
+            let row = t.rows[i].join(" ");
+            let spans = emb.token_spans(&row)?;
+            let mut pieces = Vec::new();
+            cut_long(&row, 0, &spans, row.len(), budget, &mut pieces);
+            for p in pieces {
+                let piece = row[p.bytes].to_string();
+                let n = emb.count_tokens(&piece)?;
+                push(piece, n, i, i, out);
+            }
+        }
+        i = j;
+    }
+    Ok(())
 }
 
 /// Turn `pieces` into a chunk, checking its real token count; a chunk the tokenizer
 /// finds too long (a word cut in two tokenizes differently) is halved.
 fn emit(
     pages: &[ExtractedPage],
+    texts: &[Cow<'_, str>],
     pieces: &[Piece],
     emb: &dyn Embedder,
     max: usize,
@@ -131,18 +233,24 @@ fn emit(
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(&pages[page].text[start..end]);
+        text.push_str(&texts[page][start..end]);
+    }
+    if pages[first.page].tables.len() + pages[last.page].tables.len() > 0 {
+        // A table taken out between two pieces leaves a run of line breaks.
+        while text.contains("\n\n\n") {
+            text = text.replace("\n\n\n", "\n\n");
+        }
     }
     let tokens = emb.count_tokens(&text)?;
     if tokens > max {
         if pieces.len() > 1 {
             let mid = pieces.len() / 2;
-            emit(pages, &pieces[..mid], emb, max, out)?;
-            return emit(pages, &pieces[mid..], emb, max, out);
+            emit(pages, texts, &pieces[..mid], emb, max, out)?;
+            return emit(pages, texts, &pieces[mid..], emb, max, out);
         }
         // One piece over the limit: cut it in halves by its own tokens.
         let p = &pieces[0];
-        let page_text = &pages[p.page].text;
+        let page_text = &texts[p.page];
         let spans = emb.token_spans(&page_text[p.bytes.clone()])?;
         if spans.len() < 2 {
             return Err(Error::Invalid(format!(
@@ -163,10 +271,15 @@ fn emit(
                 tokens: spans.len() - spans.len() / 2,
             },
         ];
-        emit(pages, &halves[..1], emb, max, out)?;
-        return emit(pages, &halves[1..], emb, max, out);
+        emit(pages, texts, &halves[..1], emb, max, out)?;
+        return emit(pages, texts, &halves[1..], emb, max, out);
     }
-    let char_offset = |page: usize, byte: usize| pages[page].text[..byte].chars().count();
+    let char_offset = |page: usize, byte: usize| {
+        pages[page]
+            .text
+            .get(..byte)
+            .map_or(0, |s| s.chars().count())
+    };
     out.push(Chunk {
         text,
         page_start: pages[first.page].number,
@@ -354,6 +467,7 @@ mod tests {
             text: text.into(),
             ocr: false,
             has_images: false,
+            tables: Vec::new(),
         }
     }
 
@@ -465,5 +579,63 @@ mod tests {
         assert!(split(&pages, &Words(64), &SplitConfig::default())
             .unwrap()
             .is_empty());
+    }
+
+    #[test]
+    fn a_table_is_chunked_by_whole_rows_with_its_header_repeated() {
+        let mut text = String::from("Prose before the table, about options:\nOption Value");
+        let mut spans = vec![(text.len() - "Option Value".len(), text.len())];
+        let mut rows = Vec::new();
+        for i in 0..12 {
+            text.push('\n');
+            let at = text.len();
+            text.push_str(&format!("opt{i} value number {i} here"));
+            spans.push((at, text.len()));
+            rows.push(vec![format!("opt{i}"), format!("value number {i} here")]);
+        }
+        text.push_str("\nProse after the table. It ends here.");
+        let mut p = page(4, &text);
+        p.tables.push(quire_pdf::Table {
+            header: vec!["Option".into(), "Value".into()],
+            rows,
+            spans,
+        });
+        let cfg = SplitConfig {
+            chunk_tokens: 40,
+            overlap_tokens: 0,
+        };
+        let chunks = split(&[p], &Words(64), &cfg).unwrap();
+        let tables: Vec<&Chunk> = chunks.iter().filter(|c| c.text.starts_with("| ")).collect();
+        assert!(tables.len() > 1, "{chunks:#?}");
+        let mut seen = Vec::new();
+        for c in &tables {
+            let lines: Vec<&str> = c.text.lines().collect();
+            assert_eq!(lines[0], "| Option | Value |");
+            assert_eq!(lines[1], "| --- | --- |");
+            for l in &lines[2..] {
+                // Every row whole: its two cells.
+                assert!(l.starts_with("| opt") && l.ends_with(" here |"), "{l}");
+                seen.push(l.to_string());
+            }
+            assert!(c.tokens <= 42 || lines.len() == 3, "{c:?}");
+        }
+        let want: Vec<String> = (0..12)
+            .map(|i| format!("| opt{i} | value number {i} here |"))
+            .collect();
+        assert_eq!(seen, want);
+        // The prose keeps its text without the table's cells, in page order.
+        let prose: Vec<&Chunk> = chunks
+            .iter()
+            .filter(|c| !c.text.starts_with("| "))
+            .collect();
+        assert!(
+            prose.iter().all(|c| !c.text.contains("value number")),
+            "{prose:?}"
+        );
+        assert!(prose[0].text.starts_with("Prose before"));
+        assert!(prose.iter().any(|c| c.text.contains("Prose after")));
+        // A table chunk points at its rows on the page.
+        let first: String = text.chars().skip(tables[0].char_start).collect();
+        assert!(first.starts_with("opt0 value"), "{first}");
     }
 }

@@ -33,7 +33,7 @@ use crate::{Error, Result};
 pub use bm25::Bm25Index;
 pub use fusion::{Evidence, FusionMode};
 pub use index::{ChunkRow, IndexBuilder, IndexCorpus, RetrievalIndex};
-pub use page_kind::{page_kind, PageKind};
+pub use page_kind::{page_kind, table_kind, PageKind};
 pub use vector::{ExactVectors, VectorIndex};
 
 /// One retriever's answer for one chunk: its id and the retriever's raw score
@@ -204,9 +204,17 @@ pub struct SourceNode {
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub chunk: Option<ChunkInfo>,
     /// What kind of navigation page its text is (a table of contents, an index…),
-    /// `None` for body text or before [`search`] read the text.
+    /// or `table` for a table's rows; `None` for body text or before [`search`] read
+    /// the text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<PageKind>,
+}
+
+impl SourceNode {
+    /// Whether it is a navigation page, which retrieval demotes.
+    pub fn is_navigation(&self) -> bool {
+        self.kind.is_some_and(PageKind::is_navigation)
+    }
 }
 
 /// How to retrieve.
@@ -455,7 +463,7 @@ pub fn search(
     };
     let first = opts.top_k.min(r.nodes.len());
     read_chunks(corpus, &mut r.nodes[..first])?;
-    if demote && r.nodes[..first].iter().any(|n| n.kind.is_some()) {
+    if demote && r.nodes[..first].iter().any(SourceNode::is_navigation) {
         read_chunks(corpus, &mut r.nodes[first..])?;
         demote_navigation(&mut r.nodes, opts.navigation_weight);
     }
@@ -472,7 +480,10 @@ fn read_chunks(corpus: &dyn Corpus, nodes: &mut [SourceNode]) -> Result<()> {
     let mut infos = corpus.chunk_infos(&ids)?;
     for n in nodes {
         n.chunk = infos.remove(&n.chunk_id);
-        n.kind = n.chunk.as_ref().and_then(|c| page_kind(&c.text));
+        n.kind = n
+            .chunk
+            .as_ref()
+            .and_then(|c| table_kind(&c.text).or_else(|| page_kind(&c.text)));
     }
     Ok(())
 }
@@ -481,7 +492,7 @@ fn read_chunks(corpus: &dyn Corpus, nodes: &mut [SourceNode]) -> Result<()> {
 /// score, which only `simple` fusion over cosines gives, is divided by it instead,
 /// so that it too moves down) and sort again, best first, ties in their order.
 fn demote_navigation(nodes: &mut [SourceNode], weight: f64) {
-    for n in nodes.iter_mut().filter(|n| n.kind.is_some()) {
+    for n in nodes.iter_mut().filter(|n| n.is_navigation()) {
         n.score = if n.score >= 0.0 || weight == 0.0 {
             n.score * weight
         } else {
@@ -492,7 +503,7 @@ fn demote_navigation(nodes: &mut [SourceNode], weight: f64) {
     // scores' signs.
     let zero = weight == 0.0;
     nodes.sort_by(|a, b| {
-        let last = |n: &SourceNode| zero && n.kind.is_some();
+        let last = |n: &SourceNode| zero && n.is_navigation();
         last(a)
             .cmp(&last(b))
             .then_with(|| b.score.total_cmp(&a.score))

@@ -24,6 +24,9 @@ pub enum PageKind {
     Index,
     /// A bibliography or list of references.
     Bibliography,
+    /// Not navigation: a table's rows, as a Markdown table ([`table_kind`]); shown as
+    /// a table, never demoted.
+    Table,
 }
 
 impl PageKind {
@@ -34,8 +37,28 @@ impl PageKind {
             PageKind::Figures => "figures",
             PageKind::Index => "index",
             PageKind::Bibliography => "bibliography",
+            PageKind::Table => "table",
         }
     }
+
+    /// Whether it is a navigation page (which retrieval demotes), not a table.
+    pub fn is_navigation(self) -> bool {
+        self != PageKind::Table
+    }
+}
+
+/// [`PageKind::Table`] when `text` is a Markdown table (a table chunk, as splitting
+/// makes them: a header row, its `| --- |` separator, rows).
+pub fn table_kind(text: &str) -> Option<PageKind> {
+    let mut lines = text.lines();
+    let row = |l: &str| l.starts_with("| ") && l.ends_with(" |");
+    let head = lines.next().is_some_and(row);
+    let sep = lines.next().is_some_and(|l| {
+        l.starts_with("| ---")
+            && l.split('|')
+                .all(|c| c.trim().is_empty() || c.trim() == "---")
+    });
+    (head && sep).then_some(PageKind::Table)
 }
 
 impl std::fmt::Display for PageKind {
@@ -465,6 +488,10 @@ mod tests {
     #[test]
     fn too_little_text_is_body() {
         assert_eq!(page_kind(""), None);
+        let md = "| Option | Value |\n| --- | --- |\n| width | 3pt |";
+        assert_eq!(table_kind(md), Some(PageKind::Table));
+        assert!(!PageKind::Table.is_navigation());
+        assert_eq!(table_kind("| just a line |\nand text"), None);
         assert_eq!(page_kind("1 Introduction . . . . . . 1"), None);
     }
 

@@ -7,7 +7,8 @@ function esc(s) {
   return s.replace(/\\/g, "\\\\").replace(/\(/g, "\\(").replace(/\)/g, "\\)");
 }
 
-/** pages: array of arrays of lines. `extra` adds to the file: `catalog` (entries of
+/** pages: array of arrays of lines (a line is a string, or a table row: an array of
+ *  [x, text] cells placed on its baseline). `extra` adds to the file: `catalog` (entries of
  *  the catalog dictionary), `page` (entries of every page dictionary), `objects` (more
  *  objects, numbered after the pages' own; their numbers are `first`, `first + 1`, …
  *  where `first` is passed to each function). */
@@ -22,7 +23,13 @@ export function makePdf(path, pages, extra = {}) {
   const kids = [];
   for (const lines of pages) {
     const ops = ["BT", "/F1 11 Tf", "14 TL", "72 740 Td"];
-    for (const l of lines) ops.push(`(${esc(l)}) Tj T*`);
+    lines.forEach((l, i) => {
+      if (typeof l === "string") return ops.push(`(${esc(l)}) Tj T*`);
+      // A row of cells: [x, text] pairs on the line's baseline, then the next line.
+      const y = 740 - 14 * i;
+      for (const [x, t] of l) ops.push(`1 0 0 1 ${x} ${y} Tm (${esc(t)}) Tj`);
+      ops.push(`1 0 0 1 72 ${y - 14} Tm`);
+    });
     ops.push("ET");
     const stream = ops.join("\n");
     const content = add(`<< /Length ${Buffer.byteLength(stream, "latin1")} >>\nstream\n${stream}\nendstream`);

@@ -8,7 +8,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { citationParts, queryTerms } from "../../ui/js/dom.js";
-import { normalize, pageText, locate, findAll, itemRanges } from "../../ui/js/locate.js";
+import { normalize, pageText, locate, findAll, itemRanges, passageText } from "../../ui/js/locate.js";
+
+test("a table chunk is found on the page by its rows, without the Markdown or its header", () => {
+  const md = "| Option | Default | Meaning |\n| --- | --- | --- |\n| bookmarks | true | 是否生成书签 |\n| a\\|b | x | y |";
+  assert.equal(passageText(md), "bookmarks true 是否生成书签\na|b x y");
+  assert.equal(passageText("Plain text | with a pipe."), "Plain text | with a pipe.");
+  // The rows as PDF.js lays them out, below the header: the row is found, not the header.
+  const page = pageText(["Option", "Default", "Meaning", "pdftitle=", "空", "标题", "bookmarks=⟨true|false⟩", "true", "是否生成书签"]);
+  const hit = locate(normalize(passageText("| Option | Default | Meaning |\n| --- | --- | --- |\n| bookmarks=⟨true\\|false⟩ | true | 是否生成书签 |")).text, page.text);
+  assert.ok(hit && hit.found === 1);
+  assert.equal(page.text.slice(hit.start, hit.end), normalize("bookmarks=⟨true|false⟩ true 是否生成书签").text);
+});
 
 test("citation markers become citations, whole once streamed", () => {
   const known = new Set([1, 2]);

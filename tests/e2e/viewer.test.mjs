@@ -145,6 +145,38 @@ test("a document in the list opens at its first page", async () => {
   assert.ok(await page.locator("#viewer").isHidden());
 });
 
+test("a table source shows as a table and the viewer marks its row", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "quire-table-"));
+  const pdf = join(dir, "tables.pdf");
+  const rows = [["quillwidth", "length", "The width of the quill margin"], ["inkcolor", "name", "The colour of the ink pot"],
+    ["blotter", "boolean", "Whether a blotter dries each page"], ["nibstyle", "choice", "The nib: broad, fine or italic"]];
+  makePdf(pdf, [["The scriptorium package takes these options, each described below.", "",
+    [[72, "Option"], [200, "Type"], [300, "Meaning"]], ...rows.map((r) => [[72, r[0]], [200, r[1]], [300, r[2]]]),
+    "", "Load it with the usual command; the options go between brackets."]]);
+  await upload(pdf, "tables");
+  await retrieve("Which scriptorium option sets the colour of the ink pot?");
+  const src = page.locator("#sources li.source", { has: page.locator('.src-kind[data-kind="table"]') }).first();
+  await src.waitFor();
+  // Drawn as a table: the header, then the rows, cells as text.
+  assert.deepEqual(await src.locator("table.md-table th").allTextContents(), ["Option", "Type", "Meaning"]);
+  const cells = await src.locator("table.md-table td").allTextContents();
+  assert.ok(cells.includes("inkcolor") && cells.includes("The colour of the ink pot"), cells.join("|"));
+  assert.equal(await src.locator(".src-kind").textContent(), "table");
+  await page.screenshot({ path: join(shots, "14-table-source.png") });
+  await page.click("#theme-btn");
+  await page.screenshot({ path: join(shots, "14-table-source-dark.png") });
+  await page.click("#theme-btn");
+  // The viewer marks the rows, not the header above them.
+  await src.locator(".src-open").click();
+  assert.equal(await shown(), 1);
+  await page.waitForFunction(() => document.querySelectorAll("#viewer .textLayer .hl").length > 0, null, { timeout: 60_000 });
+  const marked = await highlightedText();
+  assert.ok(marked.includes("inkcolor") && marked.includes("colour of the ink pot"), marked);
+  assert.ok(!marked.includes("Meaning"), marked);
+  await page.screenshot({ path: join(shots, "14-table-viewer.png") });
+  rmSync(dir, { recursive: true, force: true });
+});
+
 test("a hostile PDF opens, shows its text, and runs nothing", async () => {
   const hostile = join(dataDir, "hostile-viewer.pdf");
   makeHostilePdf(hostile);

@@ -187,6 +187,7 @@ pub(crate) fn library_transcript(s: &mut Store) -> Vec<String> {
         text: "some text".into(),
         ocr: false,
         has_images: false,
+        tables: Vec::new(),
     };
     let mut failed = Vec::new();
     for i in 0..30 {

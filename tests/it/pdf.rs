@@ -422,3 +422,34 @@ fn a_held_extraction_stops_its_child_then_finishes_the_same() {
     assert!(!stopped_child(), "a child is left stopped");
     assert_eq!(held, plain);
 }
+
+/// A real table: the Maxima book's trigonometric functions (p. 43), four columns, no
+/// header rule, found with its rows whole and kept across the isolated child.
+#[test]
+fn a_corpus_table_is_found_with_its_rows() {
+    let file = util::shared().join("corpus/pdfs/maximabook-19-Sept-2004.pdf");
+    let doc = quire::ingest::pdf::extract(&file).unwrap();
+    let page = doc.pages.iter().find(|p| p.number == 43).unwrap();
+    let t = page
+        .tables
+        .iter()
+        .find(|t| t.header.first().map(String::as_str) == Some("sin"))
+        .unwrap_or_else(|| panic!("no trig table: {:#?}", page.tables));
+    assert_eq!(t.header, ["sin", "Sine", "asin", "Arc Sine"]);
+    assert_eq!(t.rows.len(), 11, "{t:#?}");
+    assert_eq!(
+        t.rows[10],
+        [
+            "coth",
+            "Hyperbolic Cotangent",
+            "acoth",
+            "Hyperbolic Arc Cotangent"
+        ]
+    );
+    // Each row's span is that row's text on the page.
+    let (a, b) = t.spans[11];
+    assert!(page.text[a..b].starts_with("coth"), "{}", &page.text[a..b]);
+    // The isolated child hands the same tables back.
+    let isolated = extractor().extract(&file).unwrap();
+    assert_eq!(isolated.pages[42].tables, page.tables);
+}

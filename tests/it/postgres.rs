@@ -50,6 +50,7 @@ fn page(number: u32, text: &str, ocr: bool) -> ExtractedPage {
         text: text.into(),
         ocr,
         has_images: false,
+        tables: Vec::new(),
     }
 }
 

@@ -8,6 +8,25 @@
 
 const KEEP = /[\p{L}\p{N}]/u;
 
+/** A table chunk's cells — `{ header, rows }`, each row a list of cell texts (`\\|`
+ *  unescaped) — when `text` is a Markdown table as splitting makes them (a header row,
+ *  its `| --- |` line, rows); else null. */
+export function tableCells(text) {
+  const lines = String(text || "").split("\n");
+  const row = (l) => l.startsWith("| ") && l.endsWith(" |");
+  if (lines.length < 2 || !row(lines[0]) || !/^\|( --- \|)+$/.test(lines[1])) return null;
+  const cells = (l) => l.slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim().replaceAll("\\|", "|"));
+  return { header: cells(lines[0]), rows: lines.slice(2).filter(row).map(cells) };
+}
+
+/** The text of a passage as the page shows it: a table chunk becomes its rows alone,
+ *  cells apart by spaces, so that the rows, not the header above them, are marked;
+ *  other text is kept. */
+export function passageText(text) {
+  const t = tableCells(text);
+  return t ? t.rows.map((r) => r.join(" ")).join("\n") : text;
+}
+
 /** `text` in the normal form, with `at[i]` = the index in `text` of normal char `i`. */
 export function normalize(text) {
   let out = "";

@@ -1,10 +1,12 @@
 // The sources panel beside the chat, for one answer: what was searched for, the
 // generated queries and notes, each source with its retrievers' ranks, its rerank score,
-// its kind when it is a navigation page (table of contents, index…) and the citations
+// its kind when it is a navigation page (table of contents, index…) or a table's rows
+// (drawn as a table, cells as text) and the citations
 // that name it; a citation `[N]` selects its source and opens the
 // page. Source text is untrusted: it is shown through ./dom.js as text only.
 import { el, clear, highlighted, queryTerms, langOf } from "./dom.js";
 import { openDocument } from "./viewer.js";
+import { tableCells } from "./locate.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -33,7 +35,9 @@ export function showSources(view) {
     const pages = s.page_start === s.page_end ? `p. ${s.page_start}` : `pp. ${s.page_start}–${s.page_end}`;
     const ranks = (s.evidence || []).map((e) => `${e.retriever} #${e.rank + 1}${e.query_index ? ` (q${e.query_index + 1})` : ""}`).join(", ");
     const cites = (view.citations || []).filter((c) => c.chunk_id === s.chunk_id);
-    const text = el("div", { class: "src-text", title: "Click to expand", lang: langOf(s.text || "") }, sourceText(s.text || "", cites, terms));
+    const cells = s.kind === "table" ? tableCells(s.text) : null;
+    const text = el("div", { class: `src-text${cells ? " src-table" : ""}`, title: "Click to expand", lang: langOf(s.text || "") },
+      cells ? tableView(cells, terms) : sourceText(s.text || "", cites, terms));
     text.addEventListener("click", () => text.classList.toggle("open"));
     ol.append(el("li", { class: "source", dataset: { file: s.file, pages, chunkId: s.chunk_id } },
       el("div", { class: "src-head" },
@@ -43,11 +47,19 @@ export function showSources(view) {
         el("span", { class: "src-score" }, `score ${Number(s.score).toFixed(4)}`),
         s.ocr ? el("span", { class: "ocr-mark", title: "This passage was read from a scanned page by text recognition" }, "text from OCR") : null,
         KIND_LABELS[s.kind] ? el("span", { class: "src-kind", dataset: { kind: s.kind }, title: "A navigation page: it lists the document's contents rather than answering, so it is ranked lower" }, KIND_LABELS[s.kind]) : null,
+        cells ? el("span", { class: "src-kind", dataset: { kind: "table" }, title: "Rows of a table in the document, under its header; opening it marks the rows on the page" }, "table") : null,
         s.rerank_score != null ? el("span", { class: "src-rerank", title: "The LLM reranker's relevance, 1–10" }, `rerank ${Number(s.rerank_score).toFixed(0)}/10`) : null,
         cites.length ? el("span", { class: "src-cites" }, `cited as ${cites.map((c) => `[${c.number}]`).join(" ")}`) : null),
       el("div", { class: "src-ranks" }, ranks),
       text));
   }
+}
+
+/** A table chunk's cells as a table (text only: cells come from the document). */
+function tableView({ header, rows }, terms) {
+  return el("table", { class: "md-table" },
+    el("thead", {}, el("tr", {}, header.map((c) => el("th", {}, highlighted(c, terms))))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, header.map((_, i) => el("td", {}, highlighted(r[i] || "", terms)))))));
 }
 
 /** A source's text with the query's terms marked, and each numbered piece a citation

@@ -5,7 +5,7 @@
 // PDF.js's sandbox), no annotation layer (links and actions are not clickable), no XFA
 // forms, and the page's text is put in spans as text by PDF.js's TextLayer.
 import { el, clear } from "./dom.js";
-import { normalize, pageText, locate, findAll, itemRanges } from "./locate.js";
+import { normalize, pageText, locate, findAll, itemRanges, passageText } from "./locate.js";
 import { transport } from "./transport.js";
 
 const $ = (id) => document.getElementById(id);
@@ -50,7 +50,7 @@ export async function openDocument({ docId, name, page = 1, pageEnd, passage }) 
   $("app").classList.add("viewing");
   $("viewer-title").textContent = name || "";
   $("viewer-title").title = name || "";
-  V.target = passage ? { text: passage, pageStart: page, pageEnd: pageEnd || page } : null;
+  V.target = passage ? { text: passageText(passage), pageStart: page, pageEnd: pageEnd || page } : null;
   V.page = page;
   const seq = ++V.seq;
   if (V.docId !== docId || !V.doc) {

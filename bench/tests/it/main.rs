@@ -11,3 +11,4 @@ mod memory;
 mod retrieval;
 mod serving;
 mod store;
+mod tables;

@@ -281,6 +281,7 @@ mod tests {
             text: "alpha beta. gamma".into(),
             ocr: false,
             has_images: false,
+            tables: Vec::new(),
         }];
         let chunks = [chunk(1, "alpha beta."), chunk(1, "gamma")];
         let embs = [vec![1.0, 0.0], vec![0.0, -1.5]];

@@ -73,6 +73,7 @@ mod tests {
             text: "hello world".into(),
             ocr: false,
             has_images: false,
+            tables: Vec::new(),
         }];
         let chunks = [Chunk {
             text: "hello world".into(),
