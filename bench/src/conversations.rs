@@ -426,3 +426,82 @@ impl std::fmt::Display for ConversationBench {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn every_conversation_is_in_exactly_one_half_and_well_formed() {
+        let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let split = Split::load(&bench.join("data/conversations_split.json")).unwrap();
+        let mut follow_ups = 0;
+        let mut long = 0;
+        for (set, file) in [
+            ("conversations", "data/conversations.jsonl"),
+            ("conversations2", "data/conversations2.jsonl"),
+        ] {
+            let convs: Vec<Conversation> = quire::jsonl::read(&bench.join(file)).unwrap();
+            let s = &split.sets[set];
+            assert_eq!(s.tune.len() + s.held.len(), convs.len(), "{set}");
+            for c in &convs {
+                assert_eq!(split.place(&c.id).map(|p| p.0), Some(set), "{}", c.id);
+                assert!(c.turns.len() >= 2, "{}", c.id);
+                assert!(c.lang == "en" || c.lang == "zh", "{}", c.id);
+                for t in &c.turns {
+                    assert!(
+                        !t.pages.is_empty() && !t.must_contain.is_empty(),
+                        "{}",
+                        c.id
+                    );
+                }
+                follow_ups += c.turns.len() - 1;
+                long += usize::from(c.turns.len() >= 3);
+            }
+            // Halved within each language: the halves differ by at most one each.
+            assert!(s.tune.len().abs_diff(s.held.len()) <= 2, "{set}");
+        }
+        assert!(follow_ups >= 60 && long >= 20, "{follow_ups} {long}");
+        let mut all: Vec<&String> = split
+            .sets
+            .values()
+            .flat_map(|s| s.tune.iter().chain(&s.held))
+            .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "an id in two halves or two sets");
+    }
+
+    #[test]
+    fn shares_count_each_column_and_leave_reranking_out_when_not_run() {
+        let row = |plain, thread, reranked: Option<bool>| FollowUp {
+            conversation: "F01".into(),
+            turn: 2,
+            question: "q".into(),
+            searched_for: "s".into(),
+            half: "tune".into(),
+            plain,
+            condensed: false,
+            thread,
+            asked: thread,
+            plain_reranked: reranked,
+            answer_has_terms: true,
+            condense_secs: 1.0,
+            rerank_secs: 0.0,
+            secs: 2.0,
+        };
+        let rows = [row(true, true, None), row(false, true, None)];
+        let s = shares("tune", &rows.iter().collect::<Vec<_>>());
+        assert_eq!(
+            (s.follow_ups, s.plain, s.condensed, s.thread),
+            (2, 0.5, 0.0, 1.0)
+        );
+        assert_eq!(s.plain_reranked, None);
+        assert_eq!(s.condense_secs, 1.0);
+        let rows = [row(true, true, Some(true)), row(false, true, Some(false))];
+        let s = shares("tune", &rows.iter().collect::<Vec<_>>());
+        assert_eq!(s.plain_reranked, Some(0.5));
+    }
+}

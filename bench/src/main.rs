@@ -154,6 +154,10 @@ enum BenchCmd {
         /// fused score is multiplied by, 0 to 1 (1: not demoted); default: retrieval's.
         #[arg(long)]
         nav_weight: Option<f64>,
+        /// Also search the Latin words of mixed Chinese queries alone
+        /// (`RetrieveOptions::latin_variant`, off by default).
+        #[arg(long)]
+        latin_variant: bool,
         /// Search this Quire index (built by `quire index`, Quire's own extraction and
         /// splitting) instead of indexing `--pdfs` with pdftotext pages.
         #[arg(long)]
@@ -425,6 +429,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             split,
             fusion,
             nav_weight,
+            latin_variant,
             data_dir,
             embedder,
             queries,
@@ -438,6 +443,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             if let Some(w) = nav_weight {
                 settings.navigation_weight = w;
             }
+            settings.latin_variant = latin_variant;
             retrieval(
                 json,
                 &pdfs,

@@ -68,7 +68,10 @@ async function ask(question, { regenerate, replaceFrom } = {}) {
         }
         break;
       case "condensed": setSearchedFor(view, ev.question); break;
-      case "queries": view.queries = ev.queries; break;
+      case "queries":
+        view.queries = ev.queries;
+        if (view.searchedFor) setSearchedFor(view, view.searchedFor, ev.queries);
+        break;
       case "sources":
         view.sources = ev.sources;
         view.notes = ev.notes || [];
