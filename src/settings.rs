@@ -60,6 +60,10 @@ pub struct Settings {
     /// How a question in a conversation uses the history: condense_plus_context,
     /// condense_question, or off (each question alone).
     pub chat_mode: String,
+    /// How a condensed follow-up is searched (`chat::follow_up`): `thread` (the
+    /// condensed question fused with the follow-up as typed and the previous
+    /// question) or `condensed` (the condensed question alone, as LlamaIndex).
+    pub follow_up_search: String,
     /// Answer with numbered sources and `[N]` citations (LlamaIndex's
     /// CitationQueryEngine).
     pub cite_sources: bool,
@@ -130,6 +134,9 @@ impl Default for Settings {
             template_vars: BTreeMap::new(),
             batch_tree: true,
             chat_mode: "condense_plus_context".into(),
+            follow_up_search: crate::chat::follow_up::FollowUpSearch::default()
+                .name()
+                .into(),
             cite_sources: false,
             citation_chunk_size: crate::chat::citation::CHUNK_SIZE,
             rerank: false,
@@ -266,6 +273,8 @@ impl Settings {
             ));
         }
         self.chat_mode.parse::<crate::chat::ChatMode>()?;
+        self.follow_up_search
+            .parse::<crate::chat::follow_up::FollowUpSearch>()?;
         if !(32..=4096).contains(&self.citation_chunk_size) {
             return bad(format!(
                 "citation_chunk_size must be 32..=4096, not {}",

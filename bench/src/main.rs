@@ -165,7 +165,7 @@ enum BenchCmd {
         pdfs: PathBuf,
         /// One JSON question a line (id, lang, file, pages, question); repeat for
         /// several sets.
-        #[arg(long, default_values = ["../shared/corpus/questions.jsonl", "bench/data/questions-zh.jsonl"])]
+        #[arg(long, default_values = ["../shared/corpus/questions.jsonl", "bench/data/questions-zh.jsonl", "bench/data/questions-zh2.jsonl"])]
         questions: Vec<PathBuf>,
         /// The committed tuning and held-out halves of the question sets.
         #[arg(long, default_value = "bench/data/retrieval_split.json")]
@@ -177,6 +177,10 @@ enum BenchCmd {
         /// fused score is multiplied by, 0 to 1 (1: not demoted); default: retrieval's.
         #[arg(long)]
         nav_weight: Option<f64>,
+        /// Also search the Latin words of mixed Chinese queries alone
+        /// (`RetrieveOptions::latin_variant`, off by default).
+        #[arg(long)]
+        latin_variant: bool,
         /// Search this Quire index (built by `quire index`, Quire's own extraction and
         /// splitting) instead of indexing `--pdfs` with pdftotext pages.
         #[arg(long)]
@@ -549,6 +553,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             split,
             fusion,
             nav_weight,
+            latin_variant,
             data_dir,
             embedder,
             queries,
@@ -562,6 +567,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             if let Some(w) = nav_weight {
                 settings.navigation_weight = w;
             }
+            settings.latin_variant = latin_variant;
             retrieval(
                 json,
                 &pdfs,
@@ -1062,12 +1068,25 @@ struct ConversationsArgs {
     #[arg(long, default_value = "../shared/corpus/pdfs")]
     pdfs: PathBuf,
     /// One JSON conversation a line (id, lang, file, turns of question, pages,
-    /// must_contain).
-    #[arg(long, default_value = "bench/data/conversations.jsonl")]
-    conversations: PathBuf,
+    /// must_contain); repeat for several sets.
+    #[arg(long, default_values = ["bench/data/conversations.jsonl", "bench/data/conversations2.jsonl"])]
+    conversations: Vec<PathBuf>,
+    /// The committed tuning and held-out halves of the conversation sets.
+    #[arg(long, default_value = "bench/data/conversations_split.json")]
+    split: PathBuf,
+    /// Only the conversations of this half: tune or held (default: both).
+    #[arg(long)]
+    half: Option<String>,
     /// Only the first N conversations.
     #[arg(long)]
     limit: Option<usize>,
+    /// Also rerank with the LLM: the follow-ups' asks, and each follow-up asked alone.
+    #[arg(long)]
+    rerank: bool,
+    /// How a follow-up is searched (the setting `follow_up_search`): condensed or
+    /// thread; default: the settings' default.
+    #[arg(long)]
+    follow_up_search: Option<String>,
     /// How follow-ups use the history: condense_plus_context or condense_question.
     #[arg(long, default_value = "condense_plus_context")]
     chat_mode: String,
@@ -1332,15 +1351,27 @@ fn answer_while_indexing(
 }
 
 fn conversations(a: &ConversationsArgs) -> anyhow::Result<()> {
-    let mut convs: Vec<quire_bench::conversations::Conversation> =
-        quire::jsonl::read(&a.conversations)?;
+    let split = quire_bench::retrieval::Split::load(&a.split)?;
+    let mut convs: Vec<quire_bench::conversations::Conversation> = Vec::new();
+    for f in &a.conversations {
+        convs.extend(quire::jsonl::read::<
+            quire_bench::conversations::Conversation,
+        >(f)?);
+    }
+    if let Some(h) = &a.half {
+        anyhow::ensure!(
+            h == "tune" || h == "held",
+            "--half is tune or held, not {h:?}"
+        );
+        convs.retain(|c| split.place(&c.id).map(|p| p.1) == Some(h.as_str()));
+    }
     if let Some(n) = a.limit {
         convs.truncate(n);
     }
     anyhow::ensure!(
         !convs.is_empty(),
-        "no conversations in {}",
-        a.conversations.display()
+        "no conversations in {:?}",
+        a.conversations
     );
     let (data_dir, temp) = data_dir(&a.data_dir, "conv");
     let opts = quire_bench::conversations::Options {
@@ -1352,6 +1383,9 @@ fn conversations(a: &ConversationsArgs) -> anyhow::Result<()> {
         mode: a.mode.clone(),
         top_k: a.top_k,
         max_tokens: a.max_tokens,
+        rerank: a.rerank,
+        follow_up_search: a.follow_up_search.clone(),
+        split,
     };
     let r = quire_bench::conversations::run(&opts, &quire::llm::Cancel::new(), &mut |m| {
         eprintln!("{m}")

@@ -100,6 +100,8 @@ pub struct QualitySettings {
     pub num_queries: usize,
     /// [`RetrieveOptions::navigation_weight`], for every retriever set.
     pub navigation_weight: f64,
+    /// [`RetrieveOptions::latin_variant`], for every retriever set.
+    pub latin_variant: bool,
 }
 
 impl Default for QualitySettings {
@@ -108,6 +110,7 @@ impl Default for QualitySettings {
             fusion: FusionMode::ReciprocalRerank,
             num_queries: 1,
             navigation_weight: RetrieveOptions::default().navigation_weight,
+            latin_variant: RetrieveOptions::default().latin_variant,
         }
     }
 }
@@ -262,6 +265,7 @@ pub struct QualityReport {
     pub fusion: FusionMode,
     pub num_queries: usize,
     pub navigation_weight: f64,
+    pub latin_variant: bool,
     /// The split's seed.
     pub split_seed: u64,
     pub sets: Vec<String>,
@@ -286,6 +290,7 @@ pub fn quality(
         fusion,
         num_queries,
         navigation_weight,
+        latin_variant,
     } = settings;
     let sets: [(&str, Vec<RetrieverKind>, usize); 3] = [
         ("vector", vec![RetrieverKind::Vector], 1),
@@ -309,6 +314,7 @@ pub fn quality(
                 num_queries: *nq,
                 retrievers: kinds.clone(),
                 navigation_weight,
+                latin_variant,
                 ..RetrieveOptions::default()
             };
             let r = search(index, &q.question, embedder, llm, &opts, &cancel)?;
@@ -395,6 +401,7 @@ pub fn quality(
         fusion,
         num_queries,
         navigation_weight,
+        latin_variant,
         split_seed: split.seed,
         sets: sets.iter().map(|s| s.0.to_string()).collect(),
         rows,
@@ -408,12 +415,14 @@ impl fmt::Display for QualityReport {
         writeln!(
             f,
             "retrieval quality: {} chunks, fusion {}, {} quer{} for fused, navigation \
-             weight {}; split seed {} (tune: tuning half, held: held-out half)",
+             weight {}, Latin-words variant {}; split seed {} (tune: tuning half, held: \
+             held-out half)",
             self.chunks,
             self.fusion,
             self.num_queries,
             if self.num_queries == 1 { "y" } else { "ies" },
             self.navigation_weight,
+            if self.latin_variant { "on" } else { "off" },
             self.split_seed
         )?;
         writeln!(
@@ -998,6 +1007,17 @@ mod tests {
         assert!(s.tune.len().abs_diff(s.held.len()) <= 2);
         for q in &zh {
             assert_eq!(split.place(&q.id).map(|p| p.0), Some("zh"), "{}", q.id);
+        }
+        // The later Chinese set, halved the same way.
+        let zh2 = load_questions(&bench.join("data/questions-zh2.jsonl")).unwrap();
+        let s2 = &split.sets["zh2"];
+        assert!(zh2.len() >= 40);
+        assert_eq!(s2.tune.len() + s2.held.len(), zh2.len());
+        assert!(s2.tune.len().abs_diff(s2.held.len()) <= 4);
+        for q in &zh2 {
+            assert_eq!(q.lang, "zh", "{}", q.id);
+            assert!(!q.pages.is_empty(), "{}", q.id);
+            assert_eq!(split.place(&q.id).map(|p| p.0), Some("zh2"), "{}", q.id);
         }
         // The corpus set (in ../shared, not in the repository): its ids are halved
         // per language, and no id is in two halves or two sets.

@@ -7,6 +7,7 @@
 
 pub mod citation;
 pub mod condense;
+pub mod follow_up;
 pub mod memory;
 pub mod rerank;
 

@@ -240,6 +240,7 @@ impl Engine {
             return Ok(answer);
         }
         let queries = run.query_variants(&searched)?;
+        let queries = run.follow_up_queries(&memory, &searched, queries)?;
         let mut retrieval = run.retrieve(&searched, queries)?;
         let covered = run.judge(&retrieval);
         run.rerank(&mut retrieval, &searched, covered)?;
@@ -418,6 +419,35 @@ impl<'a> AnswerRun<'a> {
         Ok(queries)
     }
 
+    /// 3b. A condensed follow-up's other queries ([`chat::follow_up`]): with the
+    ///     `thread` search, the follow-up as typed with the previous question, after
+    ///     the searched question and its variants.
+    fn follow_up_queries(
+        &self,
+        memory: &[Message],
+        searched: &str,
+        mut queries: Vec<String>,
+    ) -> Result<Vec<String>> {
+        if self.progress.record.searched_for.is_none() {
+            return Ok(queries);
+        }
+        let how = self
+            .given
+            .settings
+            .follow_up_search
+            .parse::<chat::follow_up::FollowUpSearch>()?;
+        let more = chat::follow_up::queries(how, memory, self.given.turn.question, searched);
+        if queries.is_empty() {
+            return Ok(more);
+        }
+        for q in more.into_iter().skip(1) {
+            if !queries.contains(&q) {
+                queries.push(q);
+            }
+        }
+        Ok(queries)
+    }
+
     /// 4. Retrieval, fused (more candidates when the LLM reranks them); the
     ///    retrievers left out for a query's language are noted.
     fn retrieve(&mut self, searched: &str, queries: Vec<String>) -> Result<Retrieval> {
@@ -429,7 +459,7 @@ impl<'a> AnswerRun<'a> {
                 settings.top_k
             },
             fusion: settings.fusion.parse::<FusionMode>()?,
-            num_queries: settings.num_queries,
+            num_queries: settings.num_queries.max(queries.len()),
             filter: self.given.turn.scope.filter.clone(),
             queries,
             query_gen_template: settings.query_gen_template.clone(),

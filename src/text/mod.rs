@@ -25,3 +25,63 @@ pub fn is_cjk(c: char) -> bool {
         | 0xF900..=0xFAFF    // CJK compatibility ideographs
         | 0x20000..=0x2FA1F) // CJK extensions B.. and compatibility supplement
 }
+
+/// The fewest Latin words [`latin_words`] takes: one alone (`LaTeX`, `CTAN`) is most
+/// often a Chinese question about Chinese text naming its subject.
+const MIN_LATIN_WORDS: usize = 2;
+
+/// The Latin-script words of a query that mixes them with CJK text (`怎样用 debuild
+/// 构建 Debian 包？` → `debuild Debian`), joined by spaces: command and package
+/// names, which a Chinese question about an English document shares with it. `None`
+/// when the query has no CJK text or no word of two or more ASCII letters.
+pub fn latin_words(query: &str) -> Option<String> {
+    if !query.chars().any(is_cjk) {
+        return None;
+    }
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut flush = |word: &mut String| {
+        let w = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        if w.chars().filter(char::is_ascii_alphabetic).count() >= 2 {
+            words.push(w.to_string());
+        }
+        word.clear();
+    };
+    for c in query.chars() {
+        if c.is_ascii_alphanumeric() || (matches!(c, '-' | '_' | '.' | '\\') && !word.is_empty()) {
+            word.push(c);
+        } else {
+            flush(&mut word);
+        }
+    }
+    flush(&mut word);
+    (words.len() >= MIN_LATIN_WORDS).then(|| words.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latin_words_are_taken_from_mixed_queries_only() {
+        assert_eq!(
+            latin_words("怎样用 debuild 从源码包构建 Debian 二进制包？").as_deref(),
+            Some("debuild Debian")
+        );
+        assert_eq!(
+            latin_words("wasysym 里有哪些天文符号，比如 \\mercury？").as_deref(),
+            Some("wasysym mercury")
+        );
+        assert_eq!(
+            latin_words("用tlmgr的dry-run选项").as_deref(),
+            Some("tlmgr dry-run")
+        );
+        // No CJK: nothing to add; no Latin word of two letters: nothing either.
+        assert_eq!(latin_words("How do I use debuild?"), None);
+        // One word alone names the subject of a Chinese question about Chinese text.
+        assert_eq!(latin_words("同余式 x ≡ a (mod b) 怎么写？"), None);
+        assert_eq!(latin_words("用LaTeX编译"), None);
+        assert_eq!(latin_words("段落开头怎么空出两个汉字的宽度？"), None);
+        assert_eq!(latin_words("第 2 章 a b"), None);
+    }
+}

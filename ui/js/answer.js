@@ -7,7 +7,7 @@ import { el, clear, citationParts, langOf } from "./dom.js";
 import { openDocument } from "./viewer.js";
 import { renderMarkdown, morph } from "./markdown.js";
 import { markSentences, summaryChip, quotesView, quotesLead } from "./support.js";
-import { showSources, showCitation } from "./sources.js";
+import { showSources, showCitation, searchedParts } from "./sources.js";
 
 /** Which documents an answer searched, on the answer; and, when the documents did not
  *  seem to cover the question, the answer marked as such. */
@@ -21,9 +21,9 @@ export function showScope(view, scope, relevance) {
   view.root.classList.toggle("not-found", !!relevance && relevance.covered === false);
 }
 
-export function setSearchedFor(view, q) {
+export function setSearchedFor(view, q, queries) {
   view.searchedFor = q;
-  clear(view.searched).append("Searched for: ", el("q", {}, q));
+  clear(view.searched).append(...searchedParts(q, queries));
   view.searched.hidden = false;
 }
 

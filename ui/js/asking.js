@@ -69,7 +69,10 @@ async function ask(question, { regenerate, replaceFrom, route } = {}) {
         }
         break;
       case "condensed": setSearchedFor(view, ev.question); break;
-      case "queries": view.queries = ev.queries; break;
+      case "queries":
+        view.queries = ev.queries;
+        if (view.searchedFor) setSearchedFor(view, view.searchedFor, ev.queries);
+        break;
       case "route": showRoute(view, ev.route); break;
       case "reading": showReading(view, ev); break;
       case "sources":

@@ -98,7 +98,7 @@ export function reopenedAnswer(m) {
   view.support = m.support || null;
   view.failed = !!m.status && m.status !== "stopped";
   showScope(view, m.scope, m.relevance);
-  if (m.searched_for) setSearchedFor(view, m.searched_for);
+  if (m.searched_for) setSearchedFor(view, m.searched_for, m.queries);
   if (m.route) showRoute(view, m.route);
   for (const c of m.calls || []) {
     const sv = stepView(view, { step: c.step, label: c.label });

@@ -13,12 +13,21 @@ const $ = (id) => document.getElementById(id);
 /** The label of a navigation page's kind (a source's `kind`; absent for body text). */
 const KIND_LABELS = { contents: "table of contents", figures: "list of figures", index: "index", bibliography: "bibliography" };
 
+/** "Searched for: …" as elements: the question searched (a follow-up as condensed),
+ *  then every other query fused with it (the thread query of a follow-up, generated
+ *  variants), so the line says all that was searched. */
+export function searchedParts(searched, queries) {
+  const parts = ["Searched for: ", el("q", {}, searched)];
+  for (const x of (queries || []).filter((x) => x !== searched)) parts.push(" and ", el("q", {}, x));
+  return parts;
+}
+
 /** The side panel for one answer: what was searched for, generated queries, notes,
  *  and each source with its retrievers' ranks, its rerank score and its citations. */
 export function showSources(view) {
   const terms = queryTerms(view.searchedFor || view.query || "");
   const q = clear($("queries"));
-  if (view.searchedFor) q.append(el("div", { class: "searched" }, "Searched for: ", el("q", {}, view.searchedFor)));
+  if (view.searchedFor) q.append(el("div", { class: "searched" }, ...searchedParts(view.searchedFor, view.queries)));
   if (view.scope && !view.scope.hidden) q.append(el("div", { class: "scope-line" }, "Searched: ", el("strong", {}, view.scope.textContent)));
   if (view.relevance) {
     const r = view.relevance;
@@ -27,7 +36,7 @@ export function showSources(view) {
       r.covered ? "" : el("div", {}, "The sources below are the closest passages; no model answered from them.")));
   }
   for (const n of view.notes || []) q.append(el("div", { class: "note" }, n));
-  if (view.queries && view.queries.length > 1) {
+  if (!view.searchedFor && view.queries && view.queries.length > 1) {
     q.append(el("div", {}, "Generated queries:"), el("ul", {}, view.queries.map((x) => el("li", {}, x))));
   }
   const ol = clear($("sources"));
