@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_unknown_ones_are_refused() {
         for m in FollowUpSearch::ALL {
-            assert_eq!(m.name().parse::<FollowUpSearch>().unwrap(), m);
+            assert_eq!(m.name().parse::<FollowUpSearch>().expect("parses"), m);
         }
         assert!("fused".parse::<FollowUpSearch>().is_err());
     }
