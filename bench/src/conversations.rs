@@ -435,14 +435,15 @@ mod tests {
     #[test]
     fn every_conversation_is_in_exactly_one_half_and_well_formed() {
         let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let split = Split::load(&bench.join("data/conversations_split.json")).unwrap();
+        let split = Split::load(&bench.join("data/conversations_split.json")).expect("test data");
         let mut follow_ups = 0;
         let mut long = 0;
         for (set, file) in [
             ("conversations", "data/conversations.jsonl"),
             ("conversations2", "data/conversations2.jsonl"),
         ] {
-            let convs: Vec<Conversation> = quire::jsonl::read(&bench.join(file)).unwrap();
+            let convs: Vec<Conversation> =
+                quire::jsonl::read(&bench.join(file)).expect("test data");
             let s = &split.sets[set];
             assert_eq!(s.tune.len() + s.held.len(), convs.len(), "{set}");
             for c in &convs {
