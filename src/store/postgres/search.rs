@@ -1,7 +1,7 @@
 //! Retrieval in the PostgreSQL index: nothing is loaded into memory.
 //!
 //! - **Vector:** cosine similarity by pgvector, through the HNSW index of the
-//!   vectors' dimension (`hnsw.ef_search` at least 100, or four times the hits
+//!   vectors' dimension (`hnsw.ef_search` at least 200, or ten times the hits
 //!   asked), so a query reads a few hundred rows of the graph. A query restricted to
 //!   some documents (a scope) is ranked exactly over their chunks instead: an HNSW scan
 //!   filtered afterwards could return fewer hits than asked.
@@ -72,7 +72,7 @@ impl PgSearch {
                     let mut tx = c.transaction()?;
                     tx.batch_execute(&format!(
                         "SET LOCAL hnsw.ef_search = {}",
-                        (4 * k).clamp(100, 1000)
+                        (10 * k).clamp(200, 1000)
                     ))?;
                     let rows = tx.query(
                         &format!(
