@@ -402,7 +402,11 @@ pub fn thread_only(opts: &Options, cancel: &Cancel) -> Result<ThreadOnly> {
             &RetrieveOptions {
                 top_k: opts.top_k,
                 num_queries: qs.len(),
-                queries: if qs.len() > 1 { qs.to_vec() } else { Vec::new() },
+                queries: if qs.len() > 1 {
+                    qs.to_vec()
+                } else {
+                    Vec::new()
+                },
                 ..RetrieveOptions::default()
             },
             cancel,
@@ -465,7 +469,11 @@ impl std::fmt::Display for ThreadOnly {
             "follow-ups without an LLM, top {}; split seed {}",
             self.top_k, self.split_seed
         )?;
-        writeln!(f, "{:<8} {:>10} {:>8} {:>12}", "", "follow-ups", "as typed", "thread alone")?;
+        writeln!(
+            f,
+            "{:<8} {:>10} {:>8} {:>12}",
+            "", "follow-ups", "as typed", "thread alone"
+        )?;
         for (name, n, plain, thread) in &self.shares {
             writeln!(
                 f,
@@ -533,6 +541,7 @@ impl std::fmt::Display for ConversationBench {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::path::Path;
