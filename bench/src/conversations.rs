@@ -373,6 +373,119 @@ pub fn run(
     })
 }
 
+/// Without an LLM: each follow-up searched as typed and as the thread query alone
+/// (the previous question and the follow-up, no condensing), per half and language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadOnly {
+    pub top_k: usize,
+    pub split_seed: u64,
+    /// (group, follow-ups, as typed, thread query alone)
+    pub shares: Vec<(String, usize, f64, f64)>,
+    /// (conversation, turn, half, lang, as typed, thread query alone)
+    pub rows: Vec<(String, usize, String, String, bool, bool)>,
+}
+
+/// [`ThreadOnly`]'s figures: the conversations' PDFs indexed, no LLM loaded.
+pub fn thread_only(opts: &Options, cancel: &Cancel) -> Result<ThreadOnly> {
+    let engine = Engine::open(EngineConfig::new(Some(opts.data_dir.clone()))?)?;
+    let mut files: Vec<PathBuf> = opts
+        .conversations
+        .iter()
+        .map(|c| opts.pdfs.join(&c.file))
+        .collect();
+    files.sort();
+    files.dedup();
+    engine.index(&files, cancel, &mut |_| true)?;
+    let hit = |qs: &[String], c: &Conversation, pages: &[u32]| -> Result<bool> {
+        let r = engine.search(
+            &qs[0],
+            &RetrieveOptions {
+                top_k: opts.top_k,
+                num_queries: qs.len(),
+                queries: if qs.len() > 1 {
+                    qs.to_vec()
+                } else {
+                    Vec::new()
+                },
+                ..RetrieveOptions::default()
+            },
+            cancel,
+        )?;
+        Ok(engine
+            .sources_of(&r)
+            .iter()
+            .any(|s| answers(s, &c.file, pages)))
+    };
+    let mut rows = Vec::new();
+    for c in &opts.conversations {
+        let half = opts.split.place(&c.id).map_or("none", |p| p.1);
+        for t in 1..c.turns.len() {
+            let turn = &c.turns[t];
+            let history = [quire::chat::Message::user(c.turns[t - 1].question.clone())];
+            let thread = quire::chat::follow_up::thread_query(&history, &turn.question)
+                .unwrap_or_else(|| turn.question.clone());
+            rows.push((
+                c.id.clone(),
+                t + 1,
+                half.to_string(),
+                c.lang.clone(),
+                hit(std::slice::from_ref(&turn.question), c, &turn.pages)?,
+                hit(&[thread], c, &turn.pages)?,
+            ));
+        }
+    }
+    let mut shares = Vec::new();
+    for half in ["", "tune", "held"] {
+        for lang in ["", "en", "zh"] {
+            let these: Vec<_> = rows
+                .iter()
+                .filter(|r| (half.is_empty() || r.2 == half) && (lang.is_empty() || r.3 == lang))
+                .collect();
+            if these.is_empty() {
+                continue;
+            }
+            let n = these.len() as f64;
+            let name = format!("{half} {lang}").trim().to_string();
+            shares.push((
+                if name.is_empty() { "all".into() } else { name },
+                these.len(),
+                these.iter().filter(|r| r.4).count() as f64 / n,
+                these.iter().filter(|r| r.5).count() as f64 / n,
+            ));
+        }
+    }
+    Ok(ThreadOnly {
+        top_k: opts.top_k,
+        split_seed: opts.split.seed,
+        shares,
+        rows,
+    })
+}
+
+impl std::fmt::Display for ThreadOnly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "follow-ups without an LLM, top {}; split seed {}",
+            self.top_k, self.split_seed
+        )?;
+        writeln!(
+            f,
+            "{:<8} {:>10} {:>8} {:>12}",
+            "", "follow-ups", "as typed", "thread alone"
+        )?;
+        for (name, n, plain, thread) in &self.shares {
+            writeln!(
+                f,
+                "{name:<8} {n:>10} {:>7.0}% {:>11.0}%",
+                plain * 100.0,
+                thread * 100.0
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl std::fmt::Display for ConversationBench {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
@@ -428,6 +541,7 @@ impl std::fmt::Display for ConversationBench {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::path::Path;

@@ -1083,6 +1083,9 @@ struct ConversationsArgs {
     /// Also rerank with the LLM: the follow-ups' asks, and each follow-up asked alone.
     #[arg(long)]
     rerank: bool,
+    /// No LLM: each follow-up searched as typed and as its thread query alone.
+    #[arg(long)]
+    thread_only: bool,
     /// How a follow-up is searched (the setting `follow_up_search`): condensed or
     /// thread; default: the settings' default.
     #[arg(long)]
@@ -1387,6 +1390,13 @@ fn conversations(a: &ConversationsArgs) -> anyhow::Result<()> {
         follow_up_search: a.follow_up_search.clone(),
         split,
     };
+    if a.thread_only {
+        let r = quire_bench::conversations::thread_only(&opts, &quire::llm::Cancel::new());
+        if temp {
+            let _ = std::fs::remove_dir_all(&data_dir);
+        }
+        return emit(&r?, a.json);
+    }
     let r = quire_bench::conversations::run(&opts, &quire::llm::Cancel::new(), &mut |m| {
         eprintln!("{m}")
     });

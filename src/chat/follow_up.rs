@@ -79,6 +79,7 @@ pub fn queries(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -417,3 +417,91 @@ fn a_question_is_asked_again_edited_and_deleted_and_the_conversation_exports() {
     assert!(md.contains(c.messages[1].content.trim()), "{md}");
     assert!(md.contains("1. **wasysym.pdf**, p"), "{md}");
 }
+
+/// Issue 46: a follow-up whose referent is only in the previous turn ("the result"
+/// of building a Debian package) finds the page that answers it, with the default
+/// models, because the `thread` follow-up search (the default) also searches the
+/// follow-up with the previous question, fused with the condensed one; and that
+/// thread query is what the answer says was searched, kept with the message.
+#[test]
+fn a_follow_up_whose_referent_is_only_in_the_previous_turn_finds_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
+    let mut s = engine.settings();
+    assert_eq!(s.follow_up_search, "thread");
+    s.model = quire::models::default_llm()
+        .expect("the default LLM")
+        .display()
+        .to_string();
+    s.max_tokens = 24;
+    engine.set_settings(s).unwrap();
+    let pdfs = util::shared().join("corpus/pdfs");
+    util::index_ok(
+        &engine,
+        &[pdfs.join("debian-faq.en.pdf"), pdfs.join("wasysym.pdf")],
+    );
+    let first = "How do I build a binary package from a Debian source package?";
+    let events = ask(
+        &engine,
+        AskRequest {
+            question: first.into(),
+            mode: Some("compact".into()),
+            ..Default::default()
+        },
+    );
+    let id = match &events[0] {
+        AskEvent::Started {
+            conversation_id, ..
+        } => *conversation_id,
+        e => panic!("first event {e:?}"),
+    };
+    let follow = "How do I install the result afterwards?";
+    let events = ask(
+        &engine,
+        AskRequest {
+            conversation_id: Some(id),
+            question: follow.into(),
+            mode: Some("compact".into()),
+            ..Default::default()
+        },
+    );
+    let condensed = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Condensed { question } => Some(question.clone()),
+            _ => None,
+        })
+        .expect("a condensed question");
+    let queries = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Queries { queries } => Some(queries.clone()),
+            _ => None,
+        })
+        .expect("the queries searched");
+    let thread = format!("{first}\n{follow}");
+    assert_eq!(queries, vec![condensed.clone(), thread.clone()]);
+    let sources = events
+        .iter()
+        .find_map(|e| match e {
+            AskEvent::Sources { sources, .. } => Some(sources.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        sources
+            .iter()
+            .any(|s| s.file.ends_with("debian-faq.en.pdf")
+                && (s.page_start..=s.page_end).contains(&41)),
+        "searched {queries:?}: {:?}",
+        sources
+            .iter()
+            .map(|s| (&s.file, s.page_start))
+            .collect::<Vec<_>>()
+    );
+    // Kept with the message: what was searched, both queries.
+    let conv = engine.conversation(id).unwrap();
+    let m = &conv.messages[3];
+    assert_eq!(m.extra["searched_for"], condensed.as_str());
+    assert_eq!(m.extra["queries"][1], thread.as_str());
+}
