@@ -154,7 +154,7 @@ test("2,000 documents: listed a page at a time, scrolled, searched, filtered, by
   // Another process indexes a PDF: the list and the counts follow without a reload.
   await page.selectOption("#doc-filter", "all");
   const pdf = join(dir, "zebra-notes.pdf");
-  makePdf(pdf, ["Zebras have black and white stripes that confuse biting flies."]);
+  makePdf(pdf, [["Zebras have black and white stripes that confuse biting flies."]]);
   execFileSync(bin, ["index", "--data-dir", dir, pdf], { stdio: ["ignore", "ignore", "inherit"] });
   await page.waitForFunction(() => document.getElementById("doc-summary").textContent === "1,961 indexed, 39 failed", null, { timeout: 30_000 });
   await filter(page, "zebra", allMatch);
