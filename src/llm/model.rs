@@ -532,8 +532,8 @@ impl GgufLlm {
         let drafter = self
             .draft()
             .filter(|_| params.temperature <= 0.0 && params.constraint.is_none());
+        let mut draft_stats = None;
         if let Some(drafter) = drafter {
-            let mut draft_stats = None;
             if let Some(first) = dec.step(logits, sink)? {
                 let mut target = Verifier {
                     st: &mut st,
@@ -555,31 +555,19 @@ impl GgufLlm {
                     cancel,
                 )?);
             }
-            let (text, n_out, stop) = dec.finish(sink)?;
-            return Ok((
-                Completion {
-                    text,
-                    prompt_tokens: tokens.len(),
-                    output_tokens: n_out,
-                    stop,
-                    prompt_secs,
-                    gen_secs: t1.elapsed().as_secs_f64(),
-                    draft: draft_stats,
-                },
-                stats,
-            ));
-        }
-        while let Some(next) = dec.step(logits, sink)? {
-            cancel.check()?;
-            let pos = st.cached.len();
-            logits = match st.net.forward(&[next], pos, &self.device) {
-                Ok(l) => l,
-                Err(e) => {
-                    st.cached.clear();
-                    return Err(e);
-                }
-            };
-            st.cached.push(next);
+        } else {
+            while let Some(next) = dec.step(logits, sink)? {
+                cancel.check()?;
+                let pos = st.cached.len();
+                logits = match st.net.forward(&[next], pos, &self.device) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        st.cached.clear();
+                        return Err(e);
+                    }
+                };
+                st.cached.push(next);
+            }
         }
         let (text, n_out, stop) = dec.finish(sink)?;
         Ok((
@@ -590,7 +578,7 @@ impl GgufLlm {
                 stop,
                 prompt_secs,
                 gen_secs: t1.elapsed().as_secs_f64(),
-                draft: None,
+                draft: draft_stats,
             },
             stats,
         ))
