@@ -1,11 +1,15 @@
 //! How a follow-up is searched, Quire's choice beside LlamaIndex's condensing (which
 //! stays as it is): `condensed` searches the standalone question the LLM wrote, as
 //! LlamaIndex does; `thread` also searches the follow-up as typed joined to the
-//! previous question, and retrieval fuses both. A small model often keeps the old
-//! topic and drops what the follow-up asks (or the reverse); the thread query holds
-//! both words exactly as the person wrote them, so the answering page is found when
-//! either query finds it.
+//! previous question, and retrieval fuses both; `thread_only` (the default) searches
+//! the thread query alone, and in `condense_plus_context`, where the condensed
+//! question is only ever searched, does not condense at all. A small model often
+//! keeps the old topic and drops what the follow-up asks (or the reverse, or answers
+//! instead of asking, or translates); the thread query holds both questions' words
+//! exactly as the person wrote them. `condense_question` answers the condensed
+//! question, so it still condenses, and there `thread_only` searches as `thread`.
 
+use super::ChatMode;
 use crate::llm::chat::Message;
 use crate::{Error, Result};
 
@@ -15,19 +19,35 @@ pub enum FollowUpSearch {
     /// The condensed question alone (LlamaIndex's chat engines).
     Condensed,
     /// The condensed question and the thread query, fused.
-    #[default]
     Thread,
+    /// The thread query alone, without condensing where the answer does not need
+    /// the condensed question.
+    #[default]
+    ThreadOnly,
 }
 
 impl FollowUpSearch {
-    pub const ALL: [FollowUpSearch; 2] = [FollowUpSearch::Thread, FollowUpSearch::Condensed];
+    pub const ALL: [FollowUpSearch; 3] = [
+        FollowUpSearch::ThreadOnly,
+        FollowUpSearch::Thread,
+        FollowUpSearch::Condensed,
+    ];
 
     /// The name in settings and on the wire.
     pub fn name(self) -> &'static str {
         match self {
             FollowUpSearch::Condensed => "condensed",
             FollowUpSearch::Thread => "thread",
+            FollowUpSearch::ThreadOnly => "thread_only",
         }
+    }
+
+    /// Whether a follow-up in chat mode `mode` is condensed by the LLM: always but
+    /// with `thread_only` in `condense_plus_context`, whose condensed question would
+    /// only be searched (its answer reads the conversation and the message itself).
+    pub fn condenses(self, mode: ChatMode) -> bool {
+        mode != ChatMode::Off
+            && !(self == FollowUpSearch::ThreadOnly && mode == ChatMode::CondensePlusContext)
     }
 }
 
@@ -40,7 +60,7 @@ impl std::str::FromStr for FollowUpSearch {
             .find(|m| m.name() == k)
             .ok_or_else(|| {
                 Error::Invalid(format!(
-                    "unknown follow-up search {s:?} (one of: thread, condensed)"
+                    "unknown follow-up search {s:?} (one of: thread_only, thread, condensed)"
                 ))
             })
     }
@@ -59,8 +79,10 @@ pub fn thread_query(history: &[Message], message: &str) -> Option<String> {
     Some(format!("{previous}\n{}", message.trim()))
 }
 
-/// The queries to search for a follow-up, the condensed question first: with
-/// `thread`, the thread query after it (unless it repeats a query already there).
+/// The queries to search for a follow-up, the condensed question (or, where nothing
+/// was condensed, the thread query) first: with `thread`, and `thread_only` where
+/// the question was condensed, the thread query after it (unless it repeats a query
+/// already there).
 pub fn queries(
     how: FollowUpSearch,
     history: &[Message],
@@ -68,7 +90,7 @@ pub fn queries(
     condensed: &str,
 ) -> Vec<String> {
     let mut out = vec![condensed.to_string()];
-    if how == FollowUpSearch::Thread {
+    if how != FollowUpSearch::Condensed {
         if let Some(t) = thread_query(history, message) {
             if !out.iter().any(|q| q.trim() == t.trim()) {
                 out.push(t);
@@ -126,6 +148,32 @@ mod tests {
         assert_eq!(c, vec!["y".to_string()]);
         // Without a previous question there is nothing to add.
         assert_eq!(queries(FollowUpSearch::Thread, &[], "x", "y"), vec!["y"]);
+    }
+
+    #[test]
+    fn thread_only_skips_condensing_only_where_the_answer_does_not_read_it() {
+        use FollowUpSearch::*;
+        assert!(!ThreadOnly.condenses(ChatMode::CondensePlusContext));
+        assert!(ThreadOnly.condenses(ChatMode::CondenseQuestion));
+        for how in FollowUpSearch::ALL {
+            assert!(!how.condenses(ChatMode::Off));
+        }
+        for how in [Thread, Condensed] {
+            assert!(how.condenses(ChatMode::CondensePlusContext));
+            assert!(how.condenses(ChatMode::CondenseQuestion));
+        }
+        // Not condensed: the thread query is the searched question, searched once.
+        let t = thread_query(&history(), "What is its default?").expect("a thread");
+        assert_eq!(
+            queries(ThreadOnly, &history(), "What is its default?", &t),
+            vec![t.clone()]
+        );
+        // Condensed (condense_question): searched as `thread` does.
+        assert_eq!(
+            queries(ThreadOnly, &history(), "What is its default?", "y"),
+            vec!["y".to_string(), t]
+        );
+        assert_eq!(FollowUpSearch::default(), ThreadOnly);
     }
 
     #[test]

@@ -305,7 +305,13 @@ impl<'a> AnswerRun<'a> {
             turn,
             ..
         } = given;
-        let condensing = turn.chat_mode != ChatMode::Off && !turn.history.is_empty();
+        // A follow-up is condensed by the LLM unless the follow-up search says not.
+        let condensing = turn.chat_mode != ChatMode::Off
+            && !turn.history.is_empty()
+            && settings
+                .follow_up_search
+                .parse::<chat::follow_up::FollowUpSearch>()
+                .map_or(true, |how| how.condenses(turn.chat_mode));
         let needs_llm =
             plan.resolved.uses_llm() || settings.num_queries > 1 || condensing || settings.rerank;
         let needs_llm_first = settings.num_queries > 1 || condensing;
@@ -371,6 +377,23 @@ impl<'a> AnswerRun<'a> {
     fn condense(&mut self, memory: &[Message]) -> Result<String> {
         let condensing =
             self.given.turn.chat_mode != ChatMode::Off && !self.given.turn.history.is_empty();
+        if condensing
+            && !self
+                .follow_up_search()?
+                .condenses(self.given.turn.chat_mode)
+        {
+            // Not condensed (`thread_only`): the previous question and the follow-up
+            // as typed are what is searched, and said so.
+            let turn = self.given.turn;
+            let Some(q) = chat::follow_up::thread_query(turn.history, turn.question) else {
+                return Ok(self.given.turn.question.to_string());
+            };
+            self.progress.record.searched_for = Some(q.clone());
+            (self.send)(AskEvent::Condensed {
+                question: q.clone(),
+            })?;
+            return Ok(q);
+        }
         let Some(l) = self
             .llm
             .clone()
@@ -431,11 +454,7 @@ impl<'a> AnswerRun<'a> {
         if self.progress.record.searched_for.is_none() {
             return Ok(queries);
         }
-        let how = self
-            .given
-            .settings
-            .follow_up_search
-            .parse::<chat::follow_up::FollowUpSearch>()?;
+        let how = self.follow_up_search()?;
         let more = chat::follow_up::queries(how, memory, self.given.turn.question, searched);
         if queries.is_empty() {
             return Ok(more);
@@ -446,6 +465,11 @@ impl<'a> AnswerRun<'a> {
             }
         }
         Ok(queries)
+    }
+
+    /// The `follow_up_search` setting.
+    fn follow_up_search(&self) -> Result<chat::follow_up::FollowUpSearch> {
+        self.given.settings.follow_up_search.parse()
     }
 
     /// 4. Retrieval, fused (more candidates when the LLM reranks them); the

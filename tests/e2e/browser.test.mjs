@@ -118,6 +118,14 @@ test("reload and find the conversation again", async () => {
 });
 
 test("a follow-up is condensed, cited and reranked, and whole again when reopened", async () => {
+  // Condensed: the follow-up search that condenses and fuses (the default searches the
+  // thread as typed, without condensing: the window's test).
+  await page.click("#settings-btn");
+  await page.waitForSelector("#settings[open]");
+  assert.equal(await page.inputValue("#settings select[name=follow_up_search]"), "thread_only");
+  await page.selectOption("#settings select[name=follow_up_search]", "thread");
+  await page.click("#settings-save");
+  await page.waitForSelector("#settings:not([open])");
   await page.click("#new-chat");
   await page.selectOption("#chat-mode", "condense_plus_context");
   await page.check("#cite");

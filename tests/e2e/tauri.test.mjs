@@ -110,7 +110,7 @@ for (const mode of ["compact", "tree_summarize"]) {
   });
 }
 
-test("a follow-up in the window is condensed with the conversation, and says what it searched for", async () => {
+test("a follow-up in the window searches the previous question with it, uncondensed, and says what it searched for", async () => {
   await exec(`
     document.getElementById("question").value = arguments[0];
     document.getElementById("composer").requestSubmit();
@@ -126,8 +126,11 @@ test("a follow-up in the window is condensed with the conversation, and says wha
   `);
   assert.equal(r.errors, 0, r.body);
   assert.ok(r.searched && r.searched.startsWith("Searched for: "), JSON.stringify(r));
-  assert.equal(r.labels[0], "condense the question");
-  assert.match(r.prompt, /Chat History:[\s\S]*user: I need some wasysym symbols/);
+  // The default follow-up search: the previous question and the follow-up as typed,
+  // no condensing step; the answer's prompt still holds the conversation.
+  assert.ok(!r.labels.includes("condense the question"), r.labels.join("; "));
+  assert.match(r.searched, /I need some wasysym symbols[\s\S]*And what does it do to the integral signs\?/);
+  assert.match(r.prompt, /I need some wasysym symbols/);
   assert.equal(r.panel, r.searched);
   const png = await wd("GET", `/session/${session}/screenshot`);
   writeFileSync(join(shots, "window-follow-up.png"), Buffer.from(png, "base64"));

@@ -19,6 +19,9 @@ fn engine() -> (Engine, tempfile::TempDir) {
     // question may be far from every page, and the "not found" check (tested in
     // scope.rs) would then leave no step to check.
     s.not_found_threshold = Some(0.0);
+    // Condensed (and fused with the thread query): the default `thread_only` does not
+    // condense in condense_plus_context (tested below).
+    s.follow_up_search = "thread".into();
     engine.set_settings(s).unwrap();
     let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
     util::index_ok(&engine, &[pdf]);
@@ -420,15 +423,17 @@ fn a_question_is_asked_again_edited_and_deleted_and_the_conversation_exports() {
 
 /// Issue 46: a follow-up whose referent is only in the previous turn ("the result"
 /// of building a Debian package) finds the page that answers it, with the default
-/// models, because the `thread` follow-up search (the default) also searches the
-/// follow-up with the previous question, fused with the condensed one; and that
-/// thread query is what the answer says was searched, kept with the message.
+/// models and settings: the default `thread_only` follow-up search searches the
+/// previous question with the follow-up as typed, without condensing (no LLM step
+/// before the answer), says so, and keeps it with the message; the answer's prompt
+/// still holds the conversation.
 #[test]
 fn a_follow_up_whose_referent_is_only_in_the_previous_turn_finds_its_page() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
     let mut s = engine.settings();
-    assert_eq!(s.follow_up_search, "thread");
+    assert_eq!(s.follow_up_search, "thread_only");
+    assert_eq!(s.chat_mode, "condense_plus_context");
     s.model = quire::models::default_llm()
         .expect("the default LLM")
         .display()
@@ -465,22 +470,19 @@ fn a_follow_up_whose_referent_is_only_in_the_previous_turn_finds_its_page() {
             ..Default::default()
         },
     );
-    let condensed = events
+    let thread = format!("{first}\n{follow}");
+    let searched = events
         .iter()
         .find_map(|e| match e {
             AskEvent::Condensed { question } => Some(question.clone()),
             _ => None,
         })
-        .expect("a condensed question");
-    let queries = events
-        .iter()
-        .find_map(|e| match e {
-            AskEvent::Queries { queries } => Some(queries.clone()),
-            _ => None,
-        })
-        .expect("the queries searched");
-    let thread = format!("{first}\n{follow}");
-    assert_eq!(queries, vec![condensed.clone(), thread.clone()]);
+        .expect("the searched-for question");
+    assert_eq!(searched, thread);
+    // One query, nothing condensed: the answer is the only LLM step.
+    assert!(!events.iter().any(|e| matches!(e, AskEvent::Queries { .. })));
+    let steps = labels(&events);
+    assert!(!steps.iter().any(|l| l.contains("condense")), "{steps:?}");
     let sources = events
         .iter()
         .find_map(|e| match e {
@@ -493,15 +495,22 @@ fn a_follow_up_whose_referent_is_only_in_the_previous_turn_finds_its_page() {
             .iter()
             .any(|s| s.file.ends_with("debian-faq.en.pdf")
                 && (s.page_start..=s.page_end).contains(&41)),
-        "searched {queries:?}: {:?}",
+        "searched {searched:?}: {:?}",
         sources
             .iter()
             .map(|s| (&s.file, s.page_start))
             .collect::<Vec<_>>()
     );
-    // Kept with the message: what was searched, both queries.
+    // Kept with the message: what was searched, and the answer's prompt with the
+    // conversation in it.
     let conv = engine.conversation(id).unwrap();
     let m = &conv.messages[3];
-    assert_eq!(m.extra["searched_for"], condensed.as_str());
-    assert_eq!(m.extra["queries"][1], thread.as_str());
+    assert_eq!(m.extra["searched_for"], thread.as_str());
+    let prompt = m.extra["calls"][0]["prompt"].as_str().unwrap_or_default();
+    assert!(prompt.contains(first), "{prompt}");
+    let stats = match events.last() {
+        Some(AskEvent::Done { stats, .. }) => stats.clone(),
+        e => panic!("last event {e:?}"),
+    };
+    assert!(stats.condense_secs.is_none());
 }

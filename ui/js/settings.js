@@ -51,7 +51,7 @@ async function openSettings() {
   showDevice(s);
   fillTemplates($("templates-box"), s);
   fillCustomModes($("custom-modes-box"), s);
-  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "num_queries",
+  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "follow_up_search", "num_queries",
     "rerank_candidates", "rerank_batch_size", "citation_chunk_size"]) {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
@@ -93,6 +93,7 @@ async function saveSettings(e) {
     max_tokens: Number(f.max_tokens.value),
     draft: f.draft.value,
     fusion: f.fusion.value,
+    follow_up_search: f.follow_up_search.value,
     num_queries: Number(f.num_queries.value),
     rerank_candidates: Number(f.rerank_candidates.value),
     rerank_batch_size: Number(f.rerank_batch_size.value),
