@@ -1086,8 +1086,8 @@ struct ConversationsArgs {
     /// No LLM: each follow-up searched as typed and as its thread query alone.
     #[arg(long)]
     thread_only: bool,
-    /// How a follow-up is searched (the setting `follow_up_search`): condensed or
-    /// thread; default: the settings' default.
+    /// How a follow-up is searched (the setting `follow_up_search`): thread_only,
+    /// thread or condensed; default: the settings' default.
     #[arg(long)]
     follow_up_search: Option<String>,
     /// How follow-ups use the history: condense_plus_context or condense_question.

@@ -96,7 +96,16 @@ fn wait_for_queue(e: &Engine) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // The drain thread writes the failure after the row leaves the queue's count.
+    // The drain thread writes the failure after the row leaves the queue's count:
+    // wait until the library's summary has nothing queued either (a fixed pause was
+    // too short on a loaded machine).
+    while e.library_summary().expect("summary").queued > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the summary still counts a queued file"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     std::thread::sleep(Duration::from_millis(200));
 }
 
