@@ -119,6 +119,11 @@ enum BenchCmd {
         /// tuning looks at; the held-out half is not shown row by row).
         #[arg(long)]
         misses: bool,
+        /// Instead: every table the detector finds in every PDF of the folder (marked
+        /// or not): document, page, rows (what the corpus calls tables, to look for
+        /// false ones).
+        #[arg(long)]
+        list: bool,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -492,8 +497,20 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             split,
             grid,
             misses,
+            list,
             json,
         } => {
+            if list {
+                let found = quire_bench::tables::list(&pdfs)?;
+                if json {
+                    println!("{}", serde_json::to_string(&found)?);
+                } else {
+                    for f in &found {
+                        println!("{f}");
+                    }
+                }
+                return Ok(());
+            }
             let inputs = quire_bench::tables::Inputs {
                 dir: pdfs,
                 marked,
