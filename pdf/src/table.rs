@@ -213,7 +213,16 @@ fn table_of(text: &str, block: &[Line<'_>], p: &Params) -> Option<Table> {
         .iter()
         .map(|l| l.cells.iter().map(|c| cell_text(c)).collect())
         .collect();
-    if rows.len() < p.min_rows || prose(&rows, p) || page_numbers(&rows) || navigation(&lines) {
+    // The page's text holds a table row by row; rows whose bytes interleave are
+    // columns the text reads one after the other (an index's, a two-column page's),
+    // and a row's span would cover the other column's lines.
+    let in_order = spans.windows(2).all(|w| w[0].1 <= w[1].0);
+    if rows.len() < p.min_rows
+        || !in_order
+        || prose(&rows, p)
+        || page_numbers(&rows)
+        || navigation(&lines)
+    {
         return None;
     }
     let header = rows.remove(0);
@@ -594,6 +603,39 @@ mod tests {
             &[(72.0, "small"), (150.0, "9pt"), (220.0, "10pt")],
             &[(72.0, "large"), (150.0, "12pt"), (220.0, "12pt")],
             &[(72.0, "Large"), (150.0, "14pt"), (220.0, "14pt")],
+        ]);
+        assert_eq!(tables.len(), 1, "{tables:?}");
+    }
+
+    #[test]
+    fn columns_the_text_reads_one_after_the_other_are_not_a_table() {
+        // Two columns side by side whose text runs down the left one, then the right
+        // one: a row's span would cover the other column's lines.
+        let left = ["alpha", "beta", "gamma", "delta"];
+        let right = ["one", "two", "three", "four"];
+        let mut text = String::new();
+        let mut runs = Vec::new();
+        for (x, words) in [(72.0, &left), (300.0, &right)] {
+            for (i, w) in words.iter().enumerate() {
+                let at = text.len();
+                text.push_str(w);
+                text.push('\n');
+                runs.push(Run {
+                    x0: x,
+                    x1: x + 5.0 * w.len() as f64,
+                    y: 700.0 - 12.0 * i as f64,
+                    size: 10.0,
+                    bytes: at..at + w.len(),
+                });
+            }
+        }
+        assert!(detect(&text, &runs, &Params::default()).is_empty());
+        // The same cells, the text row by row: a table.
+        let (_, tables) = detect_lines(&[
+            &[(72.0, "alpha"), (300.0, "one")],
+            &[(72.0, "beta"), (300.0, "two")],
+            &[(72.0, "gamma"), (300.0, "three")],
+            &[(72.0, "delta"), (300.0, "four")],
         ]);
         assert_eq!(tables.len(), 1, "{tables:?}");
     }
