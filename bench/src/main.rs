@@ -1174,6 +1174,14 @@ struct AnswerArgs {
     /// The split of the whole-document questions.
     #[arg(long, default_value = "bench/data/whole_split.json")]
     whole_split: PathBuf,
+    /// Only the questions of this half (`tune` or `held`) of `--split`: e.g. the table
+    /// questions' (`--questions bench/data/table_questions.jsonl --split
+    /// bench/data/table_questions_split.json --half held`).
+    #[arg(long, requires = "split")]
+    half: Option<String>,
+    /// The committed split `--half` reads.
+    #[arg(long)]
+    split: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -1239,6 +1247,14 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
         return answer_whole(a, whole);
     }
     let mut questions = quire_bench::answer::load_questions(&a.questions)?;
+    if let (Some(half), Some(split)) = (&a.half, &a.split) {
+        anyhow::ensure!(
+            half == "tune" || half == "held",
+            "--half is tune or held, not {half}"
+        );
+        let split = quire_bench::not_found::load_split(split)?;
+        questions.retain(|q| split.half(&q.id) == half.as_str());
+    }
     if let Some(n) = a.limit {
         questions.truncate(n);
     }
