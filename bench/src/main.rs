@@ -119,6 +119,11 @@ enum BenchCmd {
         /// tuning looks at; the held-out half is not shown row by row).
         #[arg(long)]
         misses: bool,
+        /// Instead: every table the detector finds in every PDF of the folder (marked
+        /// or not): document, page, rows (what the corpus calls tables, to look for
+        /// false ones).
+        #[arg(long)]
+        list: bool,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -492,8 +497,20 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             split,
             grid,
             misses,
+            list,
             json,
         } => {
+            if list {
+                let found = quire_bench::tables::list(&pdfs)?;
+                if json {
+                    println!("{}", serde_json::to_string(&found)?);
+                } else {
+                    for f in &found {
+                        println!("{f}");
+                    }
+                }
+                return Ok(());
+            }
             let inputs = quire_bench::tables::Inputs {
                 dir: pdfs,
                 marked,
@@ -1157,6 +1174,14 @@ struct AnswerArgs {
     /// The split of the whole-document questions.
     #[arg(long, default_value = "bench/data/whole_split.json")]
     whole_split: PathBuf,
+    /// Only the questions of this half (`tune` or `held`) of `--split`: e.g. the table
+    /// questions' (`--questions bench/data/table_questions.jsonl --split
+    /// bench/data/table_questions_split.json --half held`).
+    #[arg(long, requires = "split")]
+    half: Option<String>,
+    /// The committed split `--half` reads.
+    #[arg(long)]
+    split: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -1222,6 +1247,14 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
         return answer_whole(a, whole);
     }
     let mut questions = quire_bench::answer::load_questions(&a.questions)?;
+    if let (Some(half), Some(split)) = (&a.half, &a.split) {
+        anyhow::ensure!(
+            half == "tune" || half == "held",
+            "--half is tune or held, not {half}"
+        );
+        let split = quire_bench::not_found::load_split(split)?;
+        questions.retain(|q| split.half(&q.id) == half.as_str());
+    }
     if let Some(n) = a.limit {
         questions.truncate(n);
     }

@@ -292,6 +292,54 @@ pub fn measure(
     })
 }
 
+/// One table the detector found (`quire bench tables --list`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Found {
+    pub doc: String,
+    pub page: u32,
+    /// Its rows, the header first.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{} p.{} ({} rows)", self.doc, self.page, self.rows.len())?;
+        for r in &self.rows {
+            writeln!(f, "  | {} |", r.join(" | "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Every table the detector finds (default thresholds) in the PDFs of `dir`, by
+/// document name and page.
+pub fn list(dir: &Path) -> Result<Vec<Found>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let doc = pdf::extract_with(&f, &TableParams::default())?;
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for p in &doc.pages {
+            for t in &p.tables {
+                out.push(Found {
+                    doc: name.clone(),
+                    page: p.number,
+                    rows: std::iter::once(&t.header).chain(&t.rows).cloned().collect(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Where `quire bench tables` reads from.
 pub struct Inputs {
     pub dir: PathBuf,

@@ -209,7 +209,20 @@ fn table_of(text: &str, block: &[Line<'_>], p: &Params) -> Option<Table> {
             span.1 = span.1.max(c.bytes.end);
         }
     }
-    if rows.len() < p.min_rows || prose(&rows, p) || page_numbers(&rows) {
+    let lines: Vec<Vec<&str>> = block
+        .iter()
+        .map(|l| l.cells.iter().map(|c| cell_text(c)).collect())
+        .collect();
+    // The page's text holds a table row by row; rows whose bytes interleave are
+    // columns the text reads one after the other (an index's, a two-column page's),
+    // and a row's span would cover the other column's lines.
+    let in_order = spans.windows(2).all(|w| w[0].1 <= w[1].0);
+    if rows.len() < p.min_rows
+        || !in_order
+        || prose(&rows, p)
+        || page_numbers(&rows)
+        || navigation(&lines)
+    {
         return None;
     }
     let header = rows.remove(0);
@@ -313,6 +326,72 @@ fn prose(rows: &[Vec<String>], p: &Params) -> bool {
             .get(words.len() / 2)
             .is_some_and(|&w| w as f64 >= p.prose_words)
     })
+}
+
+/// Whether a block's lines (each its runs' text, left to right) are navigation laid
+/// out in columns rather than a table: a back-of-book index's entries side by side
+/// (`term, 12, 45–47`, or `term . . . . 12`), a contents page's entries with dot
+/// leaders, or a bibliography's labelled entries (`[Knu84] Author, Title…`). A third
+/// of the lines or more hold such an entry (the rest: sub-entries, letter headings,
+/// chapter lines), or half of them start with a bibliography label. The page then
+/// stays text, and retrieval reads it as navigation.
+fn navigation(lines: &[Vec<&str>]) -> bool {
+    let n = lines.iter().filter(|l| !l.is_empty()).count();
+    let entries = lines
+        .iter()
+        .filter(|l| l.iter().any(|r| index_entry(r.trim()) || has_leader(r)))
+        .count();
+    // Bibliography labels are counted among the lines of two runs or more (an entry's
+    // wrapped lines are one run).
+    let rows = lines.iter().filter(|l| l.len() >= 2).count();
+    let labelled = lines
+        .iter()
+        .filter(|l| l.len() >= 2 && l.first().is_some_and(|r| bib_label(r.trim())))
+        .count();
+    n > 0 && (entries >= 2 && entries * 3 >= n || rows > 0 && labelled * 2 >= rows)
+}
+
+/// A bibliography label alone: `[12]`, `[Knu84]`, `[Coh+08]`, `[GA +86]`.
+fn bib_label(run: &str) -> bool {
+    run.len() > 2
+        && run.starts_with('[')
+        && run.ends_with(']')
+        && run.chars().count() <= 12
+        && !run[1..run.len() - 1].contains(['[', ']'])
+}
+
+/// Whether `run` has a dot leader: four leader dots or more in a row, spaces allowed
+/// between them (an ellipsis counts as three).
+fn has_leader(run: &str) -> bool {
+    let mut dots = 0usize;
+    for c in run.chars() {
+        if matches!(c, '.' | '·' | '…' | '⋯' | '．') {
+            dots += if matches!(c, '…' | '⋯') { 3 } else { 1 };
+            if dots >= 4 {
+                return true;
+            }
+        } else if !(c.is_whitespace() && dots > 0) {
+            dots = 0;
+        }
+    }
+    false
+}
+
+/// `term, 12, 45–47` (or `term 12, 45`): a word, then only page numbers and ranges
+/// after the first digit, with a comma before or among them (an index's entry; a
+/// table cell such as `10pt` or `Section 2.1` is not one).
+fn index_entry(run: &str) -> bool {
+    let Some(cut) = run.find(|c: char| c.is_ascii_digit()) else {
+        return false;
+    };
+    let (head, tail) = run.split_at(cut);
+    let worded = head.chars().filter(|c| c.is_alphabetic()).count() >= 2
+        || head.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+    let tail_ok = tail
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, ',' | ' ' | '–' | '-' | '—' | 'f'));
+    let commas = usize::from(head.trim_end().ends_with(',')) + tail.matches(',').count();
+    worded && tail_ok && commas >= 1
 }
 
 /// Whether the last column is a contents page's: every cell a number, rising.
@@ -447,6 +526,118 @@ mod tests {
         let refs: Vec<&[(f64, &str)]> = lines.iter().map(|l| &l[..]).collect();
         let (_, tables) = detect_lines(&refs);
         assert!(tables.is_empty(), "{tables:?}");
+    }
+
+    #[test]
+    fn a_two_column_index_is_not_a_table() {
+        // A back-of-book index set in two columns: entries (`term, pages`), indented
+        // sub-entries and letter headings, the columns' lines side by side.
+        let (_, tables) = detect_lines(&[
+            &[(72.0, "A"), (320.0, "C")],
+            &[(72.0, "acoth, 43"), (320.0, "coth, 43, 45")],
+            &[(72.0, "algsys, 57–59"), (320.0, "cell, 12")],
+            &[(82.0, "options, 58"), (330.0, "evaluation, 13")],
+            &[(72.0, "apropos, 9, 21"), (320.0, "cos, 42")],
+            &[(72.0, "asinh, 43"), (320.0, "C-c C-k, 25")],
+            &[(72.0, "B"), (320.0, "D")],
+            &[(72.0, "batch, 30"), (320.0, "describe, 9")],
+            &[(72.0, "bfloat, 17, 18"), (320.0, "diff, 61–63")],
+        ]);
+        assert!(tables.is_empty(), "{tables:?}");
+        // An index with dot leaders, its page numbers a column of their own.
+        let (_, tables) = detect_lines(&[
+            &[(72.0, "adduct-space . . . . ."), (180.0, "13, 15")],
+            &[(72.0, "arrow-offset . . . . . ."), (180.0, "24")],
+            &[(72.0, "\\chemsetup . . . . ."), (180.0, "3, 9")],
+            &[(72.0, "circled . . . . . . . ."), (180.0, "9, 13, 36")],
+        ]);
+        assert!(tables.is_empty(), "{tables:?}");
+        // A contents page with dot leaders, section numbers in a column (a wrapped
+        // entry's two page numbers in one cell: not a column of rising numbers).
+        let (_, tables) = detect_lines(&[
+            &[
+                (72.0, "5.10.1"),
+                (110.0, "Being kind to porters . . . . ."),
+                (400.0, "46"),
+            ],
+            &[
+                (72.0, "5.10.2"),
+                (110.0, "Guidelines for uploads . . . . ."),
+                (400.0, "47 48"),
+            ],
+            &[
+                (72.0, "5.10.4"),
+                (110.0, "When it is not portable . . . . ."),
+                (400.0, "49"),
+            ],
+            &[
+                (72.0, "5.11.1"),
+                (110.0, "When and how to do an NMU . . ."),
+                (400.0, "50"),
+            ],
+        ]);
+        assert!(tables.is_empty(), "{tables:?}");
+        // A bibliography: labels in one column, the entries in another.
+        let (_, tables) = detect_lines(&[
+            &[
+                (72.0, "[Feu18]"),
+                (130.0, "Christian Feuersänger. pgfplots. 2018."),
+            ],
+            &[
+                (72.0, "[Koh19]"),
+                (130.0, "Markus Kohm. KOMA-Script. 2019."),
+            ],
+            &[
+                (72.0, "[L3Pa]"),
+                (130.0, "The LaTeX3 Project Team. l3kernel."),
+            ],
+            &[
+                (72.0, "[Mit04]"),
+                (130.0, "Frank Mittelbach. The Companion."),
+            ],
+        ]);
+        assert!(tables.is_empty(), "{tables:?}");
+        // A table whose cells hold numbers and lengths is still one.
+        let (_, tables) = detect_lines(&[
+            &[(72.0, "size"), (150.0, "10pt"), (220.0, "11pt")],
+            &[(72.0, "small"), (150.0, "9pt"), (220.0, "10pt")],
+            &[(72.0, "large"), (150.0, "12pt"), (220.0, "12pt")],
+            &[(72.0, "Large"), (150.0, "14pt"), (220.0, "14pt")],
+        ]);
+        assert_eq!(tables.len(), 1, "{tables:?}");
+    }
+
+    #[test]
+    fn columns_the_text_reads_one_after_the_other_are_not_a_table() {
+        // Two columns side by side whose text runs down the left one, then the right
+        // one: a row's span would cover the other column's lines.
+        let left = ["alpha", "beta", "gamma", "delta"];
+        let right = ["one", "two", "three", "four"];
+        let mut text = String::new();
+        let mut runs = Vec::new();
+        for (x, words) in [(72.0, &left), (300.0, &right)] {
+            for (i, w) in words.iter().enumerate() {
+                let at = text.len();
+                text.push_str(w);
+                text.push('\n');
+                runs.push(Run {
+                    x0: x,
+                    x1: x + 5.0 * w.len() as f64,
+                    y: 700.0 - 12.0 * i as f64,
+                    size: 10.0,
+                    bytes: at..at + w.len(),
+                });
+            }
+        }
+        assert!(detect(&text, &runs, &Params::default()).is_empty());
+        // The same cells, the text row by row: a table.
+        let (_, tables) = detect_lines(&[
+            &[(72.0, "alpha"), (300.0, "one")],
+            &[(72.0, "beta"), (300.0, "two")],
+            &[(72.0, "gamma"), (300.0, "three")],
+            &[(72.0, "delta"), (300.0, "four")],
+        ]);
+        assert_eq!(tables.len(), 1, "{tables:?}");
     }
 
     #[test]

@@ -48,10 +48,17 @@ impl PageKind {
 }
 
 /// [`PageKind::Table`] when `text` is a Markdown table (a table chunk, as splitting
-/// makes them: a header row, its `| --- |` separator, rows).
+/// makes them: a header row, its `| --- |` separator, rows), under its caption when it
+/// has one (a line of text, then an empty line).
 pub fn table_kind(text: &str) -> Option<PageKind> {
-    let mut lines = text.lines();
+    let mut lines = text.lines().peekable();
     let row = |l: &str| l.starts_with("| ") && l.ends_with(" |");
+    if lines.peek().is_some_and(|l| !row(l)) {
+        lines.next();
+        if lines.next().is_some_and(|l| !l.trim().is_empty()) {
+            return None;
+        }
+    }
     let head = lines.next().is_some_and(row);
     let sep = lines.next().is_some_and(|l| {
         l.starts_with("| ---")
@@ -492,6 +499,10 @@ mod tests {
         assert_eq!(table_kind(md), Some(PageKind::Table));
         assert!(!PageKind::Table.is_navigation());
         assert_eq!(table_kind("| just a line |\nand text"), None);
+        // Under its caption.
+        let captioned = format!("Table 1: Options of the box.\n\n{md}");
+        assert_eq!(table_kind(&captioned), Some(PageKind::Table));
+        assert_eq!(table_kind("Some prose.\nMore prose.\n| a |"), None);
         assert_eq!(page_kind("1 Introduction . . . . . . 1"), None);
     }
 

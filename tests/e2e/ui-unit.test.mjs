@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { citationParts, queryTerms } from "../../ui/js/dom.js";
-import { normalize, pageText, locate, findAll, itemRanges, passageText } from "../../ui/js/locate.js";
+import { normalize, pageText, locate, findAll, itemRanges, passageText, tableCells } from "../../ui/js/locate.js";
 
 test("a table chunk is found on the page by its rows, without the Markdown or its header", () => {
   const md = "| Option | Default | Meaning |\n| --- | --- | --- |\n| bookmarks | true | 是否生成书签 |\n| a\\|b | x | y |";
@@ -19,6 +19,15 @@ test("a table chunk is found on the page by its rows, without the Markdown or it
   const hit = locate(normalize(passageText("| Option | Default | Meaning |\n| --- | --- | --- |\n| bookmarks=⟨true\\|false⟩ | true | 是否生成书签 |")).text, page.text);
   assert.ok(hit && hit.found === 1);
   assert.equal(page.text.slice(hit.start, hit.end), normalize("bookmarks=⟨true|false⟩ true 是否生成书签").text);
+});
+
+test("a table chunk under its caption: the caption apart, the rows alone marked", () => {
+  const md = "Table 8.4: Counter formats\n\n| Command | Style |\n| --- | --- |\n| \\alph | letters |";
+  assert.deepEqual(tableCells(md), { caption: "Table 8.4: Counter formats", header: ["Command", "Style"], rows: [["\\alph", "letters"]] });
+  assert.equal(passageText(md), "\\alph letters");
+  assert.equal(tableCells("| a | b |\n| --- | --- |\n| c | d |").caption, "");
+  // Prose that merely starts with a line is not a table.
+  assert.equal(tableCells("A line.\n\nMore prose | with a pipe."), null);
 });
 
 test("citation markers become citations, whole once streamed", () => {

@@ -8,15 +8,21 @@
 
 const KEEP = /[\p{L}\p{N}]/u;
 
-/** A table chunk's cells — `{ header, rows }`, each row a list of cell texts (`\\|`
- *  unescaped) — when `text` is a Markdown table as splitting makes them (a header row,
- *  its `| --- |` line, rows); else null. */
+/** A table chunk's cells — `{ caption, header, rows }`, each row a list of cell texts
+ *  (`\\|` unescaped), the caption its line of text or "" — when `text` is a Markdown
+ *  table as splitting makes them (a caption line and an empty line when it has one, a
+ *  header row, its `| --- |` line, rows); else null. */
 export function tableCells(text) {
-  const lines = String(text || "").split("\n");
+  let lines = String(text || "").split("\n");
   const row = (l) => l.startsWith("| ") && l.endsWith(" |");
+  let caption = "";
+  if (lines.length > 2 && !row(lines[0]) && lines[1].trim() === "") {
+    caption = lines[0].trim();
+    lines = lines.slice(2);
+  }
   if (lines.length < 2 || !row(lines[0]) || !/^\|( --- \|)+$/.test(lines[1])) return null;
   const cells = (l) => l.slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim().replaceAll("\\|", "|"));
-  return { header: cells(lines[0]), rows: lines.slice(2).filter(row).map(cells) };
+  return { caption, header: cells(lines[0]), rows: lines.slice(2).filter(row).map(cells) };
 }
 
 /** The text of a passage as the page shows it: a table chunk becomes its rows alone,

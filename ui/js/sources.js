@@ -64,9 +64,11 @@ export function showSources(view) {
   }
 }
 
-/** A table chunk's cells as a table (text only: cells come from the document). */
-function tableView({ header, rows }, terms) {
+/** A table chunk's cells as a table under its caption (text only: they come from the
+ *  document). */
+function tableView({ caption, header, rows }, terms) {
   return el("table", { class: "md-table" },
+    caption ? el("caption", {}, highlighted(caption, terms)) : null,
     el("thead", {}, el("tr", {}, header.map((c) => el("th", {}, highlighted(c, terms))))),
     el("tbody", {}, rows.map((r) => el("tr", {}, header.map((_, i) => el("td", {}, highlighted(r[i] || "", terms)))))));
 }
