@@ -125,7 +125,7 @@ test("a follow-up is condensed, cited and reranked, and whole again when reopene
   assert.equal(await page.inputValue("#settings select[name=follow_up_search]"), "thread_only");
   await page.selectOption("#settings select[name=follow_up_search]", "thread");
   await page.click("#settings-save");
-  await page.waitForSelector("#settings:not([open])");
+  await page.waitForSelector("#settings[open]", { state: "detached" });
   await page.click("#new-chat");
   await page.selectOption("#chat-mode", "condense_plus_context");
   await page.check("#cite");
