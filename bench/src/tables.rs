@@ -314,14 +314,8 @@ impl std::fmt::Display for Found {
 /// Every table the detector finds (default thresholds) in the PDFs of `dir`, by
 /// document name and page.
 pub fn list(dir: &Path) -> Result<Vec<Found>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
-    for f in files {
+    for f in crate::pdfs(dir)? {
         let doc = pdf::extract_with(&f, &TableParams::default())?;
         let name = f
             .file_name()
