@@ -22,6 +22,7 @@ export function makePdf(path, pages, extra = {}) {
   const first = 4 + 2 * pages.length;
   const kids = [];
   for (const lines of pages) {
+    if (!Array.isArray(lines)) throw new TypeError(`makePdf: a page is an array of lines, not ${JSON.stringify(lines)}`);
     const ops = ["BT", "/F1 11 Tf", "14 TL", "72 740 Td"];
     lines.forEach((l, i) => {
       if (typeof l === "string") return ops.push(`(${esc(l)}) Tj T*`);

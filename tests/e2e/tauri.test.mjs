@@ -62,7 +62,7 @@ test("index a corpus PDF through the drop command path", async () => {
 
 test("what `quire index` adds from another process, and removes, shows in the open window without a reload", async () => {
   const pdf = join(dataDir, "..", `zebra-notes-${process.pid}.pdf`);
-  makePdf(pdf, ["Zebras have black and white stripes that confuse biting flies."]);
+  makePdf(pdf, [["Zebras have black and white stripes that confuse biting flies."]]);
   const listed = "[...document.querySelectorAll('#documents li')].some(li => li.textContent.includes('zebra-notes'))";
   try {
     execFileSync(cli, ["index", "--data-dir", dataDir, pdf], { stdio: ["ignore", "ignore", "inherit"] });
