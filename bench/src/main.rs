@@ -333,6 +333,18 @@ enum BenchCmd {
         /// Print the labelled sentences of this half (`tune`) the checker gets wrong.
         #[arg(long)]
         show: Option<String>,
+        /// With --data-dir: no model answers, only the quotes, the sources and the
+        /// extractive mode (fast; for tuning the quotes).
+        #[arg(long)]
+        no_llm: bool,
+        /// With --data-dir: a JSONL file of the model's answers, reused when model,
+        /// mode and question match and appended to for the others.
+        #[arg(long)]
+        answers: Option<PathBuf>,
+        /// With --data-dir: print the questions of this half (`tune`, `heldout`) whose
+        /// sources hold the key terms and whose quotes do not, and where the terms are.
+        #[arg(long)]
+        list: Option<String>,
     },
     /// A bounded load test of `quire serve` on loopback: N clients asking at once while
     /// a batch of PDFs indexes; every answer checked against what the server kept.
@@ -724,6 +736,9 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             questions,
             split,
             show,
+            no_llm,
+            answers,
+            list,
         } => {
             use quire_bench::support;
             let (checker, ms) = support::check_labelled(&labelled, show.as_deref())?;
@@ -735,8 +750,15 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
                 ..Default::default()
             };
             if let Some(dir) = data_dir {
+                let opts = support::AnswerOptions {
+                    llm: !no_llm,
+                    answers,
+                    list,
+                };
                 let (answers, model) =
-                    support::answer_figures(&dir, &pdfs, &questions, &split, |m| eprintln!("{m}"))?;
+                    support::answer_figures(&dir, &pdfs, &questions, &split, &opts, |m| {
+                        eprintln!("{m}")
+                    })?;
                 r.answers = answers;
                 r.model = Some(model);
             }

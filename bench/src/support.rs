@@ -5,7 +5,12 @@
 //! wrong-citation recall, per half (tuning, held-out), and the milliseconds the check
 //! adds per answer. With `--data-dir`, also the corpus questions through the engine:
 //! how often the key terms are in the answer, and in the answer plus its quotes; and
-//! the `extractive` mode's answers and seconds.
+//! the `extractive` mode's answers and seconds. With `--no-llm`, only the quotes, the
+//! sources and the extractive mode (no model answers: fast, for tuning the quotes);
+//! `--answers FILE` keeps the model's answers to reuse (greedy decoding: the same
+//! answers), so the answer-plus-quotes figure follows the quotes without the model;
+//! `--list HALF` prints each question of that half whose sources hold the key terms
+//! and whose quotes do not, with the source sentence that holds each missing term.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -88,15 +93,17 @@ pub struct CheckFigures {
 pub struct AnswerFigures {
     pub split: String,
     pub questions: usize,
-    /// Key terms all in the answer / in the answer plus its quotes / in the sources.
-    pub in_answer: f64,
-    pub in_answer_or_quotes: f64,
+    /// Key terms all in the answer / in the answer plus its quotes (none without the
+    /// model's answers: `--no-llm`) / in the quotes alone / in the sources.
+    pub in_answer: Option<f64>,
+    pub in_answer_or_quotes: Option<f64>,
+    pub in_quotes: f64,
     pub in_sources: f64,
     /// The extractive mode: key terms in its answer, its median seconds.
     pub extractive_in_answer: f64,
     pub extractive_median_secs: f64,
     /// Sentences of the model's answers the check called supported, of those checked.
-    pub answer_sentences_supported: f64,
+    pub answer_sentences_supported: Option<f64>,
 }
 
 /// The report.
@@ -240,10 +247,35 @@ struct CorpusQuestion {
 struct Asked {
     answer: String,
     quotes: String,
-    sources: String,
+    sources: Vec<String>,
     supported: usize,
     checked: usize,
     secs: f64,
+}
+
+/// A model's answer kept by `--answers` for a later run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct KeptAnswer {
+    id: String,
+    model: String,
+    mode: String,
+    question: String,
+    answer: String,
+    supported: usize,
+    checked: usize,
+}
+
+/// How [`answer_figures`] runs.
+#[derive(Debug, Clone, Default)]
+pub struct AnswerOptions {
+    /// Ask the model (the settings' mode) too; without it only the quotes and the
+    /// extractive mode are measured.
+    pub llm: bool,
+    /// A JSONL file of the model's answers: reused when the model, mode and question
+    /// match, written (appended) for the others.
+    pub answers: Option<std::path::PathBuf>,
+    /// The half (`tune`, `heldout`) whose quotes' misses are printed.
+    pub list: Option<String>,
 }
 
 fn ask(engine: &Engine, question: &str, mode: &str, cancel: &Cancel) -> Result<Asked> {
@@ -257,11 +289,7 @@ fn ask(engine: &Engine, question: &str, mode: &str, cancel: &Cancel) -> Result<A
     engine.ask(req, cancel, &mut |ev| {
         match ev {
             AskEvent::Sources { sources, .. } => {
-                a.sources = sources
-                    .iter()
-                    .map(|s| s.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                a.sources = sources.iter().map(|s| s.text.clone()).collect()
             }
             AskEvent::Quotes { quotes } => {
                 a.quotes = quotes
@@ -283,6 +311,88 @@ fn ask(engine: &Engine, question: &str, mode: &str, cancel: &Cancel) -> Result<A
     Ok(a)
 }
 
+/// Where each key term of `must` that `quotes` lack is in `sources`: the source's
+/// rank and the sentence (a line) that holds it.
+fn misses(must: &[String], quotes: &str, sources: &[String]) -> Vec<String> {
+    must.iter()
+        .filter(|m| !quotes.contains(m.as_str()))
+        .map(|m| {
+            let at = sources.iter().enumerate().find_map(|(i, s)| {
+                let pos = s.find(m.as_str())?;
+                let from = s[..pos]
+                    .rfind(['.', '?', '!', '。', '？', '\n'])
+                    .map_or(0, |p| p + 1);
+                let to = s[pos..]
+                    .find(['.', '?', '!', '。', '？', '\n'])
+                    .map_or(s.len(), |p| pos + p + 1);
+                let mut from = from;
+                while !s.is_char_boundary(from) {
+                    from -= 1;
+                }
+                let mut to = to;
+                while !s.is_char_boundary(to) {
+                    to += 1;
+                }
+                Some(format!(
+                    "source {}: {}",
+                    i + 1,
+                    s[from..to].split_whitespace().collect::<Vec<_>>().join(" ")
+                ))
+            });
+            format!("{m:?} in {}", at.unwrap_or_else(|| "no source".into()))
+        })
+        .collect()
+}
+
+/// The model's answers kept by an earlier run.
+fn kept_answers(path: Option<&Path>) -> Result<Vec<KeptAnswer>> {
+    match path {
+        Some(p) if p.exists() => quire::jsonl::read(p),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The model's answer to `q`: kept, or asked (and kept when `--answers` is given).
+fn model_answer(
+    engine: &Engine,
+    q: &CorpusQuestion,
+    mode: &str,
+    kept: &mut Vec<KeptAnswer>,
+    path: Option<&Path>,
+    cancel: &Cancel,
+) -> Result<KeptAnswer> {
+    let model = engine.settings().model;
+    if let Some(k) = kept
+        .iter()
+        .find(|k| k.id == q.id && k.model == model && k.mode == mode && k.question == q.question)
+    {
+        return Ok(k.clone());
+    }
+    let a = ask(engine, &q.question, mode, cancel)?;
+    let k = KeptAnswer {
+        id: q.id.clone(),
+        model,
+        mode: mode.to_string(),
+        question: q.question.clone(),
+        answer: a.answer,
+        supported: a.supported,
+        checked: a.checked,
+    };
+    if let Some(p) = path {
+        use std::io::Write;
+        let line = serde_json::to_string(&k)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| Error::io(p, e))?;
+        writeln!(f, "{line}").map_err(|e| Error::io(p, e))?;
+    }
+    kept.push(k.clone());
+    Ok(k)
+}
+
 /// The corpus questions through the engine over the library in `data_dir` (the
 /// corpus is indexed into it first when it is empty).
 pub fn answer_figures(
@@ -290,6 +400,7 @@ pub fn answer_figures(
     pdfs: &Path,
     questions: &Path,
     split: &Path,
+    opts: &AnswerOptions,
     mut progress: impl FnMut(&str),
 ) -> Result<(Vec<AnswerFigures>, String)> {
     let engine = Engine::open(EngineConfig::new(Some(data_dir.to_path_buf()))?)?;
@@ -314,49 +425,88 @@ pub fn answer_figures(
     };
     let qs: Vec<CorpusQuestion> = quire::jsonl::read(questions)?;
     let mode = engine.settings().mode;
-    // [in_answer, in_answer_or_quotes, in_sources, extractive_in_answer, supported, checked]
-    let mut rows: Vec<(String, [usize; 6], f64)> = Vec::new();
+    let mut kept = kept_answers(opts.answers.as_deref())?;
+    // [in_answer, in_answer_or_quotes, in_quotes, in_sources, extractive_in_answer,
+    //  supported, checked]
+    let mut rows: Vec<(String, [usize; 7], f64)> = Vec::new();
     for q in &qs {
         progress(&format!("{}: {}", q.id, q.question));
-        let a = ask(&engine, &q.question, &mode, &cancel)?;
         let x = ask(&engine, &q.question, quire::settings::EXTRACTIVE, &cancel)?;
+        let a = if opts.llm {
+            Some(model_answer(
+                &engine,
+                q,
+                &mode,
+                &mut kept,
+                opts.answers.as_deref(),
+                &cancel,
+            )?)
+        } else {
+            None
+        };
         let has = |t: &str| crate::answer::contains_all(t, &q.must_contain);
         let half = if tune.contains(&q.id) {
             "tune"
         } else {
             "heldout"
         };
+        let answer = a.as_ref().map_or("", |a| a.answer.as_str());
+        let in_sources = has(&x.sources.join("\n"));
+        let in_quotes = has(&x.quotes);
+        if opts.list.as_deref() == Some(half) && in_sources && !in_quotes {
+            let mut lines = vec![format!(
+                "{} {}: sources hold {:?}, quotes do not{}",
+                q.id,
+                q.question,
+                q.must_contain,
+                if has(&format!("{answer}\n{}", x.quotes)) {
+                    " (the answer does)"
+                } else {
+                    ""
+                }
+            )];
+            for (i, l) in x.quotes.lines().enumerate() {
+                lines.push(format!("    quote line {}: {}", i + 1, l.trim()));
+            }
+            for m in misses(&q.must_contain, &x.quotes, &x.sources) {
+                lines.push(format!("    missing {m}"));
+            }
+            eprintln!("{}", lines.join("\n"));
+        }
         rows.push((
             half.to_string(),
             [
-                usize::from(has(&a.answer)),
-                usize::from(has(&format!("{}\n{}", a.answer, a.quotes))),
-                usize::from(has(&a.sources)),
+                usize::from(has(answer)),
+                usize::from(has(&format!("{answer}\n{}", x.quotes))),
+                usize::from(in_quotes),
+                usize::from(in_sources),
                 usize::from(has(&x.answer)),
-                a.supported,
-                a.checked,
+                a.as_ref().map_or(0, |a| a.supported),
+                a.as_ref().map_or(0, |a| a.checked),
             ],
             x.secs,
         ));
     }
     let mut out = Vec::new();
     for half in ["tune", "heldout", "all"] {
-        let rs: Vec<&(String, [usize; 6], f64)> = rows
+        let rs: Vec<&(String, [usize; 7], f64)> = rows
             .iter()
             .filter(|r| half == "all" || r.0 == half)
             .collect();
         let n = rs.len();
         let sum = |i: usize| rs.iter().map(|r| r.1[i]).sum::<usize>();
         let secs: Vec<f64> = rs.iter().map(|r| r.2).collect();
+        let llm = |x: f64| opts.llm.then_some(x);
         out.push(AnswerFigures {
             split: half.to_string(),
             questions: n,
-            in_answer: share(sum(0), n),
-            in_answer_or_quotes: share(sum(1), n),
-            in_sources: share(sum(2), n),
-            extractive_in_answer: share(sum(3), n),
+            in_answer: llm(share(sum(0), n)),
+            in_answer_or_quotes: llm(share(sum(1), n)),
+            in_quotes: share(sum(2), n),
+            in_sources: share(sum(3), n),
+            extractive_in_answer: share(sum(4), n),
             extractive_median_secs: crate::answer::median(&secs),
-            answer_sentences_supported: share(sum(4), sum(5)),
+            answer_sentences_supported: llm(share(sum(5), sum(6))),
         });
     }
     Ok((out, engine.settings().model))
@@ -427,28 +577,31 @@ impl fmt::Display for Report {
             )?;
             writeln!(
                 f,
-                "{:<8} {:>3} {:>7} {:>16} {:>8} {:>11} {:>14} {:>10}",
+                "{:<8} {:>3} {:>7} {:>14} {:>7} {:>8} {:>11} {:>13} {:>10}",
                 "half",
                 "n",
                 "answer",
                 "answer+quotes",
+                "quotes",
                 "sources",
                 "extractive",
                 "extractive s",
                 "supported"
             )?;
+            let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0));
             for a in &self.answers {
                 writeln!(
                     f,
-                    "{:<8} {:>3} {:>6.0}% {:>15.0}% {:>7.0}% {:>10.0}% {:>14.2} {:>9.0}%",
+                    "{:<8} {:>3} {:>7} {:>14} {:>6.0}% {:>7.0}% {:>10.0}% {:>13.2} {:>10}",
                     a.split,
                     a.questions,
-                    a.in_answer * 100.0,
-                    a.in_answer_or_quotes * 100.0,
+                    pct(a.in_answer),
+                    pct(a.in_answer_or_quotes),
+                    a.in_quotes * 100.0,
                     a.in_sources * 100.0,
                     a.extractive_in_answer * 100.0,
                     a.extractive_median_secs,
-                    a.answer_sentences_supported * 100.0
+                    pct(a.answer_sentences_supported)
                 )?;
             }
         }

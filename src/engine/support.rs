@@ -3,12 +3,21 @@
 //! answer's sources, with every span moved to the page of its source that holds it.
 
 use super::{Citation, Engine, Source};
+use crate::embed::Embedder;
 use crate::support::{self, Cited, Passage, Span, Support};
 
 impl Engine {
     /// The source sentences that best answer `searched` (the standalone question).
+    /// Each sentence is also scored by the embedder's cosine to the question (when
+    /// the embedder is not at hand, by its terms alone).
     pub(super) fn quotes_for(&self, searched: &str, sources: &[Source]) -> Vec<Span> {
-        let mut quotes = support::quotes(searched, &passages(sources));
+        let cosines = |texts: &[&str]| -> Option<Vec<f32>> {
+            let emb = self.embedder().ok()?;
+            let q = emb.embed_query(searched).ok()?;
+            let vs = emb.embed(texts).ok()?;
+            Some(vs.iter().map(|v| dot(&q, v)).collect())
+        };
+        let mut quotes = support::quotes_with(searched, &passages(sources), &cosines);
         for q in &mut quotes {
             self.place(q, sources);
         }
@@ -85,4 +94,9 @@ fn letters(text: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// The dot product: the cosine of two L2-normalized vectors.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -21,7 +21,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-pub use quotes::quotes;
+pub use quotes::{quotes, quotes_with};
 use sentences::{char_offset, Lines};
 use terms::{all_terms, coverage, Claim, Weights};
 
@@ -132,6 +132,8 @@ pub(crate) struct Window {
     pub text: String,
     /// Where the sentence after the window ends (none at the passage's end).
     pub next_end: Option<usize>,
+    /// Where the sentence before the window starts (none at the passage's start).
+    pub prev_start: Option<usize>,
     /// Sentences in the window, less one (a small price on wider windows).
     pub extra: usize,
 }
@@ -157,6 +159,7 @@ pub(crate) fn windows(passages: &[Passage<'_>], width: usize) -> Vec<Window> {
                     numbers: n.clone(),
                     text: p.text[sents[i].start..sents[i + k].end].to_string(),
                     next_end: sents.get(i + k + 1).map(|s| s.end),
+                    prev_start: i.checked_sub(1).map(|p| sents[p].start),
                     extra: k,
                 });
             }

@@ -167,3 +167,76 @@ fn quotes_answer_the_question_from_the_best_place() {
         "{a}"
     );
 }
+
+/// Old selection: the sentence that matches the question's words, and the one after.
+/// The answer here is the sentence before ("而且" leans on it) and two after.
+#[test]
+fn a_quote_that_points_back_takes_the_sentence_before_it() {
+    let text = "使用 dvipdfmx 生成 PDF 文件可以直接使用两种字库。\
+而且直接使用 TrueType 字库时生成的 PDF 文件能正常复制粘贴中文。\
+两种字库不会冲突。";
+    let p = [Passage {
+        chunk_id: 1,
+        doc_id: 1,
+        file: "ctex-faq.pdf",
+        page: 14,
+        text,
+    }];
+    let q = quotes("什么 PDF 文件能正常复制粘贴中文？", &p);
+    assert!(q[0].text.contains("dvipdfmx"), "{q:?}");
+    assert!(quotes::points_back("This is done with the forget command:"));
+    assert!(quotes::points_back("而且直接使用"));
+    assert!(!quotes::points_back("Thistle is a plant."));
+    assert!(!quotes::points_back("在导言区"));
+}
+
+#[test]
+fn the_first_quote_takes_two_sentences_after_its_match() {
+    let text = "This file defines the package wasysym, which makes characters of the \
+wasy fonts available. These fonts were provided by Roland Waldi. The package requires \
+version 2 (1992) of these fonts. Some symbols are already in TS1. Others are new.";
+    let p = [Passage {
+        chunk_id: 1,
+        doc_id: 1,
+        file: "wasysym.pdf",
+        page: 1,
+        text,
+    }];
+    let q = quotes("Which fonts does the wasysym package define?", &p);
+    assert!(q[0].text.contains("1992"), "{q:?}");
+    assert!(!q[0].text.contains("TS1"), "{q:?}");
+}
+
+/// Two sentences with the same share of the question's terms: the embedder's cosine
+/// (here given by hand) decides which leads.
+#[test]
+fn the_cosine_to_the_question_breaks_a_tie_of_terms() {
+    let text = "Fonts are scaled by the printer.\n\nFonts are downloaded in part by default.";
+    let p = [Passage {
+        chunk_id: 1,
+        doc_id: 1,
+        file: "txfontsdoc.pdf",
+        page: 3,
+        text,
+    }];
+    let by_hand = |texts: &[&str]| -> Option<Vec<f32>> {
+        Some(
+            texts
+                .iter()
+                .map(|t| if t.contains("downloaded") { 0.8 } else { 0.2 })
+                .collect(),
+        )
+    };
+    let q = quotes_with("What about the fonts?", &p, &by_hand);
+    assert!(q[0].text.starts_with("Fonts are downloaded"), "{q:?}");
+    let other_way = |texts: &[&str]| -> Option<Vec<f32>> {
+        Some(
+            texts
+                .iter()
+                .map(|t| if t.contains("scaled") { 0.8 } else { 0.2 })
+                .collect(),
+        )
+    };
+    let q = quotes_with("What about the fonts?", &p, &other_way);
+    assert!(q[0].text.starts_with("Fonts are scaled"), "{q:?}");
+}
