@@ -124,6 +124,14 @@ test("a follow-up is condensed, cited and reranked, and whole again when reopene
   await page.waitForSelector("#settings[open]");
   assert.equal(await page.inputValue("#settings select[name=follow_up_search]"), "thread_only");
   await page.selectOption("#settings select[name=follow_up_search]", "thread");
+  // The select as a person sees it, in both themes.
+  await page.locator("#settings select[name=follow_up_search]").scrollIntoViewIfNeeded();
+  const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+  for (const t of ["light", "dark"]) {
+    await page.evaluate((v) => { document.documentElement.dataset.theme = v; }, t);
+    await page.locator("#settings").screenshot({ path: join(shots, `05-follow-up-search-${t}.png`) });
+  }
+  await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
   await page.click("#settings-save");
   await page.waitForSelector("#settings[open]", { state: "detached" });
   await page.click("#new-chat");
