@@ -189,45 +189,8 @@ pub fn run(
         s.follow_up_search = f.clone();
     }
     engine.set_settings(s.clone())?;
-    let mut files: Vec<PathBuf> = opts
-        .conversations
-        .iter()
-        .map(|c| opts.pdfs.join(&c.file))
-        .collect();
-    files.sort();
-    files.dedup();
-    progress(&format!("indexing {} PDFs ...", files.len()));
-    let mut failed = Vec::new();
-    engine.index(&files, cancel, &mut |ev| {
-        if let IndexEvent::FileFailed { path, reason } = ev {
-            failed.push(format!("{path}: {reason}"));
-        }
-        true
-    })?;
-    if !failed.is_empty() {
-        return Err(Error::Invalid(format!(
-            "not indexed: {}",
-            failed.join("; ")
-        )));
-    }
-    // One query, or several fused (the first is the question).
-    let search = |qs: &[String]| -> Result<Vec<Source>> {
-        let r = engine.search(
-            &qs[0],
-            &RetrieveOptions {
-                top_k: opts.top_k,
-                num_queries: qs.len(),
-                queries: if qs.len() > 1 {
-                    qs.to_vec()
-                } else {
-                    Vec::new()
-                },
-                ..RetrieveOptions::default()
-            },
-            cancel,
-        )?;
-        Ok(engine.sources_of(&r))
-    };
+    index_pdfs(&engine, opts, cancel, progress)?;
+    let search = |qs: &[String]| search(&engine, qs, opts.top_k, cancel);
     let thread_how = quire::chat::follow_up::FollowUpSearch::Thread;
     let mut rows = Vec::new();
     for c in &opts.conversations {
@@ -386,8 +349,13 @@ pub struct ThreadOnly {
 }
 
 /// [`ThreadOnly`]'s figures: the conversations' PDFs indexed, no LLM loaded.
-pub fn thread_only(opts: &Options, cancel: &Cancel) -> Result<ThreadOnly> {
-    let engine = Engine::open(EngineConfig::new(Some(opts.data_dir.clone()))?)?;
+/// Index the conversations' PDFs; a file that fails is an error that names it.
+fn index_pdfs(
+    engine: &Engine,
+    opts: &Options,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(&str),
+) -> Result<()> {
     let mut files: Vec<PathBuf> = opts
         .conversations
         .iter()
@@ -395,24 +363,48 @@ pub fn thread_only(opts: &Options, cancel: &Cancel) -> Result<ThreadOnly> {
         .collect();
     files.sort();
     files.dedup();
-    engine.index(&files, cancel, &mut |_| true)?;
-    let hit = |qs: &[String], c: &Conversation, pages: &[u32]| -> Result<bool> {
-        let r = engine.search(
-            &qs[0],
-            &RetrieveOptions {
-                top_k: opts.top_k,
-                num_queries: qs.len(),
-                queries: if qs.len() > 1 {
-                    qs.to_vec()
-                } else {
-                    Vec::new()
-                },
-                ..RetrieveOptions::default()
+    progress(&format!("indexing {} PDFs ...", files.len()));
+    let mut failed = Vec::new();
+    engine.index(&files, cancel, &mut |ev| {
+        if let IndexEvent::FileFailed { path, reason } = ev {
+            failed.push(format!("{path}: {reason}"));
+        }
+        true
+    })?;
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "not indexed: {}",
+            failed.join("; ")
+        )))
+    }
+}
+
+/// The sources of one query, or of several fused (the first is the question).
+fn search(engine: &Engine, qs: &[String], top_k: usize, cancel: &Cancel) -> Result<Vec<Source>> {
+    let r = engine.search(
+        &qs[0],
+        &RetrieveOptions {
+            top_k,
+            num_queries: qs.len(),
+            queries: if qs.len() > 1 {
+                qs.to_vec()
+            } else {
+                Vec::new()
             },
-            cancel,
-        )?;
-        Ok(engine
-            .sources_of(&r)
+            ..RetrieveOptions::default()
+        },
+        cancel,
+    )?;
+    Ok(engine.sources_of(&r))
+}
+
+pub fn thread_only(opts: &Options, cancel: &Cancel) -> Result<ThreadOnly> {
+    let engine = Engine::open(EngineConfig::new(Some(opts.data_dir.clone()))?)?;
+    index_pdfs(&engine, opts, cancel, &mut |_| {})?;
+    let hit = |qs: &[String], c: &Conversation, pages: &[u32]| -> Result<bool> {
+        Ok(search(&engine, qs, opts.top_k, cancel)?
             .iter()
             .any(|s| answers(s, &c.file, pages)))
     };
