@@ -9,6 +9,7 @@ pub mod citation;
 pub mod condense;
 pub mod follow_up;
 pub mod memory;
+pub mod optimizer;
 pub mod rerank;
 
 pub use crate::llm::chat::Message;

@@ -20,6 +20,7 @@ mod modes;
 mod navigation;
 mod ocr;
 mod openai;
+mod optimizer_parity;
 mod pdf;
 mod plumbing;
 mod postgres;
