@@ -75,6 +75,13 @@ pub struct Settings {
     pub rerank_batch_size: usize,
     /// Candidates retrieved for the reranker to choose `top_k` from.
     pub rerank_candidates: usize,
+    /// LlamaIndex's SentenceEmbeddingOptimizer before the answer (`chat::optimizer`):
+    /// keep the top share of each source's sentences (`percentile_cutoff`, 0 to 1);
+    /// `None` with no threshold: off.
+    pub optimizer_percentile: Option<f64>,
+    /// The optimizer's `threshold_cutoff`: keep the sentences whose cosine to the
+    /// question is over it.
+    pub optimizer_threshold: Option<f64>,
     /// The "not found" threshold: when the closest passage's cosine similarity to the
     /// question is below it, the answer says the documents don't seem to cover the
     /// question instead of letting the model improvise. `None` uses the threshold
@@ -142,6 +149,8 @@ impl Default for Settings {
             rerank: false,
             rerank_batch_size: crate::chat::rerank::BATCH_SIZE,
             rerank_candidates: 8,
+            optimizer_percentile: None,
+            optimizer_threshold: None,
             not_found_threshold: None,
             ocr: true,
             llm_server: String::new(),
@@ -280,6 +289,18 @@ impl Settings {
                 "citation_chunk_size must be 32..=4096, not {}",
                 self.citation_chunk_size
             ));
+        }
+        if let Some(p) = self.optimizer_percentile {
+            if !(p > 0.0 && p <= 1.0) {
+                return bad(format!(
+                    "optimizer_percentile must be over 0 and at most 1, not {p}"
+                ));
+            }
+        }
+        if let Some(t) = self.optimizer_threshold {
+            if !(-1.0..=1.0).contains(&t) {
+                return bad(format!("optimizer_threshold must be -1..=1, not {t}"));
+            }
         }
         if !(1..=20).contains(&self.rerank_batch_size) {
             return bad(format!(

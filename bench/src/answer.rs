@@ -47,6 +47,8 @@ pub struct Sample {
     /// The source texts the answer was made from, joined.
     pub context: String,
     pub llm_calls: usize,
+    /// Prompt tokens over the answer's LLM calls.
+    pub prompt_tokens: usize,
     pub output_tokens: usize,
     pub secs: f64,
     /// Each LLM call's output and how many tokens it generated.
@@ -91,6 +93,12 @@ pub fn figures(
         questions: samples.len(),
         median_secs: median(&secs),
         calls_per_question: calls as f64 / n,
+        median_prompt_tokens: median(
+            &samples
+                .iter()
+                .map(|s| s.prompt_tokens as f64)
+                .collect::<Vec<_>>(),
+        ),
         tokens_per_question: tokens as f64 / n,
         tokens_total: tokens,
         must_contain_share: share(&|s, q| contains_all(&s.answer, &q.must_contain)),
@@ -180,6 +188,9 @@ pub struct ModeFigures {
     pub median_secs: f64,
     /// LLM calls per question, on average.
     pub calls_per_question: f64,
+    /// Median prompt tokens per question (over its LLM calls).
+    #[serde(default)]
+    pub median_prompt_tokens: f64,
     /// Tokens generated per question, on average.
     pub tokens_per_question: f64,
     /// Tokens generated over all questions.
@@ -309,6 +320,7 @@ pub fn ask_in(
             AskEvent::Done { answer, stats, .. } => {
                 sample.answer = answer;
                 sample.llm_calls = stats.llm_calls;
+                sample.prompt_tokens = stats.prompt_tokens;
                 sample.output_tokens = stats.output_tokens;
                 sample.secs = stats.secs;
             }
@@ -352,6 +364,10 @@ pub struct AnswerBenchOptions {
     pub overrides: AskOverrides,
     /// The LLM (a file name in the model folders, or a path) instead of the settings'.
     pub model: Option<String>,
+    /// LlamaIndex's SentenceEmbeddingOptimizer: `percentile_cutoff`, `threshold_cutoff`
+    /// (the settings' `optimizer_percentile`, `optimizer_threshold`).
+    pub optimizer_percentile: Option<f64>,
+    pub optimizer_threshold: Option<f64>,
 }
 
 /// The figures of `quire bench answer`.
@@ -386,11 +402,13 @@ pub fn answer_bench(
     progress: &mut dyn FnMut(&str),
 ) -> Result<AnswerBench> {
     let engine = Engine::open(EngineConfig::new(Some(opts.data_dir.clone()))?)?;
+    let mut s = engine.settings();
     if let Some(model) = &opts.model {
-        let mut s = engine.settings();
         s.model = model.clone();
-        engine.set_settings(s)?;
     }
+    s.optimizer_percentile = opts.optimizer_percentile;
+    s.optimizer_threshold = opts.optimizer_threshold;
+    engine.set_settings(s)?;
     let settings = opts.overrides.apply(engine.settings(), &[])?;
     progress(&format!("indexing {} ...", opts.pdfs.display()));
     let mut failed = Vec::new();
@@ -589,11 +607,12 @@ pub fn tree_batch(
 /// The figures as a text table.
 pub fn table(figs: &[ModeFigures]) -> String {
     let mut s = format!(
-        "{:<20} {:>9} {:>12} {:>9} {:>10} {:>14} {:>12} {:>8} {:>9} {:>11}\n",
+        "{:<20} {:>9} {:>12} {:>9} {:>9} {:>10} {:>14} {:>12} {:>8} {:>9} {:>11}\n",
         "mode",
         "questions",
         "median s/q",
         "calls/q",
+        "prompt/q",
         "tokens/q",
         "must_contain",
         "in sources",
@@ -606,11 +625,12 @@ pub fn table(figs: &[ModeFigures]) -> String {
             .zh_in_zh_share
             .map_or("-".to_string(), |z| format!("{:.0}%", z * 100.0));
         s.push_str(&format!(
-            "{:<20} {:>9} {:>12.2} {:>9.2} {:>10.1} {:>13.0}% {:>11.0}% {:>7.0}% {:>9} {:>11}\n",
+            "{:<20} {:>9} {:>12.2} {:>9.2} {:>9.0} {:>10.1} {:>13.0}% {:>11.0}% {:>7.0}% {:>9} {:>11}\n",
             f.mode.name(),
             f.questions,
             f.median_secs,
             f.calls_per_question,
+            f.median_prompt_tokens,
             f.tokens_per_question,
             f.must_contain_share * 100.0,
             f.sources_share * 100.0,

@@ -1185,6 +1185,13 @@ struct AnswerArgs {
     /// against its quiet latency (in the first of --modes; compact for `all`).
     #[arg(long)]
     while_indexing: Option<PathBuf>,
+    /// LlamaIndex's SentenceEmbeddingOptimizer before the answer: keep this share of
+    /// each source's sentences (`percentile_cutoff`, 0 to 1).
+    #[arg(long)]
+    optimizer_percentile: Option<f64>,
+    /// The optimizer's `threshold_cutoff` (a sentence's cosine to the question).
+    #[arg(long)]
+    optimizer_threshold: Option<f64>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -1300,6 +1307,8 @@ fn answer(a: &AnswerArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
         model: a.model.clone(),
+        optimizer_percentile: a.optimizer_percentile,
+        optimizer_threshold: a.optimizer_threshold,
     };
     let r = quire_bench::answer::answer_bench(&opts, &quire::llm::Cancel::new(), &mut |m| {
         eprintln!("{m}")

@@ -571,6 +571,41 @@ impl<'a> AnswerRun<'a> {
         Ok(())
     }
 
+    /// Before the answer: LlamaIndex's SentenceEmbeddingOptimizer, when the settings set a cutoff:
+    ///     the model reads each source's sentences closest to the question (the
+    ///     sources panel and the quotes keep the whole passages). Where it keeps no
+    ///     sentence of a source (LlamaIndex raises), the sources are read whole and a
+    ///     note says so.
+    fn optimize(&mut self, nodes: &mut [Node], searched: &str) -> Result<()> {
+        let settings = self.given.settings;
+        let opt = chat::optimizer::Optimizer {
+            percentile_cutoff: settings.optimizer_percentile,
+            threshold_cutoff: settings.optimizer_threshold,
+            ..Default::default()
+        };
+        if !opt.is_on() || nodes.is_empty() {
+            return Ok(());
+        }
+        let embedder = self.given.engine.embedder()?;
+        let query = embedder.embed_query(searched)?;
+        let mut shortened = nodes.to_vec();
+        let mut embed = |texts: &[&str]| embedder.embed(texts);
+        match opt.postprocess(&mut shortened, &query, &mut embed) {
+            Ok(()) => {
+                nodes.clone_from_slice(&shortened);
+                Ok(())
+            }
+            Err(Error::Invalid(e)) if e == chat::optimizer::ZERO_SENTENCES => {
+                self.notes.push(
+                    "the sentence optimizer kept no sentence of a source: the sources are read whole"
+                        .into(),
+                );
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// 7. The sources panel, then the source sentences that best answer the
     ///    question, shown before (and whatever) the model writes.
     fn show_sources(&mut self, retrieval: &Retrieval, searched: &str) -> Result<()> {
@@ -644,6 +679,7 @@ impl<'a> AnswerRun<'a> {
         let context_chat =
             self.given.turn.chat_mode == ChatMode::CondensePlusContext && !memory.is_empty();
         let mut nodes = synth_nodes(retrieval);
+        self.optimize(&mut nodes, searched)?;
         let mut plan = self.given.plan.clone();
         plan.options.first_step = self.steps;
         if settings.cite_sources {

@@ -97,3 +97,63 @@ fn the_optimizer_keeps_what_llamaindex_keeps() {
     }
     assert_eq!(cases, 14, "every recorded case was replayed");
 }
+
+/// Through the engine with a real model: the optimizer shortens what the model reads
+/// (fewer prompt tokens for the same question and sources), and the sources panel
+/// still shows the whole passages.
+#[test]
+fn the_optimizer_shortens_the_prompt_and_keeps_the_sources_whole() {
+    use crate::util;
+    use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig};
+    use quire::llm::Cancel;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
+    let mut s = engine.settings();
+    s.model = util::smollm2().display().to_string();
+    s.max_tokens = 4;
+    s.not_found_threshold = Some(0.0);
+    engine.set_settings(s.clone()).unwrap();
+    util::index_ok(&engine, &[util::shared().join("corpus/pdfs/wasysym.pdf")]);
+    let ask = |engine: &Engine| {
+        let (mut prompt, mut sources) = (0, Vec::new());
+        engine
+            .ask(
+                AskRequest {
+                    question: "Who made the wasy fonts, and which version do I need?".into(),
+                    mode: Some("simple_summarize".into()),
+                    ..Default::default()
+                },
+                &Cancel::new(),
+                &mut |e| {
+                    match e {
+                        AskEvent::Sources { sources: s, .. } => {
+                            sources = s.iter().map(|s| s.text.clone()).collect()
+                        }
+                        AskEvent::Done { stats, .. } => prompt = stats.prompt_tokens,
+                        _ => {}
+                    }
+                    true
+                },
+            )
+            .unwrap();
+        (prompt, sources)
+    };
+    let (whole, whole_sources) = ask(&engine);
+    s.optimizer_percentile = Some(0.3);
+    engine.set_settings(s.clone()).unwrap();
+    let (short, short_sources) = ask(&engine);
+    assert!(whole > 0 && short > 0, "{whole} {short}");
+    assert!(
+        short < whole,
+        "the optimizer's prompt ({short} tokens) is not shorter than {whole}"
+    );
+    assert_eq!(
+        short_sources, whole_sources,
+        "the sources panel shows the whole passages"
+    );
+    // Out of range is refused with a clear error, and nothing changes.
+    s.optimizer_percentile = Some(1.5);
+    let err = engine.set_settings(s).unwrap_err().to_string();
+    assert!(err.contains("optimizer_percentile"), "{err}");
+    assert_eq!(engine.settings().optimizer_percentile, Some(0.3));
+}

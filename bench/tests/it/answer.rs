@@ -34,6 +34,8 @@ fn answer_bench_goes_through_the_engine() {
             ..Default::default()
         },
         model: None,
+        optimizer_percentile: None,
+        optimizer_threshold: None,
     };
     let mut lines = Vec::new();
     let r = answer_bench(&opts, &Cancel::new(), &mut |l| lines.push(l.to_string())).unwrap();
