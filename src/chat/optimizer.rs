@@ -25,6 +25,9 @@ pub struct Optimizer {
     pub context_after: Option<usize>,
 }
 
+/// Embeds a list of sentences (LlamaIndex's `_get_text_embeddings`).
+pub type Embed<'a> = dyn FnMut(&[&str]) -> Result<Vec<Vec<f32>>> + 'a;
+
 /// LlamaIndex's error when no sentence of a source is kept.
 pub const ZERO_SENTENCES: &str = "Optimizer returned zero sentences.";
 
@@ -43,7 +46,7 @@ impl Optimizer {
         &self,
         nodes: &mut [Node],
         query: &[f32],
-        embed: &mut dyn FnMut(&[&str]) -> Result<Vec<Vec<f32>>>,
+        embed: &mut Embed<'_>,
     ) -> Result<()> {
         let punkt = Punkt::default();
         for node in nodes.iter_mut() {
