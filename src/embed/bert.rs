@@ -3,7 +3,7 @@
 //! `1_Pooling/config.json` (mean or [CLS] pooling) and the query and passage prompts
 //! of `config_sentence_transformers.json`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -174,11 +174,18 @@ pub struct BertEmbedder {
     /// thread that split it (the pipeline's extraction threads), not again on the
     /// thread that waits for the model.
     counted: Mutex<HashMap<String, Vec<u32>>>,
+    /// The last few queries' vectors, newest last: one answer embeds its question for
+    /// retrieval, for the quotes and for the sentence optimizer, and each after the
+    /// first takes it from here.
+    queries: Mutex<VecDeque<(String, Vec<f32>)>>,
 }
 
 /// At most this many texts' ids are kept for `embed` (a few megabytes); past it they
 /// are all dropped (and tokenized again when embedded).
 const COUNTED_MAX: usize = 8192;
+
+/// Queries whose vectors [`BertEmbedder::embed_query`] keeps.
+const QUERIES_KEPT: usize = 8;
 
 impl BertEmbedder {
     /// Load the model in `dir` (see [`BertFiles`]) on the CPU.
@@ -283,6 +290,7 @@ impl BertEmbedder {
             dims: config.hidden_size,
             languages,
             counted: Mutex::new(HashMap::new()),
+            queries: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -371,8 +379,22 @@ impl Embedder for BertEmbedder {
     }
 
     fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let kept = |q: &VecDeque<(String, Vec<f32>)>| {
+            q.iter().find(|(t, _)| t == query).map(|(_, v)| v.clone())
+        };
+        if let Some(v) = kept(&lock(&self.queries)) {
+            return Ok(v);
+        }
         let text = format!("{}{query}", self.query_prompt);
-        Ok(self.embed_raw(&[&text])?.remove(0))
+        let v = self.embed_raw(&[&text])?.remove(0);
+        let mut q = lock(&self.queries);
+        if kept(&q).is_none() {
+            if q.len() == QUERIES_KEPT {
+                q.pop_front();
+            }
+            q.push_back((query.to_string(), v.clone()));
+        }
+        Ok(v)
     }
 
     fn covers(&self, text: &str) -> bool {

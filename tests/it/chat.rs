@@ -10,19 +10,9 @@ use quire::llm::Cancel;
 use crate::util;
 
 fn engine() -> (Engine, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
-    let mut s = engine.settings();
-    s.model = util::smollm2().display().to_string();
-    s.max_tokens = 24;
-    // These tests are about the chat machinery, with the smallest model: its condensed
-    // question may be far from every page, and the "not found" check (tested in
-    // scope.rs) would then leave no step to check.
-    s.not_found_threshold = Some(0.0);
     // Condensed (and fused with the thread query): the default `thread_only` does not
     // condense in condense_plus_context (tested below).
-    s.follow_up_search = "thread".into();
-    engine.set_settings(s).unwrap();
+    let (engine, dir) = util::smollm2_engine(24, |s| s.follow_up_search = "thread".into());
     let pdf = util::shared().join("corpus/pdfs/wasysym.pdf");
     util::index_ok(&engine, &[pdf]);
     (engine, dir)

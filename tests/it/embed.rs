@@ -99,3 +99,32 @@ fn counted_texts_embed_the_same_bits() {
         }
     }
 }
+
+/// A question asked again (retrieval, the quotes and the optimizer each embed it) is
+/// answered from the embedder's recent queries with the same bits, and a query pushed
+/// out of them is embedded again, still the same.
+#[test]
+fn repeated_queries_embed_the_same_bits() {
+    let fresh = BertEmbedder::open(util::default_embedder()).expect("embedder");
+    let kept = BertEmbedder::open(util::default_embedder()).expect("embedder");
+    let queries: Vec<String> = (0..12)
+        .map(|i| format!("Which option sets the page margin, case {i}?"))
+        .collect();
+    let want: Vec<Vec<f32>> = queries
+        .iter()
+        .map(|q| fresh.embed_query(q).expect("embed"))
+        .collect();
+    let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+    // Each query twice in a row, then all again in order (the first ones were pushed
+    // out by then), then the last few again (still kept).
+    let order = (0..12)
+        .flat_map(|i| [i, i])
+        .chain(0..12)
+        .chain(8..12)
+        .collect::<Vec<_>>();
+    for i in order {
+        let got = kept.embed_query(&queries[i]).expect("embed");
+        assert!(same(&got, &want[i]), "query {i}: not the same bits");
+    }
+    assert!(!same(&want[0], &want[1]), "different queries, same vector");
+}

@@ -104,15 +104,10 @@ fn the_optimizer_keeps_what_llamaindex_keeps() {
 #[test]
 fn the_optimizer_shortens_the_prompt_and_keeps_the_sources_whole() {
     use crate::util;
-    use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig};
+    use quire::engine::{AskEvent, AskRequest, Engine};
     use quire::llm::Cancel;
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
+    let (engine, _dir) = util::smollm2_engine(4, |_| {});
     let mut s = engine.settings();
-    s.model = util::smollm2().display().to_string();
-    s.max_tokens = 4;
-    s.not_found_threshold = Some(0.0);
-    engine.set_settings(s.clone()).unwrap();
     util::index_ok(&engine, &[util::shared().join("corpus/pdfs/wasysym.pdf")]);
     let ask = |engine: &Engine| {
         let (mut prompt, mut sources) = (0, Vec::new());

@@ -6,20 +6,14 @@
 
 use std::sync::mpsc;
 
-use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig, IndexEvent};
+use quire::engine::{AskEvent, AskRequest, IndexEvent};
 use quire::llm::Cancel;
 
 use crate::util;
 
 #[test]
 fn an_answer_pauses_indexing_between_batches_and_indexing_goes_on_after() {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(Some(dir.path().to_path_buf())).unwrap()).unwrap();
-    let mut s = engine.settings();
-    s.model = util::smollm2().display().to_string();
-    s.max_tokens = 8;
-    s.not_found_threshold = Some(0.0);
-    engine.set_settings(s).unwrap();
+    let (engine, dir) = util::smollm2_engine(8, |_| {});
     let pdfs = util::shared().join("corpus/pdfs");
     engine
         .index(&[pdfs.join("wasysym.pdf")], &Cancel::new(), &mut |_| true)

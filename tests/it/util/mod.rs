@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+mod engine;
 mod index;
 pub mod llama_server;
 mod pdfs;
@@ -8,6 +9,7 @@ pub mod postgres;
 
 use std::path::PathBuf;
 
+pub use engine::smollm2_engine;
 pub use index::{
     document_id, done_in_db, index, index_ok, quire_index, run_index, run_index_killed_when,
 };
