@@ -385,9 +385,8 @@ mod tests {
         for a in Arch::ALL {
             assert_eq!(Arch::parse(a.name()), Some(a));
             assert_eq!(a.to_string(), a.name());
-            if let Forward::Own(d) = a.forward() {
-                assert_eq!(d.arch, a, "{a}'s description is another's");
-            }
+            let Forward::Own(d) = a.forward();
+            assert_eq!(d.arch, a, "{a}'s description is another's");
         }
         assert_eq!(Arch::parse("mamba"), None);
         assert_eq!(Arch::parse("Llama"), None);

@@ -345,8 +345,6 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<Q8Block>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Whether the packed AVX-512 VNNI kernels run here (tests).
-#[cfg(all(test, target_arch = "x86_64"))]
 /// The weight `t` (`n × k`, `n = Σ rows`) cut into consecutive blocks of `rows` rows,
 /// each its own weight of the same type (a fused q/k/v or gate/up projection as its
 /// parts: each output row's arithmetic is the same either way).
@@ -370,6 +368,8 @@ pub(crate) fn split_rows(t: QTensor, rows: &[usize]) -> Result<Vec<QTensor>> {
         .collect()
 }
 
+/// Whether the packed AVX-512 VNNI kernels run here (tests).
+#[cfg(all(test, target_arch = "x86_64"))]
 pub(crate) fn packed_available() -> bool {
     crate::cpu::has_vnni()
 }
