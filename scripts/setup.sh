@@ -79,6 +79,16 @@ if [ "$want_test" = 1 ] && ! .venv-llama/bin/python -c "import llama_cpp.server"
     .venv-llama/bin/pip install --quiet --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
 fi
 
+# The gguf package (llama.cpp's own GGUF writer) for scripts/random_gguf.py, which writes
+# the random-weight test models of the architectures no small real file exists for
+# (qwen3, Llama 3, phi3), in a venv of its own; numpy pinned too, as the weights are
+# drawn from its generator and the tests check each file's sha256.
+if [ "$want_test" = 1 ] && ! .venv-gguf/bin/python -c "import gguf" 2>/dev/null; then
+  echo "setup: installing gguf into .venv-gguf (pip)"
+  python3 -m venv .venv-gguf
+  .venv-gguf/bin/pip install --quiet --disable-pip-version-check "gguf==0.17.1" "numpy==2.4.6"
+fi
+
 # PostgreSQL 16 with pgvector for the tests of the PostgreSQL store, which
 # scripts/pg-test-server.sh starts on loopback: the pgserver wheel ships both
 # (initdb, postgres, pg_ctl, psql and the vector extension), as Debian has no pgvector
@@ -101,6 +111,13 @@ fi
 # those models too.
 if [ "$want_test" = 1 ]; then
   models/fetch.sh --smollm2 --gemma --m3e
+  # The random-weight models (their tokenizers are copied from the files just
+  # fetched), written again unless each is already the file the tests expect.
+  if ! (cd models && sha256sum --check --status ../tests/data/random_gguf.sha256 2>/dev/null); then
+    echo "setup: writing the random-weight test models into models/ (scripts/random_gguf.py)"
+    .venv-gguf/bin/python scripts/random_gguf.py models
+    (cd models && sha256sum --check --quiet ../tests/data/random_gguf.sha256)
+  fi
 else
   models/fetch.sh
 fi

@@ -30,8 +30,7 @@ pub struct LlmInfo {
     pub quantization: Option<String>,
     /// Training context window, in tokens.
     pub context: Option<usize>,
-    /// `fast` (Quire's own kernels), `slow path` (candle's generic code) or
-    /// `unsupported`.
+    /// `fast` (Quire's own kernels, every supported architecture) or `unsupported`.
     pub speed: Option<String>,
     /// Whether the file carries a chat template (an instruct model); a base model
     /// answers through a plain prompt and follows instructions poorly.

@@ -9,7 +9,6 @@ use std::time::Instant;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::{quantized_phi3, quantized_qwen3};
 
 use super::arch::{Arch, Forward};
 use super::chat::{ChatTemplate, Message};
@@ -26,10 +25,10 @@ use crate::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// Where to run: `auto` takes a compiled-in GPU that initializes, else the CPU.
-    /// On the CPU, llama, Qwen2 and Gemma 3 run on Quire's own kernels; on a GPU on
+    /// On the CPU, llama, Qwen2, Qwen3 and Gemma 3 run on Quire's own kernels; on a GPU on
     /// the candle forward pass ([`super::runtime::candle`]).
     pub device: DeviceChoice,
-    /// Run llama, Qwen2 and Gemma 3 on the candle forward pass even on the CPU (tests
+    /// Run llama, Qwen2, Qwen3 and Gemma 3 on the candle forward pass even on the CPU (tests
     /// compare it with the own kernels there).
     pub candle: bool,
     /// Requantize Q4_1 / Q5_0 / Q5_1 weights to Q8_0 at load, llama only. Off by
@@ -59,27 +58,15 @@ enum Net {
     Llama(Llama),
     /// llama, Qwen2, Gemma 3 on a candle device (the GPU path).
     Candle(CandleLlama),
-    Qwen3(quantized_qwen3::ModelWeights),
-    Phi3(quantized_phi3::ModelWeights),
 }
 
 impl Net {
     /// Logits of the last of `tokens`, run at positions `pos..`.
-    fn forward(&mut self, tokens: &[u32], pos: usize, device: &Device) -> Result<Tensor> {
-        let x = || Tensor::new(tokens, device)?.unsqueeze(0);
-        let out = match self {
-            Net::Llama(m) => return Ok(m.forward(tokens, pos)?),
-            Net::Candle(m) => return Ok(m.forward(tokens, pos)?),
-            Net::Qwen3(m) => {
-                let x = x()?;
-                if pos == 0 {
-                    m.clear_kv_cache();
-                }
-                m.forward(&x, pos)?
-            }
-            Net::Phi3(m) => m.forward(&x()?, pos)?,
-        };
-        Ok(out.to_dtype(candle_core::DType::F32)?.flatten_all()?)
+    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
+        Ok(match self {
+            Net::Llama(m) => m.forward(tokens, pos)?,
+            Net::Candle(m) => m.forward(tokens, pos)?,
+        })
     }
 
     /// The logits after each of `tokens` run at `pos..`, each row computed as a
@@ -101,11 +88,6 @@ impl Net {
                 })
                 .collect()
         }))
-    }
-
-    /// Whether the KV cache can be truncated to reuse a shared prefix.
-    fn reuses_prefix(&self) -> bool {
-        matches!(self, Net::Llama(_) | Net::Candle(_))
     }
 }
 
@@ -194,13 +176,6 @@ impl GgufLlm {
             ),
             Forward::Own(dec) => Net::Llama(
                 Llama::from_gguf(&content, &mut r, dec, &device, window, opts.requantize)
-                    .map_err(bad)?,
-            ),
-            Forward::CandleQwen3 => Net::Qwen3(
-                quantized_qwen3::ModelWeights::from_gguf(content, &mut r, &device).map_err(bad)?,
-            ),
-            Forward::CandlePhi3 => Net::Phi3(
-                quantized_phi3::ModelWeights::from_gguf(false, content, &mut r, &device)
                     .map_err(bad)?,
             ),
         };
@@ -331,7 +306,7 @@ impl GgufLlm {
                 break;
             }
             let pos = st.cached.len();
-            logits = st.net.forward(&[t], pos, &self.device)?;
+            logits = st.net.forward(&[t], pos)?;
             st.cached.push(t);
         }
         Ok(out)
@@ -343,7 +318,6 @@ impl GgufLlm {
         match &mut st.net {
             Net::Llama(m) => m.clear_cache(),
             Net::Candle(m) => m.clear_cache(),
-            _ => {}
         }
         Ok(())
     }
@@ -366,7 +340,7 @@ impl GgufLlm {
                 break;
             }
             let pos = st.cached.len();
-            logits = st.net.forward(&[next], pos, &self.device)?;
+            logits = st.net.forward(&[next], pos)?;
             st.cached.push(next);
         }
         Ok(out)
@@ -382,7 +356,7 @@ impl GgufLlm {
         for &next in forced {
             out.push(logits.to_vec1()?);
             let pos = st.cached.len();
-            logits = st.net.forward(&[next], pos, &self.device)?;
+            logits = st.net.forward(&[next], pos)?;
             st.cached.push(next);
         }
         out.push(logits.to_vec1()?);
@@ -447,7 +421,7 @@ impl GgufLlm {
         for _ in 0..n {
             let next = greedy(&logits)?;
             let pos = st.cached.len();
-            logits = st.net.forward(&[next], pos, &self.device)?;
+            logits = st.net.forward(&[next], pos)?;
             st.cached.push(next);
         }
         Ok((pp, t1.elapsed().as_secs_f64(), reused))
@@ -471,18 +445,15 @@ impl GgufLlm {
     /// of the last token and how many tokens were reused.
     fn prefill(&self, st: &mut State, tokens: &[u32], cancel: &Cancel) -> Result<(Tensor, usize)> {
         self.check_prompt(tokens)?;
-        let common = if st.net.reuses_prefix() {
-            reusable_prefix(&st.cached, tokens)
-        } else {
-            0
-        };
+        // Both passes' KV caches can be truncated: a shared prefix is reused.
+        let common = reusable_prefix(&st.cached, tokens);
         st.cached.truncate(common);
         const CHUNK: usize = 512;
         let mut pos = common;
         let mut logits = None;
         for chunk in tokens[common..].chunks(CHUNK) {
             cancel.check()?;
-            let r = st.net.forward(chunk, pos, &self.device);
+            let r = st.net.forward(chunk, pos);
             let l = match r {
                 Ok(l) => l,
                 Err(e) => {
@@ -559,7 +530,7 @@ impl GgufLlm {
             while let Some(next) = dec.step(logits, sink)? {
                 cancel.check()?;
                 let pos = st.cached.len();
-                logits = match st.net.forward(&[next], pos, &self.device) {
+                logits = match st.net.forward(&[next], pos) {
                     Ok(l) => l,
                     Err(e) => {
                         st.cached.clear();
@@ -609,7 +580,7 @@ impl speculative::Target for Verifier<'_, '_> {
             }
             // Another network: one token at a time (no proposal is verified).
             None => {
-                let l = self.st.net.forward(&tokens[..1], pos, self.device)?;
+                let l = self.st.net.forward(&tokens[..1], pos)?;
                 self.st.cached.push(tokens[0]);
                 Ok(vec![l])
             }

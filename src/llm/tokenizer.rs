@@ -34,6 +34,11 @@ enum Model {
         byte_ids: [Option<u32>; 256],
         /// char of the byte-level alphabet -> byte.
         unbyte: HashMap<char, u8>,
+        /// byte -> its char of the byte-level alphabet.
+        chars: [char; 256],
+        /// A piece that is a token as a whole is that token, merges or not
+        /// (llama.cpp's `ignore_merges`, Llama 3's pre-tokenizer).
+        ignore_merges: bool,
     },
     Spm {
         scores: Vec<f32>,
@@ -84,6 +89,15 @@ fn pre_regexes(pre: &str) -> Vec<&'static str> {
         "falcon" => vec![r"[\p{P}\$\+<=>\^~\|`]+", GPT2, "[0-9][0-9][0-9]"],
         _ => vec![r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", "[0-9][0-9][0-9]"],
     }
+}
+
+/// Whether llama.cpp looks a whole piece up before merging for this
+/// `tokenizer.ggml.pre` (`ignore_merges`), and adds BOS unless the file says otherwise.
+fn is_llama3_pre(pre: &str) -> bool {
+    matches!(
+        pre,
+        "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "pixtral"
+    )
 }
 
 /// GPT-2's byte to printable-character table.
@@ -240,6 +254,8 @@ impl Tokenizer {
                     regexes,
                     byte_ids,
                     unbyte,
+                    chars: table,
+                    ignore_merges: is_llama3_pre(pre),
                 }
             }
             "llama" => {
@@ -275,7 +291,10 @@ impl Tokenizer {
 
         let bos = meta_id(g, "tokenizer.ggml.bos_token_id", n);
         let eos = meta_id(g, "tokenizer.ggml.eos_token_id", n);
-        let default_add_bos = matches!(model, Model::Spm { .. });
+        let default_add_bos = match &model {
+            Model::Spm { .. } => true,
+            Model::Bpe { ignore_merges, .. } => *ignore_merges,
+        };
         let add_bos = meta_bool(g, "tokenizer.ggml.add_bos_token").unwrap_or(default_add_bos)
             && bos.is_some();
         Ok(Self {
@@ -422,6 +441,8 @@ impl Tokenizer {
             merges,
             regexes,
             byte_ids,
+            chars,
+            ignore_merges,
             ..
         } = &self.model
         else {
@@ -450,7 +471,16 @@ impl Tokenizer {
             words = next;
         }
         let mut syms: Vec<Option<u32>> = Vec::new();
+        let mut whole = String::new();
         for w in words {
+            if *ignore_merges {
+                whole.clear();
+                whole.extend(w.bytes().map(|b| chars[b as usize]));
+                if let Some(&id) = self.ids.get(&whole) {
+                    out.push(id);
+                    continue;
+                }
+            }
             syms.clear();
             syms.extend(w.bytes().map(|b| byte_ids[b as usize]));
             // Merge the lowest-ranked adjacent pair, leftmost first, until none is left.

@@ -41,7 +41,7 @@ fn qwen2() -> PathBuf {
 }
 
 /// A reference recorded here by `scripts/llamacpp_*.py` (in `tests/data`).
-fn here(file: &str) -> Vec<serde_json::Value> {
+pub(crate) fn here(file: &str) -> Vec<serde_json::Value> {
     jsonl(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data")
@@ -53,7 +53,7 @@ fn check_tokenizer(path: &Path, model: &str) {
     check_tokenizer_lines(path, reference(model, "tokenize.jsonl"));
 }
 
-fn check_tokenizer_lines(path: &Path, lines: Vec<serde_json::Value>) {
+pub(crate) fn check_tokenizer_lines(path: &Path, lines: Vec<serde_json::Value>) {
     let tok = Tokenizer::open(path).expect("tokenizer");
     let mut bad = Vec::new();
     assert!(lines.len() >= 10);
@@ -106,7 +106,7 @@ fn check_greedy(path: &Path, model: &str, requantize: bool, need: usize) {
     );
 }
 
-fn check_greedy_lines(
+pub(crate) fn check_greedy_lines(
     path: &Path,
     model: &str,
     lines: Vec<serde_json::Value>,
@@ -411,7 +411,7 @@ fn a_batch_of_prompts_gives_what_each_gives_alone() {
 /// Quire's logits against llama.cpp's as run here (plain CPU kernels; fingerprints
 /// written by `scripts/llamacpp_logits.py`): after the prompt and after each of the
 /// first 8 greedy tokens fed one at a time, every logit the same f32 bits.
-fn check_logits(path: &Path, data: &str) {
+pub(crate) fn check_logits(path: &Path, data: &str) {
     use sha2::{Digest, Sha256};
     let llm = GgufLlm::load_with(path, &LoadOptions::default()).expect("load");
     let lines = jsonl(

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod archs;
 mod chat;
 mod chat_parity;
 mod embed;

@@ -6,7 +6,7 @@
 //! `query_pos − key_pos < window`; norms after attention and after the feed-forward,
 //! which is GELU-gated (`LLM_FFN_GELU`, `LLM_FFN_PAR`); output tied to the embeddings.
 
-use super::{Arch, AttnScale, Block, Decoder, Ffn, Rope, Sliding, LLAMA_BLOCK};
+use super::{Arch, AttnScale, Block, Decoder, Ffn, Rope, RopeFactors, Sliding, LLAMA_BLOCK};
 
 pub const DECODER: Decoder = Decoder {
     arch: Arch::Gemma3,
@@ -26,6 +26,7 @@ pub const DECODER: Decoder = Decoder {
     ffn: Ffn::GeGlu,
     embed_scale: true,
     attn_scale: AttnScale::Queries(query_width),
+    rope_factors: RopeFactors::None,
 };
 
 /// What queries are scaled by the square root of (llama.cpp's `f_attention_scale`):

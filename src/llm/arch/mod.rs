@@ -4,8 +4,7 @@
 //! feed-forward and attention quirks — that both forward passes read
 //! ([`super::runtime::llama`] on the own kernels, [`super::runtime::candle`] on any
 //! candle device). One file per architecture, as candle-transformers has one per model:
-//! [`llama`], [`qwen2`], [`gemma3`]. Qwen3 and Phi-3 run on candle-transformers' own
-//! quantized model code ([`Forward`]).
+//! [`llama`], [`qwen2`], [`qwen3`], [`gemma3`], [`phi3`].
 //!
 //! A new dense architecture goes here: a file with its `DECODER`, a variant of
 //! [`Arch`] and its line in [`Arch::forward`]; its shape comes from the metadata keys
@@ -14,7 +13,9 @@
 
 pub mod gemma3;
 pub mod llama;
+pub mod phi3;
 pub mod qwen2;
+pub mod qwen3;
 
 use super::gguf::GgufFile;
 use crate::{Error, Result};
@@ -32,13 +33,9 @@ pub enum Arch {
 /// Which forward pass runs an architecture.
 #[derive(Clone, Copy, Debug)]
 pub enum Forward {
-    /// Quire's own (bit for bit with llama.cpp's CPU backend, and faster), built
-    /// from this description.
+    /// Quire's own (bit for bit with llama.cpp's CPU backend), built from this
+    /// description; on a GPU, the candle pass reads the same description.
     Own(&'static Decoder),
-    /// candle-transformers' `quantized_qwen3` (the slow path).
-    CandleQwen3,
-    /// candle-transformers' `quantized_phi3` (the slow path).
-    CandlePhi3,
 }
 
 impl Arch {
@@ -87,17 +84,16 @@ impl Arch {
         match self {
             Arch::Llama => Forward::Own(&llama::DECODER),
             Arch::Qwen2 => Forward::Own(&qwen2::DECODER),
+            Arch::Qwen3 => Forward::Own(&qwen3::DECODER),
             Arch::Gemma3 => Forward::Own(&gemma3::DECODER),
-            Arch::Qwen3 => Forward::CandleQwen3,
-            Arch::Phi3 => Forward::CandlePhi3,
+            Arch::Phi3 => Forward::Own(&phi3::DECODER),
         }
     }
 
-    /// "fast" on Quire's own forward pass, "slow path" on candle-transformers'.
+    /// "fast": every architecture runs on Quire's own forward pass.
     pub fn speed(self) -> &'static str {
         match self.forward() {
             Forward::Own(_) => "fast",
-            Forward::CandleQwen3 | Forward::CandlePhi3 => "slow path",
         }
     }
 }
@@ -132,6 +128,45 @@ pub struct Decoder {
     pub embed_scale: bool,
     /// How attention's scores are scaled.
     pub attn_scale: AttnScale,
+    /// Per-pair rotary frequency factors the file may hold.
+    pub rope_factors: RopeFactors,
+}
+
+/// Rotary frequency factors (`ggml_rope_ext`'s `freq_factors`: each pair's angle
+/// divided by its factor), read where the file has them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RopeFactors {
+    /// None.
+    None,
+    /// Llama 3.1+'s [`ROPE_FREQS`], one factor per rotated pair.
+    Freqs,
+    /// Phi-3's [`ROPE_FACTORS_LONG`] when the context is longer than the original one
+    /// (`rope.scaling.original_context_length`), else [`ROPE_FACTORS_SHORT`]
+    /// (llama.cpp's `get_rope_factors`).
+    ShortLong,
+}
+
+/// Phi-3's rotary factors beyond the original context.
+pub const ROPE_FACTORS_LONG: &str = "rope_factors_long.weight";
+/// Phi-3's rotary factors within the original context.
+pub const ROPE_FACTORS_SHORT: &str = "rope_factors_short.weight";
+
+/// Llama 3's rotary frequency factors (one tensor for all layers).
+pub const ROPE_FREQS: &str = "rope_freqs.weight";
+
+impl RopeFactors {
+    /// The tensor of factors to read, if the architecture has them and the file holds
+    /// it (`has(name)`); they are `rope.dimension_count / 2` values. `long`: the
+    /// context is longer than the model's original one.
+    pub fn tensor(self, has: impl Fn(&str) -> bool, long: bool) -> Option<&'static str> {
+        let name = match self {
+            RopeFactors::None => return None,
+            RopeFactors::Freqs => ROPE_FREQS,
+            RopeFactors::ShortLong if long => ROPE_FACTORS_LONG,
+            RopeFactors::ShortLong => ROPE_FACTORS_SHORT,
+        };
+        Some(name).filter(|n| has(n))
+    }
 }
 
 /// The token embeddings (also the output weights where the file has no
@@ -164,7 +199,15 @@ pub struct Block {
     /// Norms of the attention's and the feed-forward's outputs, before the residual.
     pub post_attn_norm: Option<&'static str>,
     pub post_ffn_norm: Option<&'static str>,
+    /// `ffn_up` holds the gate's rows then the up projection's (2·`feed_forward_length`
+    /// rows), and there is no `ffn_gate` (Phi-3: `LLM_FFN_SWIGLU`, `LLM_FFN_SEQ`).
+    pub gate_up: bool,
 }
+
+/// The fused q/k/v projection (`blk.N.attn_qkv.weight`: the query rows, then the
+/// key's, then the value's), which llama.cpp takes instead of `attn_q`/`attn_k`/
+/// `attn_v` wherever a file has it (Phi-3 always).
+pub const ATTN_QKV: &str = "attn_qkv";
 
 /// llama's block: no biases, no norms beyond the two before attention and the
 /// feed-forward.
@@ -183,6 +226,7 @@ pub const LLAMA_BLOCK: Block = Block {
     k_norm: None,
     post_attn_norm: None,
     post_ffn_norm: None,
+    gate_up: false,
 };
 
 /// Block `i`'s tensor names in full, those its architecture has.
@@ -203,6 +247,11 @@ pub struct BlockNames {
     pub k_norm: Option<String>,
     pub post_attn_norm: Option<String>,
     pub post_ffn_norm: Option<String>,
+    /// The fused q/k/v projection, used where the file has it ([`ATTN_QKV`]); its bias.
+    pub attn_qkv: String,
+    pub attn_qkv_bias: String,
+    /// `ffn_up` is the gate and the up projection ([`Block::gate_up`]).
+    pub gate_up: bool,
 }
 
 /// A block's vectors (its norms, and the biases and norms its architecture has), as
@@ -280,6 +329,9 @@ impl Block {
             k_norm: self.k_norm.map(w),
             post_attn_norm: self.post_attn_norm.map(w),
             post_ffn_norm: self.post_ffn_norm.map(w),
+            attn_qkv: w(ATTN_QKV),
+            attn_qkv_bias: b(ATTN_QKV),
+            gate_up: self.gate_up,
         }
     }
 }
@@ -333,15 +385,15 @@ mod tests {
         for a in Arch::ALL {
             assert_eq!(Arch::parse(a.name()), Some(a));
             assert_eq!(a.to_string(), a.name());
-            if let Forward::Own(d) = a.forward() {
-                assert_eq!(d.arch, a, "{a}'s description is another's");
-            }
+            let Forward::Own(d) = a.forward();
+            assert_eq!(d.arch, a, "{a}'s description is another's");
         }
         assert_eq!(Arch::parse("mamba"), None);
         assert_eq!(Arch::parse("Llama"), None);
         assert_eq!(supported(), "llama, qwen2, qwen3, gemma3, phi3");
         assert_eq!(Arch::Gemma3.speed(), "fast");
-        assert_eq!(Arch::Phi3.speed(), "slow path");
+        assert_eq!(Arch::Qwen3.speed(), "fast");
+        assert_eq!(Arch::Phi3.speed(), "fast");
     }
 
     #[test]
@@ -355,6 +407,14 @@ mod tests {
             n.qkv_bias,
             Some(["attn_q", "attn_k", "attn_v"].map(|t| format!("blk.0.{t}.bias")))
         );
+        let n = phi3::DECODER.block.names(0);
+        assert_eq!(n.attn_qkv, "blk.0.attn_qkv.weight");
+        assert!(n.gate_up && n.ffn_up == "blk.0.ffn_up.weight");
+        assert!(!LLAMA_BLOCK.names(0).gate_up);
+        let n = qwen3::DECODER.block.names(2);
+        assert_eq!(n.q_norm.as_deref(), Some("blk.2.attn_q_norm.weight"));
+        assert_eq!(n.k_norm.as_deref(), Some("blk.2.attn_k_norm.weight"));
+        assert!(n.qkv_bias.is_none() && n.post_attn_norm.is_none());
         let n = gemma3::DECODER.block.names(1);
         assert_eq!(n.q_norm.as_deref(), Some("blk.1.attn_q_norm.weight"));
         assert_eq!(n.k_norm.as_deref(), Some("blk.1.attn_k_norm.weight"));

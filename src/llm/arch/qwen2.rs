@@ -3,7 +3,7 @@
 //! the matmul, in f32) and NeoX rotary pairs with base `rope.freq_base` (10⁶ for
 //! Qwen2.5).
 
-use super::{Arch, AttnScale, Block, Decoder, Ffn, Rope, LLAMA_BLOCK};
+use super::{Arch, AttnScale, Block, Decoder, Ffn, Rope, RopeFactors, LLAMA_BLOCK};
 
 pub const DECODER: Decoder = Decoder {
     arch: Arch::Qwen2,
@@ -17,4 +17,5 @@ pub const DECODER: Decoder = Decoder {
     ffn: Ffn::SwiGlu,
     embed_scale: false,
     attn_scale: AttnScale::HeadDim,
+    rope_factors: RopeFactors::None,
 };

@@ -1,4 +1,4 @@
-//! The llama, Qwen2 and Gemma 3 forward passes over candle tensors, on any candle
+//! The llama, Qwen2, Qwen3, Gemma 3 and Phi-3 forward passes over candle tensors, on any candle
 //! device: the path the GPU runs (CUDA, Metal), and which runs on the CPU too, so that
 //! tests compare it with Quire's own kernels on a machine without a GPU.
 //!
@@ -21,11 +21,11 @@
 
 use std::io::{Read, Seek};
 
-use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::quantized::{gguf_file, QMatMul, QStorage, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor, D};
 
 use super::hparams::Hparams;
-use super::matmul::Rows;
+use super::matmul::{split_rows, Rows};
 use crate::llm::arch::{self, Decoder, Ffn, Rope};
 
 /// One decoder layer's weights on the device.
@@ -95,15 +95,29 @@ impl CandleLlama {
             (h.n_head, h.n_kv_head, h.blocks, h.hidden, h.head_dim, h.eps);
         // An even count: the rotation goes by pairs.
         let rope_dim = h.rope_dim & !1;
+        let factors = match decoder
+            .rope_factors
+            .tensor(|n| ct.tensor_infos.contains_key(n), max_seq > h.orig_ctx)
+        {
+            Some(name) => {
+                Some(vector(ct, r, name, h.rope_dim / 2, &Device::Cpu)?.to_vec1::<f32>()?)
+            }
+            None => None,
+        };
+        let mscale = h.rope_attn_factor;
         let mut ropes = vec![rope_table(
             h.rope_base,
             h.freq_scale,
+            factors.as_deref(),
+            mscale,
             rope_dim,
             max_seq,
             device,
         )?];
         if let Some(local) = h.local_rope_base {
-            ropes.push(rope_table(local, 1.0, rope_dim, max_seq, device)?);
+            ropes.push(rope_table(
+                local, 1.0, None, mscale, rope_dim, max_seq, device,
+            )?);
         }
 
         let tok_q = ct.tensor(r, arch::TOKEN_EMBD, &Device::Cpu)?;
@@ -123,10 +137,44 @@ impl CandleLlama {
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
             let n = decoder.block.names(i);
-            let mut q = |name: &str| qmatmul(ct.tensor(r, name, device)?);
-            let (wq, wk, wv) = (q(&n.attn_q)?, q(&n.attn_k)?, q(&n.attn_v)?);
-            let wo = q(&n.attn_output)?;
-            let (w_gate, w_up, w_down) = (q(&n.ffn_gate)?, q(&n.ffn_up)?, q(&n.ffn_down)?);
+            let has = |name: &str| ct.tensor_infos.contains_key(name);
+            let fused_qkv = has(&n.attn_qkv);
+            if fused_qkv && has(&n.attn_qkv_bias) {
+                candle_core::bail!("{}: a fused q/k/v bias is not supported", n.attn_qkv_bias);
+            }
+            // Fused weights are cut into their parts on the CPU, then moved.
+            let on_device = |t: QTensor| -> Result<QMatMul> {
+                let t = QTensor::new(
+                    QStorage::from_data(t.data()?, device, t.dtype())?,
+                    t.shape().clone(),
+                )?;
+                qmatmul(t)
+            };
+            let (wq, wk, wv) = if fused_qkv {
+                let (q_rows, kv_rows) = (n_head * head_dim, n_kv_head * head_dim);
+                let t = ct.tensor(r, &n.attn_qkv, &Device::Cpu)?;
+                let [q, k, v] =
+                    <[QTensor; 3]>::try_from(split_rows(t, &[q_rows, kv_rows, kv_rows])?)
+                        .map_err(|_| candle_core::Error::Msg("q/k/v split".into()))?;
+                (on_device(q)?, on_device(k)?, on_device(v)?)
+            } else {
+                let mut q = |name: &str| qmatmul(ct.tensor(r, name, device)?);
+                (q(&n.attn_q)?, q(&n.attn_k)?, q(&n.attn_v)?)
+            };
+            let wo = qmatmul(ct.tensor(r, &n.attn_output, device)?)?;
+            let (w_gate, w_up) = if n.gate_up {
+                let t = ct.tensor(r, &n.ffn_up, &Device::Cpu)?;
+                let ff = t.shape().dims2()?.0 / 2;
+                let [g, u] = <[QTensor; 2]>::try_from(split_rows(t, &[ff, ff])?)
+                    .map_err(|_| candle_core::Error::Msg("gate/up split".into()))?;
+                (on_device(g)?, on_device(u)?)
+            } else {
+                (
+                    qmatmul(ct.tensor(r, &n.ffn_gate, device)?)?,
+                    qmatmul(ct.tensor(r, &n.ffn_up, device)?)?,
+                )
+            };
+            let w_down = qmatmul(ct.tensor(r, &n.ffn_down, device)?)?;
             let widths = arch::Widths {
                 hidden,
                 head_dim,
@@ -366,10 +414,14 @@ fn qmatmul(t: QTensor) -> Result<QMatMul> {
     QMatMul::from_qtensor(t)
 }
 
-/// cos and sin of `θ_i = pos · freq_scale · base^(−2i/dims)`, `max_seq × dims/2`.
+/// cos and sin of `θ_i = pos · freq_scale · base^(−2i/dims) / factor_i` (`factors`:
+/// per-pair frequency factors, 1 where `None`), each cos and sin multiplied by
+/// `mscale`, `max_seq × dims/2`.
 fn rope_table(
     base: f32,
     freq_scale: f32,
+    factors: Option<&[f32]>,
+    mscale: f32,
     dims: usize,
     max_seq: usize,
     device: &Device,
@@ -379,9 +431,10 @@ fn rope_table(
     let mut sin = Vec::with_capacity(max_seq * half);
     for p in 0..max_seq {
         for i in 0..half {
-            let theta = p as f32 * freq_scale * base.powf(-2.0 * i as f32 / dims as f32);
-            cos.push(theta.cos());
-            sin.push(theta.sin());
+            let ff = factors.map_or(1.0, |f| f[i]);
+            let theta = p as f32 * freq_scale * base.powf(-2.0 * i as f32 / dims as f32) / ff;
+            cos.push(theta.cos() * mscale);
+            sin.push(theta.sin() * mscale);
         }
     }
     Ok((

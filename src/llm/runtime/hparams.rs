@@ -27,6 +27,13 @@ pub struct Hparams {
     pub local_rope_base: Option<f32>,
     /// llama.cpp's `rope_freq_scale_train`: 1 / `rope.scaling.factor`.
     pub freq_scale: f32,
+    /// What the rotation's cos and sin are multiplied by (`rope.scaling.attn_factor`,
+    /// 1 by default: llama.cpp's `rope_attn_factor`, Phi-3.5's long-context scale).
+    pub rope_attn_factor: f32,
+    /// The context the model was trained for before any extension
+    /// (`rope.scaling.original_context_length`, else `context_length`): longer
+    /// contexts take Phi-3's long rope factors.
+    pub orig_ctx: usize,
     /// What queries are scaled by the square root of ([`AttnScale`]): the head width
     /// unless the architecture says otherwise.
     pub q_per: usize,
@@ -81,6 +88,10 @@ impl Hparams {
                 .sliding
                 .map(|s| md_f("rope.local_freq_base").unwrap_or(s.local_rope_base)),
             freq_scale: if factor > 0.0 { 1.0 / factor } else { 1.0 },
+            rope_attn_factor: md_f("rope.scaling.attn_factor").unwrap_or(1.0),
+            orig_ctx: md_u("rope.scaling.original_context_length")
+                .or_else(|_| md_u("context_length"))
+                .unwrap_or(usize::MAX),
             q_per: match decoder.attn_scale {
                 AttnScale::HeadDim => head_dim,
                 AttnScale::Queries(width) => width(blocks, hidden, n_head, head_dim),

@@ -1,5 +1,5 @@
 //! The dense decoders Quire runs with its own model code: llama (SmolLM2, Llama 3.x,
-//! TinyLlama), Qwen2 and Gemma 3, one graph read from each architecture's
+//! TinyLlama), Qwen2, Qwen3, Gemma 3 and Phi-3, one graph read from each architecture's
 //! description ([`Decoder`]: its tensors, optional biases and norms, rope kind,
 //! feed-forward and attention scale; the files of `crate::llm::arch` say how each
 //! differs from llama, after llama.cpp's `llm_build_*`).
@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::attention::{self, AttnScratch};
 use super::hparams::Hparams;
 use super::kv_cache::KvCache;
-use super::matmul::{QLinear, Rows, Stacked};
+use super::matmul::{split_rows, QLinear, Rows, Stacked};
 use super::ops;
 use crate::llm::arch::{self, AttnScale, Decoder, Ffn, Rope as RopeKind};
 
@@ -92,11 +92,15 @@ struct Style {
     q_scale: Option<f32>,
 }
 
-/// A rotary embedding's parameters: `θ_i = pos · scale^i · freq_scale`.
-#[derive(Debug, Clone, Copy)]
+/// A rotary embedding's parameters: `θ_i = pos · scale^i · freq_scale / factor_i`.
+#[derive(Debug, Clone)]
 struct Rope {
     theta_scale: f32,
     freq_scale: f32,
+    /// Per-pair frequency factors ([`arch::RopeFactors`]), 1 where `None`.
+    factors: Option<Vec<f32>>,
+    /// cos and sin multiplied by this (`rope.scaling.attn_factor`).
+    mscale: f32,
 }
 
 /// The keys and values of one sequence, per layer: the model's own sequence, or one
@@ -182,14 +186,25 @@ impl Llama {
             h.eps,
         );
         let theta = |b: f32| b.powf(-2.0 / rope_dim as f32);
+        let factors = match decoder
+            .rope_factors
+            .tensor(|n| ct.tensor_infos.contains_key(n), max_seq > h.orig_ctx)
+        {
+            Some(name) => Some(vector(ct, r, name, rope_dim / 2)?),
+            None => None,
+        };
         let mut ropes = vec![Rope {
             theta_scale: theta(h.rope_base),
             freq_scale: h.freq_scale,
+            factors,
+            mscale: h.rope_attn_factor,
         }];
         if let Some(local) = h.local_rope_base {
             ropes.push(Rope {
                 theta_scale: theta(local),
                 freq_scale: 1.0,
+                factors: None,
+                mscale: h.rope_attn_factor,
             });
         }
         let style = Style {
@@ -221,10 +236,26 @@ impl Llama {
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
             let n = decoder.block.names(i);
+            let has = |name: &str| ct.tensor_infos.contains_key(name);
+            let fused_qkv = has(&n.attn_qkv);
+            if fused_qkv && has(&n.attn_qkv_bias) {
+                candle_core::bail!("{}: a fused q/k/v bias is not supported", n.attn_qkv_bias);
+            }
             let mut t = |name: &str| load_tensor(ct, r, name, &cpu, requant);
-            let wqkv = Stacked::new(vec![t(&n.attn_q)?, t(&n.attn_k)?, t(&n.attn_v)?])?;
+            let (q_rows, kv_rows) = (n_head * head_dim, n_kv_head * head_dim);
+            let wqkv = Stacked::new(if fused_qkv {
+                split_rows(t(&n.attn_qkv)?, &[q_rows, kv_rows, kv_rows])?
+            } else {
+                vec![t(&n.attn_q)?, t(&n.attn_k)?, t(&n.attn_v)?]
+            })?;
             let wo = QLinear::new_backend(t(&n.attn_output)?)?;
-            let w13 = Stacked::new(vec![t(&n.ffn_gate)?, t(&n.ffn_up)?])?;
+            let w13 = Stacked::new(if n.gate_up {
+                let up = t(&n.ffn_up)?;
+                let ff = up.shape().dims2()?.0 / 2;
+                split_rows(up, &[ff, ff])?
+            } else {
+                vec![t(&n.ffn_gate)?, t(&n.ffn_up)?]
+            })?;
             let w2 = QLinear::new_backend(t(&n.ffn_down)?)?;
             let widths = arch::Widths {
                 hidden,
@@ -460,6 +491,8 @@ impl Llama {
                             self.rope_pairs,
                             rope.theta_scale,
                             rope.freq_scale,
+                            rope.factors.as_deref(),
+                            rope.mscale,
                             &mut c,
                         );
                         c

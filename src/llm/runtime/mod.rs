@@ -3,7 +3,7 @@
 //! logits and greedy tokens are llama.cpp's bit for bit (tested against llama.cpp run
 //! here).
 //!
-//! - [`llama`]: the dense decoders (llama, Qwen2, Gemma 3): loading their weights and
+//! - [`llama`]: the dense decoders (llama, Qwen2, Qwen3, Gemma 3): loading their weights and
 //!   the forward pass over a batch of sequences, with prefix reuse.
 //! - [`candle`]: the same decoders over candle tensors on any candle device (the GPU
 //!   path; on the CPU it is what tests compare with the own kernels).

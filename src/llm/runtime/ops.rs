@@ -108,19 +108,25 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
 
 /// Rotary embedding tables as `ggml_rope_cache_init` builds them for one position:
 /// θ starts at the position and is multiplied by `theta_scale` for each pair; each
-/// angle is `freq_scale · θ` (`rope_yarn` without extrapolation).
+/// angle is `freq_scale · θ / factor` (`rope_yarn` without extrapolation), `factor`
+/// the pair's frequency factor where the model has them (`ggml_rope_ext`'s
+/// `freq_factors`: Llama 3's `rope_freqs`, Phi-3's short/long factors), else 1; cos
+/// and sin are multiplied by `mscale` (the attention factor, usually 1).
 pub fn rope_cache(
     pos: usize,
     pairs: usize,
     theta_scale: f32,
     freq_scale: f32,
+    factors: Option<&[f32]>,
+    mscale: f32,
     out: &mut Vec<(f32, f32)>,
 ) {
     out.clear();
     let mut theta = pos as f32;
-    for _ in 0..pairs {
-        let t = freq_scale * theta;
-        out.push((t.cos(), t.sin()));
+    for i in 0..pairs {
+        let ff = factors.map_or(1.0, |f| f[i]);
+        let t = freq_scale * (theta / ff);
+        out.push((t.cos() * mscale, t.sin() * mscale));
         theta *= theta_scale;
     }
 }

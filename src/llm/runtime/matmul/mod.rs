@@ -33,7 +33,7 @@ pub(crate) mod q8;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod vnni;
 
-use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::quantized::{QMatMul, QStorage, QTensor};
 use candle_core::{Module, Result, Tensor};
 
 use crate::cpu::f16_at;
@@ -343,6 +343,29 @@ impl Rows {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<Q8Block>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The weight `t` (`n × k`, `n = Σ rows`) cut into consecutive blocks of `rows` rows,
+/// each its own weight of the same type (a fused q/k/v or gate/up projection as its
+/// parts: each output row's arithmetic is the same either way).
+pub(crate) fn split_rows(t: QTensor, rows: &[usize]) -> Result<Vec<QTensor>> {
+    let (n, k) = t.shape().dims2()?;
+    if rows.iter().sum::<usize>() != n {
+        candle_core::bail!("a {n}-row weight does not split into {rows:?} rows");
+    }
+    let dtype = t.dtype();
+    let row_bytes = k / dtype.block_size() * dtype.type_size();
+    let data = t.data()?;
+    let device = t.device();
+    let mut at = 0;
+    rows.iter()
+        .map(|&r| {
+            let part = data[at * row_bytes..(at + r) * row_bytes].to_vec();
+            at += r;
+            let storage = QStorage::from_data(std::borrow::Cow::Owned(part), &device, dtype)?;
+            QTensor::new(storage, (r, k))
+        })
+        .collect()
 }
 
 /// Whether the packed AVX-512 VNNI kernels run here (tests).
