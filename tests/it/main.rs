@@ -3,6 +3,7 @@
 
 mod util;
 
+mod calibrate;
 mod chat;
 mod chat_parity;
 mod embed;
