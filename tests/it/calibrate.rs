@@ -8,12 +8,14 @@ use std::process::Command;
 
 use crate::util;
 
-/// A model folder holding links to `files` (real models found in the model folders).
+/// A model folder holding links to `files` (real models found in the model folders)
+/// and the embedding model (`quire models` wants one).
 fn model_dir(dir: &Path, files: &[&str]) -> PathBuf {
     let m = dir.join("models");
     std::fs::create_dir_all(&m).unwrap();
-    for f in files {
+    for f in files.iter().chain([&quire::models::DEFAULT_EMBEDDER]) {
         let src = quire::models::find(f)
+            .and_then(|p| std::fs::canonicalize(&p).map_err(|e| quire::Error::io(p, e)))
             .unwrap_or_else(|e| panic!("{f}: {e} (the test set-up fetches it)"));
         std::os::unix::fs::symlink(src, m.join(f)).unwrap();
     }
