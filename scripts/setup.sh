@@ -108,9 +108,9 @@ fi
 # Tests also check SmolLM2 (the smallest model, used wherever any model proves the
 # point) and Gemma 3 270M against llama.cpp (their logits bit for bit), and
 # re-embedding with a second embedding model (m3e-small), so the test set-up fetches
-# those models too.
+# those models too (and never the 1.1 GB 1.5B: --no-choose).
 if [ "$want_test" = 1 ]; then
-  models/fetch.sh --smollm2 --gemma --m3e
+  models/fetch.sh --smollm2 --gemma --m3e --no-choose
   # The random-weight models (their tokenizers are copied from the files just
   # fetched), written again unless each is already the file the tests expect.
   if ! (cd models && sha256sum --check --status ../tests/data/random_gguf.sha256 2>/dev/null); then

@@ -26,6 +26,26 @@ enum Cmd {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Print only the file name of the model chosen for this machine: the
+        /// best-answering one predicted to answer within 6 s (calibrated on first
+        /// use, then cached in the data directory).
+        #[arg(long)]
+        choose: bool,
+        /// Threads the calibration runs on (default: the CPUs this process gets).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        threads: Option<u32>,
+        /// Also consider this model file, not installed: its time estimated from an
+        /// installed model's calibration and both models' measured speeds (what
+        /// `models/fetch.sh` asks before fetching it). Repeatable.
+        #[arg(long, value_name = "FILE")]
+        consider: Vec<String>,
+        /// Only describe the files: no calibration, no predicted times.
+        #[arg(long, conflicts_with = "choose")]
+        no_calibrate: bool,
+        /// Data directory holding the calibration cache (default: $XDG_DATA_HOME/quire
+        /// or ~/.local/share/quire).
+        #[arg(long, env = "QUIRE_DATA_DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// List the response modes a question can use (`--mode`): the built-in ones and
     /// those composed in Settings.
@@ -292,7 +312,23 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
-        Cmd::Models { model, json } => models(model, json),
+        Cmd::Models {
+            model,
+            json,
+            choose,
+            threads,
+            consider,
+            no_calibrate,
+            data_dir,
+        } => models(ModelsArgs {
+            consider,
+            model,
+            json,
+            choose,
+            threads: threads.map(|t| t as usize),
+            calibrate: !no_calibrate,
+            data_dir,
+        }),
         Cmd::Modes { json, data } => cli::ask::modes(&data.engine()?, json),
         Cmd::Reembed {
             embedder,
@@ -433,24 +469,145 @@ fn bench(args: &[OsString]) -> anyhow::Result<()> {
     }
 }
 
-fn models(model: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+struct ModelsArgs {
+    consider: Vec<String>,
+    model: Option<PathBuf>,
+    json: bool,
+    choose: bool,
+    threads: Option<usize>,
+    calibrate: bool,
+    data_dir: Option<PathBuf>,
+}
+
+fn models(a: ModelsArgs) -> anyhow::Result<()> {
     use quire::embed::catalog::EmbedderInfo;
+    use quire::llm::calibrate;
     use quire::llm::catalog::LlmInfo;
-    let llms: Vec<LlmInfo> = match model {
-        Some(p) => vec![quire::llm::catalog::describe(&p)],
-        None => quire::models::gguf_files()
-            .iter()
-            .map(|p| quire::llm::catalog::describe(p))
-            .collect(),
+    let ModelsArgs { model, json, .. } = a;
+    let files: Vec<PathBuf> = match &model {
+        Some(p) => vec![p.clone()],
+        None => quire::models::gguf_files(),
     };
+    let llms: Vec<LlmInfo> = files
+        .iter()
+        .map(|p| quire::llm::catalog::describe(p))
+        .collect();
+    anyhow::ensure!(
+        !llms.is_empty() || !a.choose,
+        "no GGUF model found: run `models/fetch.sh` (searched {})",
+        quire::models::search_dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // Predicted times and the choice, from the calibration cache or a short run.
+    let mut predictions = None;
+    if a.calibrate && !files.is_empty() {
+        let dir = match a.data_dir.clone() {
+            Some(d) => d,
+            None => quire::models::data_dir()
+                .context("no data directory: set HOME or pass --data-dir")?,
+        };
+        calibrate::slowdown()?;
+        let threads = calibrate::threads_or_max(a.threads);
+        let mut cache = calibrate::Cache::open(&calibrate::Cache::file_in(&dir));
+        let quiet = json || a.choose;
+        let n = files.len();
+        let out = calibrate::candidates(&mut cache, &files, threads, &mut |i, p| {
+            if !quiet {
+                eprintln!(
+                    "calibrating {}/{n}: {} ({threads} threads)",
+                    i + 1,
+                    p.display()
+                );
+            }
+        });
+        let mut cands: Vec<_> = out.iter().map(|(c, _)| c.clone()).collect();
+        let cals: Vec<_> = out
+            .iter()
+            .filter_map(|(_, o)| o.as_ref().ok().map(|(c, _)| c.clone()))
+            .collect();
+        for name in &a.consider {
+            if cands.iter().any(|c| &c.name == name) {
+                continue;
+            }
+            let Some(e) = calibrate::estimate(name, &cals) else {
+                anyhow::bail!(
+                    "--consider {name}: no estimate (it, and an installed model, must be among the measured models: {})",
+                    quire::llm::choose::QUALITY
+                        .iter()
+                        .map(|m| m.file)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            };
+            cands.push(e);
+        }
+        let choice = quire::llm::choose::choose(&cands);
+        predictions = Some((cands, out, choice, threads));
+    }
+    if a.choose {
+        let Some((cands, _, choice, _)) = &predictions else {
+            anyhow::bail!("no model to choose from");
+        };
+        let why = |j: usize| {
+            let c = &cands[j];
+            match &c.predicted {
+                Ok(p) => format!(
+                    "{}: predicted {p:.1} s{}: {}",
+                    c.name,
+                    if c.estimated {
+                        " (estimated, not installed)"
+                    } else {
+                        ""
+                    },
+                    choice.reasons[j]
+                ),
+                Err(_) => format!("{}: {}", c.name, choice.reasons[j]),
+            }
+        };
+        let Some(i) = choice.chosen else {
+            anyhow::bail!(
+                "no usable model: {}",
+                (0..cands.len()).map(why).collect::<Vec<_>>().join("; ")
+            );
+        };
+        println!("{}", cands[i].name);
+        for j in 0..cands.len() {
+            eprintln!("{}", why(j));
+        }
+        return Ok(());
+    }
     let embedders: Vec<EmbedderInfo> = quire::models::embedder_dirs()
         .iter()
         .map(|p| quire::embed::catalog::describe(p))
         .collect();
     if json {
+        let choice = predictions.as_ref().map(|(cands, out, choice, threads)| {
+            serde_json::json!({
+                "budget_secs": quire::llm::choose::BUDGET_SECS,
+                "threads": threads,
+                "cpu": calibrate::cpu_name(),
+                "chosen": choice.chosen.map(|i| cands[i].name.clone()),
+                "models": cands.iter().enumerate().map(|(i, c)| {
+                    let o = out.get(i).and_then(|(_, o)| o.as_ref().ok());
+                    serde_json::json!({
+                        "name": c.name,
+                        "predicted_secs": c.predicted.as_ref().ok(),
+                        "estimated": c.estimated,
+                        "quality": quire::llm::choose::quality(&c.name),
+                        "reason": choice.reasons[i],
+                        "why": choice.reasons[i].to_string(),
+                        "calibration": o.map(|(cal, _)| cal),
+                        "cached": o.map(|(_, cached)| cached),
+                    })
+                }).collect::<Vec<_>>(),
+            })
+        });
         println!(
             "{}",
-            serde_json::json!({ "llms": llms, "embedders": embedders })
+            serde_json::json!({ "llms": llms, "embedders": embedders, "choice": choice })
         );
     } else {
         let mb = |b: u64| format!("{:.0} MB", b as f64 / 1e6);
@@ -475,6 +632,31 @@ fn models(model: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
                         " (base model: no chat template)"
                     }
                 ),
+            }
+        }
+        if let Some((cands, out, choice, threads)) = &predictions {
+            println!(
+                "predicted median compact answer on {} ({threads} threads; budget {} s):",
+                calibrate::cpu_name(),
+                quire::llm::choose::BUDGET_SECS
+            );
+            for (i, (c, r)) in cands.iter().zip(&choice.reasons).enumerate() {
+                match out.get(i).map(|(_, o)| o) {
+                    Some(Ok((cal, cached))) => println!(
+                        "  {}  {:.1} s  (prompt {:.0} tok/s, generation {:.1} tok/s{})  {r}",
+                        c.name,
+                        cal.predicted_secs(),
+                        cal.prompt_tok_s,
+                        cal.gen_tok_s,
+                        if *cached { ", cached" } else { "" }
+                    ),
+                    _ => match &c.predicted {
+                        Ok(p) => {
+                            println!("  {}  {p:.1} s  (estimated, not installed)  {r}", c.name)
+                        }
+                        Err(_) => println!("  {}  -  {r}", c.name),
+                    },
+                }
             }
         }
         for e in &embedders {

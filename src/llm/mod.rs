@@ -13,8 +13,10 @@
 //! forward pass by and the runtime's two loaders build from.
 
 pub mod arch;
+pub mod calibrate;
 pub mod catalog;
 pub mod chat;
+pub mod choose;
 pub mod constrain;
 pub mod device;
 pub mod gguf;

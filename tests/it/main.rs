@@ -4,6 +4,7 @@
 mod util;
 
 mod archs;
+mod calibrate;
 mod chat;
 mod chat_parity;
 mod embed;
