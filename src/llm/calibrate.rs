@@ -312,6 +312,7 @@ pub fn estimate(name: &str, installed: &[Calibration]) -> Option<Candidate> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

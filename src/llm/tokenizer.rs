@@ -35,7 +35,7 @@ enum Model {
         /// char of the byte-level alphabet -> byte.
         unbyte: HashMap<char, u8>,
         /// byte -> its char of the byte-level alphabet.
-        chars: [char; 256],
+        chars: Box<[char; 256]>,
         /// A piece that is a token as a whole is that token, merges or not
         /// (llama.cpp's `ignore_merges`, Llama 3's pre-tokenizer).
         ignore_merges: bool,
@@ -254,7 +254,7 @@ impl Tokenizer {
                     regexes,
                     byte_ids,
                     unbyte,
-                    chars: table,
+                    chars: Box::new(table),
                     ignore_merges: is_llama3_pre(pre),
                 }
             }
