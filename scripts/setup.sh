@@ -113,10 +113,14 @@ if [ "$want_test" = 1 ]; then
   models/fetch.sh --smollm2 --gemma --m3e --no-choose
   # The random-weight models (their tokenizers are copied from the files just
   # fetched), written again unless each is already the file the tests expect.
-  if ! (cd models && sha256sum --check --status ../tests/data/random_gguf.sha256 2>/dev/null); then
-    echo "setup: writing the random-weight test models into models/ (scripts/random_gguf.py)"
-    .venv-gguf/bin/python scripts/random_gguf.py models
-    (cd models && sha256sum --check --quiet ../tests/data/random_gguf.sha256)
+  # They go in a folder of their own, models/random/, so that the app's model list
+  # (which reads models/ only) never offers them.
+  mkdir -p models/random
+  rm -f models/random-qwen3.gguf models/random-llama3.gguf models/random-phi3.gguf
+  if ! (cd models/random && sha256sum --check --status ../../tests/data/random_gguf.sha256 2>/dev/null); then
+    echo "setup: writing the random-weight test models into models/random/ (scripts/random_gguf.py)"
+    .venv-gguf/bin/python scripts/random_gguf.py models/random
+    (cd models/random && sha256sum --check --quiet ../../tests/data/random_gguf.sha256)
   fi
 else
   models/fetch.sh

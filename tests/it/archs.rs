@@ -1,5 +1,5 @@
 //! Architectures no small real file exists for, tested as llama.cpp tests them: small
-//! GGUFs with random weights (`scripts/random_gguf.py`, written into `models/` by the
+//! GGUFs with random weights (`scripts/random_gguf.py`, written into `models/random/` (out of the app's model list) by the
 //! test set-up, `scripts/setup.sh --test`) run on Quire's own forward pass, their
 //! logits after a prompt and eight forced tokens compared bit for bit with llama.cpp's
 //! (llama-cpp-python 0.3.36, plain CPU kernels: fingerprints recorded by
@@ -25,10 +25,12 @@ fn fixture(name: &str) -> PathBuf {
         .find_map(|l| l.split_once("  ").filter(|(_, n)| *n == name))
         .map(|(h, _)| h.to_owned())
         .unwrap_or_else(|| panic!("{name} is not listed in tests/data/random_gguf.sha256"));
-    let path = quire::models::find(name).unwrap_or_else(|e| {
-        panic!("{name}: {e}; the test set-up writes it: scripts/setup.sh --test (or `.venv-gguf/bin/python scripts/random_gguf.py models`)")
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/random")
+        .join(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!("{}: {e}; the test set-up writes it: scripts/setup.sh --test (or `.venv-gguf/bin/python scripts/random_gguf.py models/random`)", path.display())
     });
-    let bytes = std::fs::read(&path).expect("read fixture");
     let got: String = Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -38,7 +40,7 @@ fn fixture(name: &str) -> PathBuf {
         want,
         "{} is not the file the llama.cpp references were recorded from: write it again \
          with the pinned gguf and numpy (scripts/setup.sh --test, or `.venv-gguf/bin/python \
-         scripts/random_gguf.py models {name}`)",
+         scripts/random_gguf.py models/random {name}`)",
         path.display()
     );
     path
