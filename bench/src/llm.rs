@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use quire::llm::calibrate::prompt_ids;
 use quire::llm::chat::Message;
 use quire::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
 use quire::{Error, Result};
@@ -119,27 +120,6 @@ fn read_reference(p: &Path) -> Result<(Option<f64>, Option<f64>)> {
         v["prompt_tokens_per_s_median"].as_f64(),
         v["gen_tokens_per_s_median"].as_f64(),
     ))
-}
-
-/// A prompt of exactly `n` ordinary tokens (a repeated English passage).
-fn prompt_ids(llm: &GgufLlm, n: usize) -> Result<Vec<u32>> {
-    let passage = "The GNU General Public License is a free, copyleft license for software \
-                   and other kinds of works. Retrieval-augmented generation answers a question \
-                   from passages found in your own documents. ";
-    let mut ids = Vec::new();
-    if llm.tokenizer().add_bos() {
-        ids.extend(llm.tokenizer().bos());
-    }
-    let body = llm.tokenizer().encode(passage, false)?;
-    if body.is_empty() {
-        return Err(Error::Invalid(
-            "the benchmark passage encodes to nothing".into(),
-        ));
-    }
-    while ids.len() < n {
-        ids.extend(body.iter().take(n - ids.len()));
-    }
-    Ok(ids)
 }
 
 /// Run the benchmark on the model at `path`.

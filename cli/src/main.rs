@@ -492,15 +492,9 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
         .iter()
         .map(|p| quire::llm::catalog::describe(p))
         .collect();
-    anyhow::ensure!(
-        !llms.is_empty() || !a.choose,
-        "no GGUF model found: run `models/fetch.sh` (searched {})",
-        quire::models::search_dirs()
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    if a.choose {
+        ensure_some_llm(&llms)?;
+    }
     // Predicted times and the choice, from the calibration cache or a short run.
     let mut predictions = None;
     if a.calibrate && !files.is_empty() {
@@ -678,6 +672,16 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
             }
         }
     }
+    ensure_some_llm(&llms)?;
+    anyhow::ensure!(
+        !embedders.is_empty(),
+        "no embedding model found: run `models/fetch.sh`"
+    );
+    Ok(())
+}
+
+/// The error for an empty model folder: what to run, and where Quire looked.
+fn ensure_some_llm<T>(llms: &[T]) -> anyhow::Result<()> {
     anyhow::ensure!(
         !llms.is_empty(),
         "no GGUF model found: run `models/fetch.sh` (searched {})",
@@ -686,10 +690,6 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
             .map(|d| d.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    anyhow::ensure!(
-        !embedders.is_empty(),
-        "no embedding model found: run `models/fetch.sh`"
     );
     Ok(())
 }

@@ -139,8 +139,10 @@ fn models_are_calibrated_cached_and_chosen_differently_on_a_slow_machine() {
             .contains("no model fits 6 s"),
         "{slow}"
     );
-    if expect == q05 {
-        assert_ne!(slow["choice"]["chosen"], v["choice"]["chosen"]);
+    // Which of the two is faster is the machine's to say (they are close): what the
+    // slow machine changes is the reason, from "fits" to "the fastest, none fits".
+    if p05 <= 6.0 || psmol <= 6.0 {
+        assert_eq!(model(&v, expect)["reason"]["kind"], "chosen", "{v}");
     }
     assert_eq!(cache(&data).len(), 4);
 
