@@ -17,7 +17,12 @@ impl Engine {
             let vs = emb.embed(texts).ok()?;
             Some(vs.iter().map(|v| dot(&q, v)).collect())
         };
-        let mut quotes = support::quotes_with(searched, &passages(sources), &cosines);
+        // A quote that runs to the end of its source reads on into the next chunk.
+        let after = |i: usize| -> Option<(i64, String)> {
+            let src = sources.get(i)?;
+            self.store().next_chunk(src.chunk_id).ok()?
+        };
+        let mut quotes = support::quotes_with(searched, &passages(sources), &cosines, &after);
         for q in &mut quotes {
             self.place(q, sources);
         }

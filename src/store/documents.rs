@@ -115,6 +115,9 @@ pub trait Documents {
     }
     /// The text of those of the chunks `ids` that exist, in any order.
     fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>>;
+    /// The chunk that follows chunk `id` in its document (`seq` + 1): its id and text.
+    /// A quote that runs to the end of its chunk reads on into it.
+    fn next_chunk(&self, id: i64) -> Result<Option<(i64, String)>>;
     /// The embeddings of those of the chunks `ids` that have one, in any order.
     fn chunk_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>>;
     /// The documents [`Documents::load_chunks`] returns chunks of.

@@ -227,7 +227,7 @@ fn the_cosine_to_the_question_breaks_a_tie_of_terms() {
                 .collect(),
         )
     };
-    let q = quotes_with("What about the fonts?", &p, &by_hand);
+    let q = quotes_with("What about the fonts?", &p, &by_hand, &|_| None);
     assert!(q[0].text.starts_with("Fonts are downloaded"), "{q:?}");
     let other_way = |texts: &[&str]| -> Option<Vec<f32>> {
         Some(
@@ -237,6 +237,101 @@ fn the_cosine_to_the_question_breaks_a_tie_of_terms() {
                 .collect(),
         )
     };
-    let q = quotes_with("What about the fonts?", &p, &other_way);
+    let q = quotes_with("What about the fonts?", &p, &other_way, &|_| None);
     assert!(q[0].text.starts_with("Fonts are scaled"), "{q:?}");
+}
+
+/// A quote that runs to the end of its chunk reads on into the next one, past the
+/// sentences the chunks share; what it read of a next chunk that is a source too is
+/// not quoted again.
+#[test]
+fn a_quote_reads_on_into_the_next_chunk() {
+    let first = "Sometimes it is appropriate to let others know that you are unavailable. \
+In order to inform the other developers, there are two things that you should do.";
+    let second = "In order to inform the other developers, there are two things that you \
+should do. First send a mail to debian-private with [VAC] in the subject. Then mark \
+yourself as on vacation in the database. Ideally, sign up for key signing.";
+    let p = [
+        Passage {
+            chunk_id: 10,
+            doc_id: 1,
+            file: "developers-reference.pdf",
+            page: 19,
+            text: first,
+        },
+        Passage {
+            chunk_id: 11,
+            doc_id: 1,
+            file: "developers-reference.pdf",
+            page: 20,
+            text: second,
+        },
+    ];
+    let next = |i: usize| (i == 0).then(|| (11, second.to_string()));
+    let question = "How do I let others know that I am unavailable?";
+    let q = quotes_with(question, &p[..1], &|_| None, &next);
+    assert!(q[0].text.contains("[VAC]"), "{q:?}");
+    assert_eq!(
+        q[0].text.matches("In order to inform").count(),
+        1,
+        "the sentence both chunks hold is quoted once: {q:?}"
+    );
+    assert!(!q[0].text.contains("Ideally"), "{q:?}");
+    // The offsets stay within the chunk the quote starts in.
+    assert_eq!(q[0].end, first.chars().count());
+    // Without the next chunk, the quote stops at its own chunk's end.
+    let q = quotes_with(question, &p[..1], &|_| None, &|_| None);
+    assert!(!q[0].text.contains("[VAC]"), "{q:?}");
+    // With the next chunk among the sources, what was read of it is not quoted again.
+    let q = quotes_with(question, &p, &|_| None, &next);
+    assert!(q[0].text.contains("[VAC]"), "{q:?}");
+    assert!(q[1..].iter().all(|x| !x.text.contains("[VAC]")), "{q:?}");
+}
+
+/// A later quote, too, takes the sentences after its window (two), not more.
+#[test]
+fn a_later_quote_takes_the_sentences_after_it() {
+    let a = "To undo the hold later and resume upgrades, run apt-mark unhold.";
+    let b = "To hold a package with apt-mark, run apt-mark hold and the package name. \
+Names are required. Logs record everything. Mirrors are checked daily. Other tools exist.";
+    let p = [
+        Passage {
+            chunk_id: 1,
+            doc_id: 1,
+            file: "debian-faq.en.pdf",
+            page: 40,
+            text: a,
+        },
+        Passage {
+            chunk_id: 7,
+            doc_id: 1,
+            file: "debian-faq.en.pdf",
+            page: 41,
+            text: b,
+        },
+    ];
+    let q = quotes(
+        "How do I hold a package with apt-mark, and how do I undo the hold later to resume \
+         upgrades?",
+        &p,
+    );
+    assert_eq!(q[0].chunk_id, 1, "{q:?}");
+    let later = q.get(1).expect("a quote of the second");
+    assert!(later.text.starts_with("To hold a package"), "{q:?}");
+    assert!(later.text.contains("Logs record"), "{q:?}");
+    assert!(!later.text.contains("Other tools"), "{q:?}");
+}
+
+#[test]
+fn the_overlap_of_two_chunks_is_left_out_once() {
+    use super::quotes::after_overlap;
+    assert_eq!(
+        after_overlap("A b. Shared end.", "Shared end. New."),
+        "New."
+    );
+    assert_eq!(after_overlap("A b.", "Nothing shared."), "Nothing shared.");
+    assert_eq!(
+        after_overlap("共同的句子。", "共同的句子。新的。"),
+        "新的。"
+    );
 }

@@ -89,6 +89,10 @@ fn exercise(s: &mut Store) -> Vec<String> {
     t.push(format!("{:?}", s.done_with_hash("h1").unwrap()));
     t.push(format!("{:?}", s.ocr_pages(a).unwrap()));
     t.push(format!("{:?}", s.page_text(a, 1).unwrap()));
+    // The chunk after each of a's: its text, and none after the last.
+    for c in s.load_chunks_of(&[a]).unwrap() {
+        t.push(format!("{:?}", s.next_chunk(c.id).unwrap().map(|n| n.1)));
+    }
     t.push(format!("{:?}", s.embedding_models().unwrap()));
     // Collections survive their document being indexed again.
     let c = s.create_collection(" Manuals ").unwrap();

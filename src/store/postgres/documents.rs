@@ -439,6 +439,17 @@ impl Documents for Postgres {
         })
     }
 
+    fn next_chunk(&self, id: i64) -> Result<Option<(i64, String)>> {
+        self.run(|c| {
+            Ok(c.query_opt(
+                "SELECT n.id, n.text FROM chunks c JOIN chunks n \
+                 ON n.doc_id = c.doc_id AND n.seq = c.seq + 1 WHERE c.id = $1",
+                &[&id],
+            )?
+            .map(|r| (r.get(0), r.get(1))))
+        })
+    }
+
     fn chunk_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>> {
         self.run(|c| {
             Ok(c.query(

@@ -301,6 +301,16 @@ impl Documents for Sqlite {
         Ok(out)
     }
 
+    fn next_chunk(&self, id: i64) -> Result<Option<(i64, String)>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT n.id, n.text FROM chunks c JOIN chunks n \
+             ON n.doc_id = c.doc_id AND n.seq = c.seq + 1 WHERE c.id = ?1",
+        )?;
+        Ok(st
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    }
+
     /// The embeddings of those of the chunks `ids` that have one.
     fn chunk_vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>> {
         let mut st = self

@@ -269,6 +269,13 @@ mod tests {
             vec![(all[0].id, vec![1.0, 0.5]), (all[2].id, vec![-2.0, 0.25])]
         );
         assert!(s.chunk_texts(&[]).unwrap().is_empty());
+        // The next chunk is the same document's next one, and none after its last.
+        assert_eq!(
+            s.next_chunk(all[0].id).unwrap(),
+            Some((all[1].id, "beta".to_string()))
+        );
+        assert_eq!(s.next_chunk(all[1].id).unwrap(), None);
+        assert_eq!(s.next_chunk(999_999).unwrap(), None);
     }
 
     #[test]
