@@ -86,14 +86,15 @@ test("auto in the Settings dialog: predicted times, the choice, kept after a rel
   let r = await rows();
   assert.deepEqual(r.map((x) => x[0]).sort(), [Q05, SMOL].sort());
   for (const [, time, why] of r) {
-    assert.equal(time, "not yet calibrated");
+    assert.equal(time, "—");
     assert.match(why, /not yet calibrated/);
   }
+  assert.match(await page.textContent("#model-times"), /Choose auto and save to calibrate them/);
   await checkBothThemes("before");
 
   // Choose auto and save: calibration starts in the background.
   await page.selectOption('select[name="model"]', "auto");
-  assert.match(await page.textContent("#model-info"), /^Now .+: /);
+  assert.match(await page.textContent("#model-info"), /^Now .+\. Not yet calibrated/);
   await page.click("#settings-save");
   await page.waitForSelector("#settings:not([open])", { state: "attached" });
 
@@ -116,7 +117,7 @@ test("auto in the Settings dialog: predicted times, the choice, kept after a rel
   const chosen = await page.$$eval("#model-times tbody tr.chosen td.name", (tds) => tds.map((td) => td.textContent));
   assert.equal(chosen.length, 1, JSON.stringify(r));
   assert.equal(await auto.textContent(), `auto: chosen for this machine (now: ${chosen[0]})`);
-  assert.match(await page.textContent("#model-info"), new RegExp(`^Now ${chosen[0].replace(/\./g, "\\.")}: chosen`));
+  assert.match(await page.textContent("#model-info"), new RegExp(`^Now ${chosen[0].replace(/\./g, "\\.")}\\. Chosen`));
   const times = Object.fromEntries(r.map(([n, t]) => [n, parseFloat(t)]));
   // The rule on these predictions: the better-answering 0.5B when it fits 6 s.
   const expect = times[Q05] <= 6 ? Q05 : (times[SMOL] <= 6 || times[SMOL] < times[Q05]) ? SMOL : Q05;

@@ -25,12 +25,16 @@ export function showModelTimes(box, s) {
     const time = m.predicted_secs == null ? "—" : `${m.predicted_secs.toFixed(1)} s`;
     body.append(el("tr", { class: m.chosen ? "chosen" : "" },
       el("td", { class: "name" }, m.name),
-      el("td", { class: "num" }, m.calibrated ? time : "not yet calibrated"),
+      el("td", { class: "num" }, m.calibrated ? time : "—"),
       el("td", {}, m.chosen ? `✓ ${m.why}` : m.why)));
   }
   table.append(body);
   box.append(table);
-  if (s.calibration?.running) {
+  const pending = rows.some((m) => m.reason === "not_calibrated");
+  if (pending && s.model !== "auto") {
+    box.append(el("p", { class: "field-info" },
+      "Choose auto and save to calibrate them: a short timed run of each model, in the background (a few seconds a model)."));
+  } else if (s.calibration?.running) {
     box.append(el("p", { class: "field-info" },
       `Calibrating ${s.calibration.current || "the models"} in the background (a few seconds a model); until then auto answers with ${s.auto_model?.name || "the default model"}.`));
   }

@@ -140,7 +140,7 @@ function showModelInfo() {
   if (auto && !form.elements.llm_server.value.trim()) {
     info.classList.toggle("warn", !s.auto_model);
     info.textContent = s.auto_model
-      ? `Now ${s.auto_model.name}: ${s.auto_model.why}. It changes with the machine (CPU, threads) and the installed models.`
+      ? `Now ${s.auto_model.name}. ${s.auto_model.why.charAt(0).toUpperCase()}${s.auto_model.why.slice(1)}. It follows the machine (CPU, threads) and the installed models.`
       : "No installed model can be used.";
     return;
   }
