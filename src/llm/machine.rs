@@ -251,3 +251,133 @@ pub fn for_machine(
         models,
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::models::{DEFAULT_LLM, SMOLLM2};
+
+    fn entry(name: &str, predicted: Option<f64>, reason: Reason) -> Entry {
+        Entry {
+            candidate: Candidate {
+                name: name.into(),
+                bytes: 1,
+                predicted: predicted.ok_or_else(|| "not yet calibrated".to_string()),
+                estimated: false,
+            },
+            path: Some(PathBuf::from("/m").join(name)),
+            calibration: None,
+            cached: None,
+            reason,
+        }
+    }
+
+    fn machine(models: Vec<Entry>, chosen: Option<usize>) -> MachineChoice {
+        MachineChoice {
+            cpu: "x".into(),
+            threads: 2,
+            budget_secs: choose::BUDGET_SECS,
+            models,
+            chosen,
+        }
+    }
+
+    #[test]
+    fn auto_is_the_default_model_until_every_model_is_calibrated() {
+        let m = machine(
+            vec![
+                entry(SMOLLM2, Some(1.0), Reason::Chosen),
+                entry(DEFAULT_LLM, None, Reason::NotCalibrated),
+            ],
+            Some(0),
+        );
+        let a = m.resolve_auto().unwrap();
+        assert_eq!(a.name, DEFAULT_LLM);
+        assert!(!a.calibrated);
+        assert!(
+            a.why.starts_with("not yet calibrated (1 model to measure)"),
+            "{}",
+            a.why
+        );
+        assert_eq!(
+            m.uncalibrated(),
+            vec![PathBuf::from("/m").join(DEFAULT_LLM)]
+        );
+    }
+
+    #[test]
+    fn without_the_default_model_auto_is_the_first_usable_one_until_calibrated() {
+        let m = machine(
+            vec![
+                entry(
+                    "bad.gguf",
+                    None,
+                    Reason::Unusable {
+                        error: "not a GGUF file".into(),
+                    },
+                ),
+                entry("b.gguf", None, Reason::NotCalibrated),
+                entry("c.gguf", None, Reason::NotCalibrated),
+            ],
+            None,
+        );
+        let a = m.resolve_auto().unwrap();
+        assert_eq!(a.name, "b.gguf");
+        assert!(a.why.contains("the first installed model"), "{}", a.why);
+    }
+
+    #[test]
+    fn once_calibrated_auto_is_the_choice_with_its_reason() {
+        let m = machine(
+            vec![
+                entry(
+                    DEFAULT_LLM,
+                    Some(9.0),
+                    Reason::Slower {
+                        than: SMOLLM2.into(),
+                    },
+                ),
+                entry(
+                    SMOLLM2,
+                    Some(7.0),
+                    Reason::ChosenFastest {
+                        predicted: 7.0,
+                        budget: 6.0,
+                    },
+                ),
+            ],
+            Some(1),
+        );
+        let a = m.resolve_auto().unwrap();
+        assert_eq!((a.name.as_str(), a.calibrated), (SMOLLM2, true));
+        assert!(a.why.contains("no model fits 6 s"), "{}", a.why);
+        assert!(m.uncalibrated().is_empty());
+    }
+
+    #[test]
+    fn no_usable_model_is_a_clear_error() {
+        let bad = Reason::Unusable { error: "x".into() };
+        let m = machine(vec![entry("bad.gguf", None, bad)], None);
+        let e = m.resolve_auto().unwrap_err().to_string();
+        assert!(e.contains("no installed GGUF model can be used"), "{e}");
+        assert!(machine(vec![], None).resolve_auto().is_err());
+    }
+
+    #[test]
+    fn reading_the_cache_never_measures_and_a_file_that_is_no_model_is_unusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("junk.gguf");
+        std::fs::write(&f, b"not a model").unwrap();
+        let m = for_machine(dir.path(), &[f], 2, Calibrate::CacheOnly, &[]).unwrap();
+        assert_eq!(m.models.len(), 1);
+        assert!(
+            matches!(m.models[0].reason, Reason::Unusable { .. }),
+            "{m:?}"
+        );
+        assert!(m.uncalibrated().is_empty());
+        assert_eq!(m.chosen, None);
+        // Nothing was measured, so nothing was written.
+        assert!(!Cache::file_in(dir.path()).exists());
+    }
+}
