@@ -18,6 +18,9 @@ pub const DEFAULT_LLM: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 /// SmolLM2-135M-Instruct (Q4_1): the smallest model, which the test suite uses where
 /// any model proves the point.
 pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The model setting that stands for the model chosen for this machine
+/// ([`crate::llm::machine`]).
+pub const AUTO: &str = "auto";
 /// Folder name of the default embedding model.
 pub const DEFAULT_EMBEDDER: &str = "all-MiniLM-L6-v2";
 

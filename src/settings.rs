@@ -14,7 +14,8 @@ use crate::{Error, Result};
 pub struct Settings {
     /// Response mode used when a request names none.
     pub mode: String,
-    /// GGUF file name in the models folder (or a path).
+    /// GGUF file name in the models folder (or a path), or `auto`: the model chosen
+    /// for this machine from the installed models' calibrations (`llm::machine`).
     pub model: String,
     /// Embedding model folder name in the models folder (or a path). The index
     /// records which model made its vectors; changing it means re-embedding.

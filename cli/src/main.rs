@@ -503,12 +503,10 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
             None => quire::models::data_dir()
                 .context("no data directory: set HOME or pass --data-dir")?,
         };
-        calibrate::slowdown()?;
         let threads = calibrate::threads_or_max(a.threads);
-        let mut cache = calibrate::Cache::open(&calibrate::Cache::file_in(&dir));
         let quiet = json || a.choose;
         let n = files.len();
-        let out = calibrate::candidates(&mut cache, &files, threads, &mut |i, p| {
+        let mut progress = |i: usize, p: &std::path::Path| {
             if !quiet {
                 eprintln!(
                     "calibrating {}/{n}: {} ({threads} threads)",
@@ -516,37 +514,21 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
                     p.display()
                 );
             }
-        });
-        let mut cands: Vec<_> = out.iter().map(|(c, _)| c.clone()).collect();
-        let cals: Vec<_> = out
-            .iter()
-            .filter_map(|(_, o)| o.as_ref().ok().map(|(c, _)| c.clone()))
-            .collect();
-        for name in &a.consider {
-            if cands.iter().any(|c| &c.name == name) {
-                continue;
-            }
-            let Some(e) = calibrate::estimate(name, &cals) else {
-                anyhow::bail!(
-                    "--consider {name}: no estimate (it, and an installed model, must be among the measured models: {})",
-                    quire::llm::choose::QUALITY
-                        .iter()
-                        .map(|m| m.file)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            };
-            cands.push(e);
-        }
-        let choice = quire::llm::choose::choose(&cands);
-        predictions = Some((cands, out, choice, threads));
+        };
+        predictions = Some(quire::llm::machine::for_machine(
+            &dir,
+            &files,
+            threads,
+            quire::llm::machine::Calibrate::Run(&mut progress),
+            &a.consider,
+        )?);
     }
     if a.choose {
-        let Some((cands, _, choice, _)) = &predictions else {
+        let Some(mc) = &predictions else {
             anyhow::bail!("no model to choose from");
         };
-        let why = |j: usize| {
-            let c = &cands[j];
+        let why = |e: &quire::llm::machine::Entry| {
+            let c = &e.candidate;
             match &c.predicted {
                 Ok(p) => format!(
                     "{}: predicted {p:.1} s{}: {}",
@@ -556,20 +538,20 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
                     } else {
                         ""
                     },
-                    choice.reasons[j]
+                    e.reason
                 ),
-                Err(_) => format!("{}: {}", c.name, choice.reasons[j]),
+                Err(_) => format!("{}: {}", c.name, e.reason),
             }
         };
-        let Some(i) = choice.chosen else {
+        let Some(name) = mc.chosen_name() else {
             anyhow::bail!(
                 "no usable model: {}",
-                (0..cands.len()).map(why).collect::<Vec<_>>().join("; ")
+                mc.models.iter().map(why).collect::<Vec<_>>().join("; ")
             );
         };
-        println!("{}", cands[i].name);
-        for j in 0..cands.len() {
-            eprintln!("{}", why(j));
+        println!("{name}");
+        for e in &mc.models {
+            eprintln!("{}", why(e));
         }
         return Ok(());
     }
@@ -578,23 +560,23 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
         .map(|p| quire::embed::catalog::describe(p))
         .collect();
     if json {
-        let choice = predictions.as_ref().map(|(cands, out, choice, threads)| {
+        let choice = predictions.as_ref().map(|mc| {
             serde_json::json!({
-                "budget_secs": quire::llm::choose::BUDGET_SECS,
-                "threads": threads,
-                "cpu": calibrate::cpu_name(),
-                "chosen": choice.chosen.map(|i| cands[i].name.clone()),
-                "models": cands.iter().enumerate().map(|(i, c)| {
-                    let o = out.get(i).and_then(|(_, o)| o.as_ref().ok());
+                "budget_secs": mc.budget_secs,
+                "threads": mc.threads,
+                "cpu": mc.cpu,
+                "chosen": mc.chosen_name(),
+                "models": mc.models.iter().map(|e| {
+                    let c = &e.candidate;
                     serde_json::json!({
                         "name": c.name,
                         "predicted_secs": c.predicted.as_ref().ok(),
                         "estimated": c.estimated,
                         "quality": quire::llm::choose::quality(&c.name),
-                        "reason": choice.reasons[i],
-                        "why": choice.reasons[i].to_string(),
-                        "calibration": o.map(|(cal, _)| cal),
-                        "cached": o.map(|(_, cached)| cached),
+                        "reason": e.reason,
+                        "why": e.reason.to_string(),
+                        "calibration": e.calibration,
+                        "cached": e.cached,
                     })
                 }).collect::<Vec<_>>(),
             })
@@ -628,21 +610,21 @@ fn models(a: ModelsArgs) -> anyhow::Result<()> {
                 ),
             }
         }
-        if let Some((cands, out, choice, threads)) = &predictions {
+        if let Some(mc) = &predictions {
             println!(
-                "predicted median compact answer on {} ({threads} threads; budget {} s):",
-                calibrate::cpu_name(),
-                quire::llm::choose::BUDGET_SECS
+                "predicted median compact answer on {} ({} threads; budget {} s):",
+                mc.cpu, mc.threads, mc.budget_secs
             );
-            for (i, (c, r)) in cands.iter().zip(&choice.reasons).enumerate() {
-                match out.get(i).map(|(_, o)| o) {
-                    Some(Ok((cal, cached))) => println!(
+            for e in &mc.models {
+                let (c, r) = (&e.candidate, &e.reason);
+                match (&e.calibration, e.cached) {
+                    (Some(cal), Some(cached)) => println!(
                         "  {}  {:.1} s  (prompt {:.0} tok/s, generation {:.1} tok/s{})  {r}",
                         c.name,
                         cal.predicted_secs(),
                         cal.prompt_tok_s,
                         cal.gen_tok_s,
-                        if *cached { ", cached" } else { "" }
+                        if cached { ", cached" } else { "" }
                     ),
                     _ => match &c.predicted {
                         Ok(p) => {

@@ -99,9 +99,13 @@ impl Engine {
             return Err(Error::Invalid("the question is empty".into()));
         }
         let scope = self.resolve_scope(&req.scope)?;
-        let settings = req
+        let mut settings = req
             .overrides
             .apply(self.settings(), &self.library_modes())?;
+        // `auto` as the model file it stands for now: what the answer is signed with.
+        if settings.model.trim() == crate::models::AUTO {
+            settings.model = self.model_name(&settings.model);
+        }
         let mode_name = req.mode.clone().unwrap_or_else(|| settings.mode.clone());
         let resolved = self.resolve_mode(&mode_name, &settings)?;
         let plan = plan(&settings, resolved);

@@ -72,7 +72,7 @@ impl Engine {
             split: SplitConfig::default(),
             ocr: &ocr,
             running: &self.indexing,
-            priority: Some(&self.priority),
+            priority: Some(&*self.priority),
         };
         if paths.is_empty() {
             p.drain(cancel, on)

@@ -25,12 +25,13 @@ enum LlmSource {
 impl Engine {
     /// The LLM the settings name, loaded (or connected to) once and kept until the
     /// settings change it: the local GGUF `model` on the settings' device, or the
-    /// OpenAI-compatible server `llm_server`.
+    /// OpenAI-compatible server `llm_server`. `auto` is what it stands for now: a
+    /// calibration finishing loads the model it chose at the next ask.
     pub fn llm(&self) -> Result<Arc<dyn Llm>> {
         let source = match self.remote_llm() {
             Some(cfg) => LlmSource::Server(cfg),
             None => LlmSource::Gguf(
-                crate::models::find(&self.settings().model)?,
+                self.model_path()?,
                 self.llm_load_options()?.device,
                 self.settings().draft,
             ),

@@ -12,6 +12,7 @@ use crate::store::Store;
 use crate::{Error, Result};
 
 mod ask;
+mod auto_model;
 mod exchanges;
 mod files;
 mod folder_diff;
@@ -35,6 +36,7 @@ mod whole;
 /// What the support check says of an answer, as the shells show it.
 pub use crate::support::{SentenceSupport, Span, Support, Verdict, WrongCitation};
 pub use ask::synth_nodes;
+pub use auto_model::CalibrationStatus;
 pub use exchanges::to_markdown;
 pub use folder_watch::{watch_folders, FolderWatcher};
 pub use folders::{spawn_sync, FolderOptions, FolderView, SyncReport};
@@ -61,7 +63,9 @@ pub struct Engine {
     /// Held for the whole of a generation: asks queue here.
     generation: Mutex<()>,
     /// Asks come first: indexing pauses between embedding batches while one runs.
-    priority: crate::cpu::priority::Priority,
+    priority: Arc<crate::cpu::priority::Priority>,
+    /// The background calibration of the models `auto` chooses among.
+    calibrating: auto_model::Calibrating,
     next_ask: std::sync::atomic::AtomicU64,
     /// Running (or queued) work, so a shell can cancel it by id or all at once.
     running: Mutex<std::collections::HashMap<u64, Cancel>>,
@@ -97,7 +101,7 @@ impl Engine {
         if store.shared() || indexer_lock::nobody_indexing(&config.data_dir)? {
             store.requeue_interrupted()?;
         }
-        Ok(Self {
+        let engine = Self {
             config,
             db: Mutex::new(store),
             embedder: Mutex::new(None),
@@ -106,6 +110,7 @@ impl Engine {
             settings: Mutex::new(settings),
             generation: Mutex::new(()),
             priority: Default::default(),
+            calibrating: Default::default(),
             next_ask: std::sync::atomic::AtomicU64::new(1),
             running: Mutex::new(std::collections::HashMap::new()),
             llm_cache: Default::default(),
@@ -113,7 +118,14 @@ impl Engine {
             verified: Default::default(),
             synthesizers: Vec::new(),
             folder_sync: Mutex::new(()),
-        })
+        };
+        // `auto` with models not yet calibrated: calibrate them in the background.
+        if engine.settings().model.trim() == crate::models::AUTO {
+            if let Ok(choice) = engine.model_choice() {
+                engine.calibrate_in_background(&choice);
+            }
+        }
+        Ok(engine)
     }
 
     /// The data directory.
@@ -139,6 +151,11 @@ impl Engine {
         }
         s.write(&self.config.data_dir.join("settings.json"))?;
         *lock(&self.settings) = s.clone();
+        if s.model.trim() == crate::models::AUTO {
+            if let Ok(choice) = self.model_choice() {
+                self.calibrate_in_background(&choice);
+            }
+        }
         Ok(s)
     }
 
@@ -296,7 +313,7 @@ impl Engine {
         let settings = self.settings();
         let model = settings.model.clone();
         let remote = self.remote_llm();
-        let llm = match (&remote, crate::models::find(&model)) {
+        let llm = match (&remote, self.model_path()) {
             // Not connected to here: the status stays instant; asking (or saving the
             // settings) says what is wrong with the server.
             (Some(r), _) => Some(format!("{} (OpenAI-compatible model server)", r.url)),
@@ -340,7 +357,7 @@ impl Engine {
             llm_name: match &remote {
                 Some(r) if !r.model.is_empty() => r.model.clone(),
                 Some(r) => format!("the model served at {}", r.url),
-                None => models::setting_name(&model),
+                None => self.model_name(&model),
             },
             embedder_name: models::setting_name(&self.settings().embedder),
         }

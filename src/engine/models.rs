@@ -50,9 +50,10 @@ impl Engine {
             .collect();
         let settings = self.settings();
         // A setting that names a path outside the model folders is listed too.
-        if !models
-            .iter()
-            .any(|m| m.name == setting_name(&settings.model))
+        if settings.model.trim() != crate::models::AUTO
+            && !models
+                .iter()
+                .any(|m| m.name == setting_name(&settings.model))
         {
             if let Ok(p) = crate::models::find(&settings.model) {
                 models.push(crate::llm::catalog::describe(&p));
@@ -66,7 +67,31 @@ impl Engine {
                 embedders.push(crate::embed::catalog::describe(&p));
             }
         }
+        let choice = self.model_choice().ok();
+        if let Some(c) = &choice {
+            self.calibrate_in_background(c);
+        }
+        let model_times = choice
+            .as_ref()
+            .map(|c| {
+                c.models
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| super::ModelTime {
+                        name: e.candidate.name.clone(),
+                        predicted_secs: e.candidate.predicted.as_ref().ok().copied(),
+                        calibrated: e.calibrated(),
+                        chosen: c.chosen == Some(i),
+                        reason: e.reason.kind().into(),
+                        why: e.reason.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         SettingsView {
+            auto_model: choice.as_ref().and_then(|c| c.resolve_auto().ok()),
+            model_times,
+            calibration: self.calibration_status(),
             settings,
             models,
             embedders,
@@ -152,6 +177,9 @@ impl Engine {
             if now.remote_llm().as_ref() != Some(&cfg) {
                 crate::llm::RemoteLlm::connect(&cfg)?;
             }
+        } else if next.model != now.model && next.model.trim() == crate::models::AUTO {
+            // `auto` needs an installed model it can stand for.
+            self.model_choice()?.resolve_auto()?;
         } else if next.model != now.model {
             let path = crate::models::find(&next.model)?;
             if let Some(e) = crate::llm::catalog::describe(&path).error {

@@ -445,6 +445,34 @@ pub struct SettingsView {
     /// The index in use now: `sqlite` or `postgres`, and where (no password).
     #[serde(default)]
     pub store_in_use: String,
+    /// Each installed model's predicted answer time on this machine and why the
+    /// setting `auto` does or does not choose it.
+    #[serde(default)]
+    pub model_times: Vec<ModelTime>,
+    /// What `auto` stands for now; `None` when no installed model can be used.
+    #[serde(default)]
+    pub auto_model: Option<crate::llm::machine::AutoModel>,
+    /// The background calibration `auto` waits for.
+    #[serde(default)]
+    pub calibration: super::CalibrationStatus,
+}
+
+/// One installed model as the choice for this machine sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelTime {
+    /// The model file's name.
+    pub name: String,
+    /// The predicted median compact answer in seconds; `None` until calibrated (or
+    /// when it cannot be).
+    pub predicted_secs: Option<f64>,
+    /// Whether it has a calibration on this machine (CPU, threads, file).
+    pub calibrated: bool,
+    /// Whether the choice picks it (among the calibrated models).
+    pub chosen: bool,
+    /// The reason's kind (`chosen`, `chosen_fastest`, `too_slow`, `worse`, `slower`,
+    /// `unusable`, `not_calibrated`) and in words.
+    pub reason: String,
+    pub why: String,
 }
 
 /// The default text of each customizable template.

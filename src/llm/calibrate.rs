@@ -184,6 +184,17 @@ pub struct Cache {
     #[serde(skip)]
     path: PathBuf,
     entries: Vec<Calibration>,
+    /// Models whose calibration failed (not a model Quire runs, say), by key: not
+    /// measured again until the file, CPU or thread count changes.
+    #[serde(default)]
+    failures: Vec<Failure>,
+}
+
+/// A calibration that failed, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Failure {
+    pub key: Key,
+    pub error: String,
 }
 
 impl Cache {
@@ -220,6 +231,26 @@ impl Cache {
         self.entries.push(c);
     }
 
+    /// Why this key's calibration failed, if it did.
+    pub fn failure(&self, key: &Key) -> Option<&str> {
+        self.failures
+            .iter()
+            .find(|f| &f.key == key)
+            .map(|f| f.error.as_str())
+    }
+
+    /// Keep that `key`'s calibration failed, replacing a failure of an older key of
+    /// the same file.
+    pub fn put_failure(&mut self, key: Key, error: String) {
+        self.failures.retain(|f| {
+            !(f.key.path == key.path
+                && f.key.cpu == key.cpu
+                && f.key.threads == key.threads
+                && f.key.slowdown == key.slowdown)
+        });
+        self.failures.push(Failure { key, error });
+    }
+
     /// Every kept calibration.
     pub fn entries(&self) -> &[Calibration] {
         &self.entries
@@ -245,7 +276,17 @@ pub fn calibrated(cache: &mut Cache, model: &Path, threads: usize) -> Result<(Ca
     if let Some(c) = cache.get(&key) {
         return Ok((c.clone(), true));
     }
-    let c = measure(model, threads)?;
+    if let Some(e) = cache.failure(&key) {
+        return Err(Error::Invalid(e.to_string()));
+    }
+    let c = match measure(model, threads) {
+        Ok(c) => c,
+        Err(e) => {
+            cache.put_failure(key, e.to_string());
+            cache.save()?;
+            return Err(e);
+        }
+    };
     cache.put(c.clone());
     cache.save()?;
     Ok((c, false))

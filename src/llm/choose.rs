@@ -90,6 +90,24 @@ pub enum Reason {
     Slower { than: String },
     /// Its calibration failed.
     Unusable { error: String },
+    /// Not calibrated on this machine yet (the engine calibrates in the background):
+    /// not among the candidates until it is.
+    NotCalibrated,
+}
+
+impl Reason {
+    /// Its kind as the JSON names it (`chosen`, `too_slow`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reason::Chosen => "chosen",
+            Reason::ChosenFastest { .. } => "chosen_fastest",
+            Reason::TooSlow { .. } => "too_slow",
+            Reason::Worse { .. } => "worse",
+            Reason::Slower { .. } => "slower",
+            Reason::Unusable { .. } => "unusable",
+            Reason::NotCalibrated => "not_calibrated",
+        }
+    }
 }
 
 impl std::fmt::Display for Reason {
@@ -106,6 +124,7 @@ impl std::fmt::Display for Reason {
             Reason::Worse { than } => write!(f, "answers worse than {than}"),
             Reason::Slower { than } => write!(f, "too slow, and slower than {than}"),
             Reason::Unusable { error } => write!(f, "unusable: {error}"),
+            Reason::NotCalibrated => write!(f, "not yet calibrated on this machine"),
         }
     }
 }
@@ -276,6 +295,32 @@ mod tests {
         }]);
         assert_eq!(c.chosen, None);
         assert!(choose(&[]).chosen.is_none());
+    }
+
+    #[test]
+    fn the_kind_is_the_json_tag() {
+        for r in [
+            Reason::Chosen,
+            Reason::ChosenFastest {
+                predicted: 1.0,
+                budget: 6.0,
+            },
+            Reason::TooSlow {
+                predicted: 1.0,
+                budget: 6.0,
+            },
+            Reason::Worse { than: "x".into() },
+            Reason::Slower { than: "x".into() },
+            Reason::Unusable { error: "e".into() },
+            Reason::NotCalibrated,
+        ] {
+            let v = serde_json::to_value(&r).unwrap_or_default();
+            assert_eq!(v["kind"], r.kind(), "{r:?}");
+        }
+        assert_eq!(
+            Reason::NotCalibrated.to_string(),
+            "not yet calibrated on this machine"
+        );
     }
 
     #[test]

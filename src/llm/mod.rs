@@ -20,6 +20,7 @@ pub mod choose;
 pub mod constrain;
 pub mod device;
 pub mod gguf;
+pub mod machine;
 pub mod model;
 pub mod remote;
 pub mod runtime;

@@ -10,7 +10,7 @@ use crate::util;
 
 /// A model folder holding links to `files` (real models found in the model folders)
 /// and the embedding model (`quire models` wants one).
-fn model_dir(dir: &Path, files: &[&str]) -> PathBuf {
+pub(crate) fn model_dir(dir: &Path, files: &[&str]) -> PathBuf {
     let m = dir.join("models");
     std::fs::create_dir_all(&m).unwrap();
     for f in files.iter().chain([&quire::models::DEFAULT_EMBEDDER]) {

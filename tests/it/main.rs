@@ -4,6 +4,7 @@
 mod util;
 
 mod archs;
+mod auto_model;
 mod calibrate;
 mod chat;
 mod chat_parity;

@@ -8,6 +8,7 @@ import { setModes, fillTemplates, readTemplates, fillCustomModes, readCustomMode
 import { state } from "./state.js";
 import { banner } from "./banner.js";
 import { reembed, indexNeedsReembed, modelName } from "./status.js";
+import { autoLabel, showModelTimes } from "./model-times.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("settings-form");
@@ -27,6 +28,7 @@ async function openSettings() {
   try { state.settings = await transport.settings(); } catch (e) { banner(e.message); return; }
   const s = state.settings;
   const modelSel = clear(form.elements.model);
+  modelSel.append(el("option", { value: "auto", disabled: !s.auto_model && s.model !== "auto" }, autoLabel(s)));
   for (const m of s.models || []) {
     modelSel.append(el("option", { value: m.name, disabled: !!m.error && m.name !== modelName(s.model) },
       m.error ? `${m.name} (unusable)` : `${m.name} · ${m.architecture} · ${mb(m.bytes)} · ${m.speed}`));
@@ -56,7 +58,8 @@ async function openSettings() {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
   form.elements.not_found_threshold.value = s.not_found_threshold ?? "";
-  form.elements.model.value = modelName(s.model);
+  form.elements.model.value = s.model === "auto" ? "auto" : modelName(s.model);
+  showModelTimes($("model-times"), s);
   showModelInfo();
   showEmbedderInfo();
   form.elements.structured_answer_filtering.checked = !!s.structured_answer_filtering;
@@ -111,7 +114,7 @@ async function saveSettings(e) {
     template_vars: vars,
     not_found_threshold: f.not_found_threshold.value.trim() === "" ? null : Number(f.not_found_threshold.value),
   };
-  for (const k of ["models", "embedders", "index_embedders", "modes", "default_templates"]) delete next[k];
+  for (const k of VIEW_ONLY) delete next[k];
   try {
     state.settings = await transport.saveSettings(next);
     setModes(state.settings.modes, state.settings.mode);
@@ -123,11 +126,24 @@ async function saveSettings(e) {
   }
 }
 
+/** What the settings view carries beside the settings: not saved back. */
+const VIEW_ONLY = ["models", "embedders", "index_embedders", "modes", "default_templates", "store_in_use",
+  "model_times", "auto_model", "calibration"];
 const mb = (bytes) => `${Math.round(bytes / 1e6)} MB`;
 /** What the chosen LLM is: architecture, size, context, and which code runs it. */
 function showModelInfo() {
-  const m = (state.settings?.models || []).find((x) => x.name === form.elements.model.value);
+  const auto = form.elements.model.value === "auto";
+  const s = state.settings || {};
+  const name = auto ? s.auto_model?.name : form.elements.model.value;
+  const m = (s.models || []).find((x) => x.name === name);
   const info = $("model-info");
+  if (auto && !form.elements.llm_server.value.trim()) {
+    info.classList.toggle("warn", !s.auto_model);
+    info.textContent = s.auto_model
+      ? `Now ${s.auto_model.name}. ${s.auto_model.why.charAt(0).toUpperCase()}${s.auto_model.why.slice(1)}. It follows the machine (CPU, threads) and the installed models.`
+      : "No installed model can be used.";
+    return;
+  }
   info.classList.toggle("warn", !!m && (!!m.error || m.speed !== "fast" || !m.chat_template));
   if (!m) { info.textContent = ""; return; }
   if (m.error) { info.textContent = `Unusable: ${m.error}`; return; }
@@ -188,6 +204,6 @@ export function showChatSwitches() {
 async function saveChatSwitches() {
   if (!state.settings) return;
   const next = { ...state.settings, chat_mode: $("chat-mode").value, cite_sources: $("cite").checked, rerank: $("rerank").checked };
-  for (const k of ["models", "embedders", "index_embedders", "modes", "default_templates"]) delete next[k];
+  for (const k of VIEW_ONLY) delete next[k];
   try { state.settings = await transport.saveSettings(next); } catch (e) { banner(e.message); }
 }
