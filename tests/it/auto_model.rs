@@ -4,10 +4,10 @@
 //! directory, and answers with it; on a fake slow machine it resolves to the faster
 //! model, saying that none fits 6 s.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -37,21 +37,12 @@ struct Serve {
 
 impl Serve {
     fn start(models: &Path, data: &Path, slowdown: Option<&str>) -> Self {
-        let mut child = quire(models, slowdown)
-            .args(["serve", "--port", "0", "--no-token", "--data-dir"])
-            .arg(data)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("quire serve");
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        out.read_line(&mut line).expect("the serving line");
-        let addr = line
-            .trim()
-            .strip_prefix("Quire is serving on http://")
-            .and_then(|a| a.trim_end_matches('/').parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let (child, url) = util::spawn_serve(
+            quire(models, slowdown)
+                .args(["serve", "--port", "0", "--no-token", "--data-dir"])
+                .arg(data),
+        );
+        let addr = util::serve_addr(&url);
         Serve { child, addr }
     }
 

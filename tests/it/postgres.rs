@@ -671,31 +671,20 @@ impl ServeProcess {
     /// address from the line it prints once listening. (What is tested here is the
     /// shared database; the token is tests/it/server_guard.rs's.)
     fn start(data_dir: &Path, store: &str) -> Self {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(crate::util::quire_exe())
-            .args([
-                "serve",
-                "--port",
-                "0",
-                "--no-token",
-                "--store",
-                store,
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("quire serve");
-        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        out.read_line(&mut line).expect("the serving line");
-        let addr = line
-            .trim()
-            .strip_prefix("Quire is serving on http://")
-            .and_then(|a| a.trim_end_matches('/').parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        // Keep reading (and dropping) its output, so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let (child, url) = crate::util::spawn_serve(
+            std::process::Command::new(crate::util::quire_exe())
+                .args([
+                    "serve",
+                    "--port",
+                    "0",
+                    "--no-token",
+                    "--store",
+                    store,
+                    "--data-dir",
+                ])
+                .arg(data_dir),
+        );
+        let addr = crate::util::serve_addr(&url);
         Self { child, addr }
     }
 }

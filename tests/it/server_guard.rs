@@ -5,9 +5,9 @@
 //! the library; the page's own flow (the printed address, the cookie, uploading and
 //! asking) works.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::Value;
 
@@ -25,28 +25,19 @@ struct Serve {
 impl Serve {
     fn start() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(util::quire_exe())
-            .args(["serve", "--port", "0", "--data-dir"])
-            .arg(dir.path())
-            .env_remove("QUIRE_TOKEN")
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("quire serve");
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        out.read_line(&mut line).expect("the serving line");
+        let (child, url) = util::spawn_serve(
+            Command::new(util::quire_exe())
+                .args(["serve", "--port", "0", "--data-dir"])
+                .arg(dir.path())
+                .env_remove("QUIRE_TOKEN"),
+        );
         // "Quire is serving on http://127.0.0.1:PORT/?token=TOKEN"
-        let url = line
-            .trim()
-            .strip_prefix("Quire is serving on http://")
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
         let (addr, token) = url
             .split_once("/?token=")
-            .unwrap_or_else(|| panic!("no token in the printed address {line:?}"));
+            .unwrap_or_else(|| panic!("no token in the printed address {url:?}"));
         assert!(token.len() >= 32, "a short token: {token:?}");
         let addr = addr.parse().expect("address");
         let token = token.to_string();
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
         Serve {
             child,
             addr,

@@ -15,6 +15,35 @@ pub use index::{
 };
 pub use pdfs::{encrypted, pdf_bytes, raw_pdf, stream, text_pdf, topic_pdf, write_pdf};
 
+/// Start `quire serve` (`cmd`, its arguments set), read the line it prints once
+/// listening, and keep draining its output so it never blocks on a full pipe: the
+/// child and what follows `http://` in that line (`HOST:PORT/`, or
+/// `HOST:PORT/?token=…`).
+pub fn spawn_serve(cmd: &mut std::process::Command) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("quire serve");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the serving line");
+    let url = line
+        .trim()
+        .strip_prefix("Quire is serving on http://")
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (child, url)
+}
+
+/// The address of a `quire serve` URL without a token (`HOST:PORT/`).
+pub fn serve_addr(url: &str) -> std::net::SocketAddr {
+    url.trim_end_matches('/')
+        .parse()
+        .unwrap_or_else(|_| panic!("no address in {url:?}"))
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
