@@ -3,7 +3,7 @@
 //! prints each one as a table, or as one JSON object with `--json`.
 //!
 //! One module per benchmark: [`embed`] (embedding throughput), [`llm`] (prompt and
-//! generation speed), [`extract`] (PDF text against `pdftotext -layout`),
+//! generation speed; [`matmul`]: its matrix products one shape at a time), [`extract`] (PDF text against `pdftotext -layout`),
 //! [`ingest`] (the whole indexing pipeline: pages/s, chunks/s, peak memory, stages),
 //! [`retrieval`] (quality over the corpus, latency at scale) and [`answer`] (answers
 //! per response mode through the engine, and tree_summarize batched),
@@ -28,6 +28,7 @@ pub mod library;
 pub mod llm;
 pub mod load;
 pub mod margins;
+pub mod matmul;
 pub mod memory;
 pub mod not_found;
 pub mod pdfgen;

@@ -58,6 +58,29 @@ enum BenchCmd {
         #[arg(long, env = "QUIRE_ST_PYTHON")]
         peer: Option<PathBuf>,
     },
+    /// The quantized matrix products of real models' widths, one at a time: GFLOP/s
+    /// per shape, at a prompt's rows and at one row.
+    Matmul {
+        /// hidden:ffn widths (each gives h×h, f×h and h×f).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "896:4864,1536:8960,2048:11008,3072:8192,4096:14336"
+        )]
+        widths: Vec<String>,
+        /// Weight types.
+        #[arg(long, value_delimiter = ',', default_value = "q4_k,q6_k")]
+        types: Vec<String>,
+        /// Activation rows per product (1: generation).
+        #[arg(long, value_delimiter = ',', default_value = "512,1")]
+        rows: Vec<usize>,
+        /// Timed runs per product (the best is kept).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Prompt processing and generation speed vs llama.cpp's figures.
     Llm {
         /// A GGUF file instead of the default LLM.
@@ -483,6 +506,16 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             requantize,
             device.parse()?,
             (load, peer),
+            json,
+        ),
+        BenchCmd::Matmul {
+            widths,
+            types,
+            rows,
+            reps,
+            json,
+        } => emit(
+            &quire_bench::matmul::run(&widths, &types, &rows, reps)?,
             json,
         ),
         BenchCmd::Margins {

@@ -17,7 +17,8 @@
 //! - [`kv_cache`]: the per-layer cache of keys and values.
 //! - [`ops`]: element-wise steps (norms, rotary embeddings, activations, f16 rounding);
 //!   [`wide`] holds their AVX-512 register forms.
-//! - [`matmul`]: quantized matrix products, one file per arithmetic.
+//! - [`matmul`]: quantized matrix products, one file per arithmetic (and
+//!   [`matmul::timing`], one product timed alone for the benchmark).
 //!
 //! Imports point one way: `candle` → `hparams`, `matmul`; `llama` → `hparams`, `attention`, `kv_cache`, `ops`, `matmul`;
 //! `attention` → `kv_cache`, `ops`, `wide`, `tables`; `ops` → `wide`, `tables`;
@@ -29,7 +30,7 @@ pub mod candle;
 pub mod hparams;
 pub(crate) mod kv_cache;
 pub mod llama;
-pub(crate) mod matmul;
+pub mod matmul;
 pub(crate) mod ops;
 mod tables;
 #[cfg(target_arch = "x86_64")]

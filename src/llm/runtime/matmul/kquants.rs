@@ -512,17 +512,33 @@ mod avx512 {
     }
 }
 
+/// Weight rows the tiled arithmetic on AVX-512 computes at once ([`banded::rows`]).
+#[cfg(target_arch = "x86_64")]
+const BANDED_WEIGHT_ROWS: usize = 4;
+
 /// Activation rows laid out for the tiled arithmetic on AVX-512, as llama.cpp's
 /// tiled kernel lays them out: bands of 16 rows; per band and super-block, the 256
 /// codes as 64 groups of 4 bytes with the 16 rows side by side (one register per
-/// group), the rows' scales, and per 16-value run the rows' bsums. Rows past `m` in
-/// the last band are zero.
+/// group) and the rows' scales. The bsums come as pairs of i16 per i32 lane, for
+/// `vpdpwssd` against a pair of the weight's scales: for Q4_K, the sums of each
+/// 32-value run (two bsums), runs `2c` and `2c + 1` in register `c` (4 registers);
+/// for Q6_K, the 16-value runs `2c` and `2c + 1` in register `c` (8 registers).
+/// Rows past `m` in the last band are zero.
 #[cfg(target_arch = "x86_64")]
 struct Bands {
     nb: usize,
     codes: Vec<i32>,
     d: Vec<f32>,
-    bsums: Vec<i32>,
+    /// Per band and super-block, 4 registers × 16 lanes.
+    q4k_runs: Vec<i32>,
+    /// Per band and super-block, 8 registers × 16 lanes.
+    q6k_runs: Vec<i32>,
+}
+
+/// Two i16 values in one i32 lane, `lo` in the low half (as `vpdpwssd` reads them).
+#[cfg(target_arch = "x86_64")]
+fn pair(lo: i32, hi: i32) -> i32 {
+    (u32::from(lo as i16 as u16) | (u32::from(hi as i16 as u16) << 16)) as i32
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -530,29 +546,36 @@ impl Bands {
     const ROWS: usize = 16;
 
     fn new(q: &[Q8K], m: usize, nb: usize) -> Self {
-        let bands = m.div_ceil(Self::ROWS);
-        let mut codes = vec![0i32; bands * nb * 64 * Self::ROWS];
-        let mut d = vec![0f32; bands * nb * Self::ROWS];
-        let mut bsums = vec![0i32; bands * nb * 16 * Self::ROWS];
-        let per = nb * 64 * Self::ROWS;
+        const R: usize = Bands::ROWS;
+        let bands = m.div_ceil(R);
+        let mut codes = vec![0i32; bands * nb * 64 * R];
+        let mut d = vec![0f32; bands * nb * R];
+        let mut q4k_runs = vec![0i32; bands * nb * 4 * R];
+        let mut q6k_runs = vec![0i32; bands * nb * 8 * R];
         codes
-            .par_chunks_mut(per)
-            .zip(d.par_chunks_mut(nb * Self::ROWS))
-            .zip(bsums.par_chunks_mut(nb * 16 * Self::ROWS))
+            .par_chunks_mut(nb * 64 * R)
+            .zip(d.par_chunks_mut(nb * R))
+            .zip(q4k_runs.par_chunks_mut(nb * 4 * R))
+            .zip(q6k_runs.par_chunks_mut(nb * 8 * R))
             .enumerate()
-            .for_each(|(band, ((codes, d), bsums))| {
-                for r in 0..Self::ROWS.min(m - band * Self::ROWS) {
-                    let row = band * Self::ROWS + r;
+            .for_each(|(band, (((codes, d), q4), q6))| {
+                for r in 0..R.min(m - band * R) {
+                    let row = band * R + r;
                     for bi in 0..nb {
                         let y = &q[row * nb + bi];
                         for (g, c) in y.qs.chunks_exact(4).enumerate() {
-                            codes[(bi * 64 + g) * Self::ROWS + r] = i32::from_le_bytes([
+                            codes[(bi * 64 + g) * R + r] = i32::from_le_bytes([
                                 c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8,
                             ]);
                         }
-                        d[bi * Self::ROWS + r] = y.d;
-                        for (t, &b) in y.bsums.iter().enumerate() {
-                            bsums[(bi * 16 + t) * Self::ROWS + r] = i32::from(b);
+                        d[bi * R + r] = y.d;
+                        let bs = |t: usize| i32::from(y.bsums[t]);
+                        for c in 0..4 {
+                            q4[(bi * 4 + c) * R + r] =
+                                pair(bs(4 * c) + bs(4 * c + 1), bs(4 * c + 2) + bs(4 * c + 3));
+                        }
+                        for c in 0..8 {
+                            q6[(bi * 8 + c) * R + r] = pair(bs(2 * c), bs(2 * c + 1));
                         }
                     }
                 }
@@ -561,7 +584,8 @@ impl Bands {
             nb,
             codes,
             d,
-            bsums,
+            q4k_runs,
+            q6k_runs,
         }
     }
 }
@@ -590,79 +614,239 @@ mod banded {
         }
     }
 
-    /// `w · rows` for the 16 rows of band `band`, in the lanes of the result; `vals`:
-    /// the row's values, [`values`] of each super-block.
+    /// `w[i] · rows` for the 16 rows of each of the `B` bands from `band`, for `N`
+    /// weight rows at once: `out[i][b]` holds weight row `i`'s 16 products with band
+    /// `band + b` in its lanes. `vals[i]`: the row's values, [`values`] of each
+    /// super-block. Each register of activation codes is loaded once for the `N`
+    /// weight rows and each weight broadcast once for the `B` bands (instead of two
+    /// loads per product register), and the integer sums are the same integers as one
+    /// row and band at a time: the float epilogue, in the same order, gives the same
+    /// bits.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
-    pub(super) fn row(kind: KKind, w: &[u8], vals: &[u8], bands: &Bands, band: usize) -> __m512 {
+    pub(super) fn rows<const N: usize, const B: usize>(
+        kind: KKind,
+        w: [&[u8]; N],
+        vals: [&[u8]; N],
+        bands: &Bands,
+        band: usize,
+        out: &mut [[[f32; Bands::ROWS]; B]; N],
+    ) {
         const R: usize = Bands::ROWS;
         let nb = bands.nb;
-        let mut out = _mm512_setzero_ps();
-        for ((bi, b), q) in w
-            .chunks_exact(kind.packed_bytes())
-            .enumerate()
-            .zip(vals.chunks_exact(QK_K))
-        {
-            let at = band * nb + bi;
-            let codes = &bands.codes[at * 64 * R..(at + 1) * 64 * R];
-            let bsums = &bands.bsums[at * 16 * R..(at + 1) * 16 * R];
-            // SAFETY (loads below): `codes` holds 64 groups × 16 lanes, `bsums` 16 runs ×
-            // 16 lanes, `q` 256 bytes; every offset stays inside.
-            let group = |g: usize| unsafe { _mm512_loadu_si512(codes.as_ptr().add(g * R).cast()) };
-            let run = |t: usize| unsafe { _mm512_loadu_si512(bsums.as_ptr().add(t * R).cast()) };
-            let weight4 = |g: usize| {
-                _mm512_set1_epi32(i32::from_le_bytes([
-                    q[4 * g],
-                    q[4 * g + 1],
-                    q[4 * g + 2],
-                    q[4 * g + 3],
-                ]))
-            };
-            let mut s1 = _mm512_setzero_si512();
-            let r = match kind {
+        let pb = kind.packed_bytes();
+        let mut acc = [[_mm512_setzero_ps(); B]; N];
+        for bi in 0..nb {
+            let at: [usize; B] = std::array::from_fn(|b| (band + b) * nb + bi);
+            let codes: [*const i32; B] =
+                std::array::from_fn(|b| bands.codes[at[b] * 64 * R..].as_ptr());
+            let q4k_runs: [*const i32; B] =
+                std::array::from_fn(|b| bands.q4k_runs[at[b] * 4 * R..].as_ptr());
+            let q6k_runs: [*const i32; B] =
+                std::array::from_fn(|b| bands.q6k_runs[at[b] * 8 * R..].as_ptr());
+            let blk: [*const u8; N] = std::array::from_fn(|i| w[i][bi * pb..].as_ptr());
+            let q: [*const u8; N] = std::array::from_fn(|i| vals[i][bi * QK_K..].as_ptr());
+            // (Macros, not closures: a closure does not inherit the target features,
+            // and its intrinsics then become calls.)
+            // SAFETY (loads below): each band's `codes` holds 64 groups × 16 lanes, its
+            // runs 4 (Q4_K) or 8 (Q6_K) registers × 16 lanes, each `q[i]` 256 bytes and `blk[i]` a repacked
+            // super-block; every offset stays inside.
+            macro_rules! group {
+                ($b:expr, $g:expr) => {
+                    unsafe { _mm512_loadu_si512(codes[$b].add($g * R).cast()) }
+                };
+            }
+            macro_rules! runs {
+                ($which:ident, $b:expr, $c:expr) => {
+                    unsafe { _mm512_loadu_si512($which[$b].add($c * R).cast()) }
+                };
+            }
+            // Two of the weight's scale bytes at `at` as a pair of i16 (`signed`: i8).
+            macro_rules! scales2 {
+                ($i:expr, $at:expr, $ty:ty) => {
+                    _mm512_set1_epi32(pair(
+                        i32::from(byte!($i, $at) as $ty),
+                        i32::from(byte!($i, $at + 1) as $ty),
+                    ))
+                };
+            }
+            macro_rules! weight4 {
+                ($i:expr, $g:expr) => {
+                    _mm512_set1_epi32(unsafe {
+                        std::ptr::read_unaligned(q[$i].add(4 * $g).cast::<i32>())
+                    })
+                };
+            }
+            macro_rules! byte {
+                ($i:expr, $at:expr) => {
+                    unsafe { *blk[$i].add($at) }
+                };
+            }
+            macro_rules! scale {
+                ($i:expr, $at:expr) => {
+                    // SAFETY: as above.
+                    f32::from_le_bytes(unsafe { std::ptr::read_unaligned(blk[$i].add($at).cast()) })
+                };
+            }
+            let mut s1 = [[_mm512_setzero_si512(); B]; N];
+            let mut r = [[_mm512_setzero_ps(); B]; N];
+            match kind {
                 KKind::Q4K => {
-                    let mut s2 = _mm512_setzero_si512();
                     for s in 0..8 {
-                        let mut raw = _mm512_setzero_si512();
+                        let mut raw = [[_mm512_setzero_si512(); B]; N];
                         for g in 8 * s..8 * (s + 1) {
-                            raw = _mm512_dpbusd_epi32(raw, weight4(g), group(g));
+                            let mut c = [_mm512_setzero_si512(); B];
+                            for b in 0..B {
+                                c[b] = group!(b, g);
+                            }
+                            for i in 0..N {
+                                let wv = weight4!(i, g);
+                                for b in 0..B {
+                                    raw[i][b] = _mm512_dpbusd_epi32(raw[i][b], wv, c[b]);
+                                }
+                            }
                         }
-                        s1 = _mm512_add_epi32(
-                            s1,
-                            _mm512_mullo_epi32(raw, _mm512_set1_epi32(i32::from(b[8 + s]))),
-                        );
-                        let bs = _mm512_add_epi32(run(2 * s), run(2 * s + 1));
-                        s2 = _mm512_add_epi32(
-                            s2,
-                            _mm512_mullo_epi32(bs, _mm512_set1_epi32(i32::from(b[16 + s]))),
-                        );
+                        for i in 0..N {
+                            let sc = _mm512_set1_epi32(i32::from(byte!(i, 8 + s)));
+                            for b in 0..B {
+                                s1[i][b] =
+                                    _mm512_add_epi32(s1[i][b], _mm512_mullo_epi32(raw[i][b], sc));
+                            }
+                        }
                     }
-                    let f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(f32_at(b, 0)));
-                    _mm512_fnmadd_ps(_mm512_set1_ps(f32_at(b, 4)), _mm512_cvtepi32_ps(s2), f1)
+                    // Σ min·(the run's two bsums), two runs per `vpdpwssd`: the same
+                    // integer as one product per run.
+                    let mut s2 = [[_mm512_setzero_si512(); B]; N];
+                    for c in 0..4 {
+                        let mut p = [_mm512_setzero_si512(); B];
+                        for b in 0..B {
+                            p[b] = runs!(q4k_runs, b, c);
+                        }
+                        for i in 0..N {
+                            let mn = scales2!(i, 16 + 2 * c, u8);
+                            for b in 0..B {
+                                s2[i][b] = _mm512_dpwssd_epi32(s2[i][b], p[b], mn);
+                            }
+                        }
+                    }
+                    for i in 0..N {
+                        let (d, dmin) =
+                            (_mm512_set1_ps(scale!(i, 0)), _mm512_set1_ps(scale!(i, 4)));
+                        for b in 0..B {
+                            let f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(s1[i][b]), d);
+                            r[i][b] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(s2[i][b]), f1);
+                        }
+                    }
                 }
                 KKind::Q6K => {
                     for s in 0..16 {
-                        let mut raw = _mm512_setzero_si512();
+                        let mut raw = [[_mm512_setzero_si512(); B]; N];
                         for g in 4 * s..4 * (s + 1) {
-                            raw = _mm512_dpbusd_epi32(raw, weight4(g), group(g));
+                            let mut c = [_mm512_setzero_si512(); B];
+                            for b in 0..B {
+                                c[b] = group!(b, g);
+                            }
+                            for i in 0..N {
+                                let wv = weight4!(i, g);
+                                for b in 0..B {
+                                    raw[i][b] = _mm512_dpbusd_epi32(raw[i][b], wv, c[b]);
+                                }
+                            }
                         }
-                        let raw = _mm512_sub_epi32(raw, _mm512_slli_epi32::<5>(run(s)));
-                        let sc = i32::from(b[4 + s] as i8);
-                        s1 = _mm512_add_epi32(s1, _mm512_mullo_epi32(raw, _mm512_set1_epi32(sc)));
+                        for i in 0..N {
+                            let sc = _mm512_set1_epi32(i32::from(byte!(i, 4 + s) as i8));
+                            for b in 0..B {
+                                s1[i][b] =
+                                    _mm512_add_epi32(s1[i][b], _mm512_mullo_epi32(raw[i][b], sc));
+                            }
+                        }
                     }
-                    _mm512_mul_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(f32_at(b, 0)))
+                    // ggml takes 32·bsum off each run before its scale; the same
+                    // integer (modulo 2³²) is Σ scale·raw − 32·Σ scale·bsum, the second
+                    // sum two runs per `vpdpwssd`.
+                    let mut off = [[_mm512_setzero_si512(); B]; N];
+                    for c in 0..8 {
+                        let mut p = [_mm512_setzero_si512(); B];
+                        for b in 0..B {
+                            p[b] = runs!(q6k_runs, b, c);
+                        }
+                        for i in 0..N {
+                            let sc = scales2!(i, 4 + 2 * c, i8);
+                            for b in 0..B {
+                                off[i][b] = _mm512_dpwssd_epi32(off[i][b], p[b], sc);
+                            }
+                        }
+                    }
+                    for i in 0..N {
+                        let d = _mm512_set1_ps(scale!(i, 0));
+                        for b in 0..B {
+                            let s1 = _mm512_sub_epi32(s1[i][b], _mm512_slli_epi32::<5>(off[i][b]));
+                            r[i][b] = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), d);
+                        }
+                    }
                 }
-            };
-            // SAFETY: 16 scales per band and super-block.
-            let dx = unsafe { _mm512_loadu_ps(bands.d.as_ptr().add(at * R)) };
-            out = _mm512_fmadd_ps(r, dx, out);
+            }
+            for b in 0..B {
+                // SAFETY: 16 scales per band and super-block.
+                let dx = unsafe { _mm512_loadu_ps(bands.d.as_ptr().add(at[b] * R)) };
+                for i in 0..N {
+                    acc[i][b] = _mm512_fmadd_ps(r[i][b], dx, acc[i][b]);
+                }
+            }
         }
-        out
+        for i in 0..N {
+            for b in 0..B {
+                // SAFETY: 16 writable floats.
+                unsafe { _mm512_storeu_ps(out[i][b].as_mut_ptr(), acc[i][b]) };
+            }
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[path = "kquants_avx2.rs"]
 mod avx2;
+
+/// Weight rows `jj..jj + N` of a task (`w(jj)`: the row's repacked bytes, `v(jj)`:
+/// its values) times bands `band..band + B`, into the task's block `res` (`m` rows of
+/// the task's width).
+///
+/// # Safety
+/// Only where the CPU has AVX-512 F/BW/VL/VNNI and FMA (`Isa::Avx512`).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile<'a, const N: usize, const B: usize>(
+    kind: KKind,
+    w: &impl Fn(usize) -> &'a [u8],
+    v: &impl Fn(usize) -> &'a [u8],
+    bands: &Bands,
+    band: usize,
+    jj: usize,
+    m: usize,
+    res: &mut [f32],
+) {
+    let width = res.len() / m;
+    let mut lanes = [[[0f32; Bands::ROWS]; B]; N];
+    // SAFETY: the caller's.
+    unsafe {
+        banded::rows(
+            kind,
+            std::array::from_fn(|i| w(jj + i)),
+            std::array::from_fn(|i| v(jj + i)),
+            bands,
+            band,
+            &mut lanes,
+        )
+    };
+    for (i, li) in lanes.iter().enumerate() {
+        for (b, l) in li.iter().enumerate() {
+            let first = (band + b) * Bands::ROWS;
+            let live = Bands::ROWS.min(m - first);
+            for (r, x) in l[..live].iter().enumerate() {
+                res[(first + r) * width + jj + i] = *x;
+            }
+        }
+    }
+}
 
 /// Which kernels compute the products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -801,7 +985,6 @@ impl KWeight {
         let nbands = m.div_ceil(Bands::ROWS);
         let parts = row_tasks(self.n, m, |j0, j1, res| {
             let width = j1 - j0;
-            let mut lanes = [0f32; Bands::ROWS];
             // The task's weight rows unpacked once for all bands.
             let rows = &self.data[j0 * row_bytes..j1 * row_bytes];
             let mut vals = vec![0u8; width * nb * QK_K];
@@ -811,20 +994,35 @@ impl KWeight {
             {
                 banded::values(self.kind, b, v);
             }
-            for band in 0..nbands {
-                let live = Bands::ROWS.min(m - band * Bands::ROWS);
-                for (jj, j) in (j0..j1).enumerate() {
-                    let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
-                    let v = &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
+            let w = |jj: usize| &rows[jj * row_bytes..(jj + 1) * row_bytes];
+            let v = |jj: usize| &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
+            // Tiles of 4 weight rows × 2 bands, then what is left over.
+            let mut band = 0;
+            while band < nbands {
+                let two = band + 2 <= nbands;
+                let mut jj = 0;
+                while jj < width {
+                    let four = jj + BANDED_WEIGHT_ROWS <= width;
                     // SAFETY: only called where the CPU has AVX-512 VNNI (`Isa::Avx512`).
                     unsafe {
-                        let v = banded::row(self.kind, w, v, &bands, band);
-                        std::arch::x86_64::_mm512_storeu_ps(lanes.as_mut_ptr(), v);
+                        match (four, two) {
+                            (true, true) => {
+                                tile::<4, 2>(self.kind, &w, &v, &bands, band, jj, m, res)
+                            }
+                            (true, false) => {
+                                tile::<4, 1>(self.kind, &w, &v, &bands, band, jj, m, res)
+                            }
+                            (false, true) => {
+                                tile::<1, 2>(self.kind, &w, &v, &bands, band, jj, m, res)
+                            }
+                            (false, false) => {
+                                tile::<1, 1>(self.kind, &w, &v, &bands, band, jj, m, res)
+                            }
+                        }
                     }
-                    for (r, v) in lanes[..live].iter().enumerate() {
-                        res[(band * Bands::ROWS + r) * width + jj] = *v;
-                    }
+                    jj += if four { BANDED_WEIGHT_ROWS } else { 1 };
                 }
+                band += if two { 2 } else { 1 };
             }
         });
         scatter(self.n, parts, m, out);

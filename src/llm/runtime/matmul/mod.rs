@@ -30,6 +30,7 @@ pub(crate) mod packed;
 mod plain;
 mod portable;
 pub(crate) mod q8;
+pub mod timing;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod vnni;
 
