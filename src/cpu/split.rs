@@ -1,5 +1,5 @@
 //! Splitting a matrix product's output rows across the thread pool, and putting
-//! the pieces back.
+//! the pieces back (or each task writing its own columns in place).
 
 use rayon::prelude::*;
 
@@ -39,5 +39,111 @@ pub fn scatter(n: usize, parts: Vec<(usize, Vec<f32>)>, m: usize, out: &mut [f32
         out.par_chunks_exact_mut(n).enumerate().for_each(row);
     } else {
         out.chunks_exact_mut(n).enumerate().for_each(row);
+    }
+}
+
+/// A task's columns `j0..j1` of an `m × n` row-major output, which no other task of
+/// [`column_tasks`] writes: the task writes its share in place, with no block to
+/// allocate and copy back.
+pub struct Columns<'a> {
+    ptr: *mut f32,
+    n: usize,
+    m: usize,
+    j0: usize,
+    j1: usize,
+    _out: std::marker::PhantomData<&'a mut [f32]>,
+}
+
+impl Columns<'_> {
+    /// Output row `i`, column `j0 + jj`, set to `v`.
+    #[inline]
+    pub fn set(&mut self, i: usize, jj: usize, v: f32) {
+        assert!(
+            i < self.m && self.j0 + jj < self.j1,
+            "outside the task's columns"
+        );
+        // SAFETY: inside `out` (checked above), in columns no other task writes, and
+        // `out` is borrowed mutably for as long as the tasks run.
+        unsafe { *self.ptr.add(i * self.n + self.j0 + jj) = v }
+    }
+}
+
+/// `out`'s base pointer, shared by the tasks (each writes only its own columns).
+struct Base(*mut f32);
+// SAFETY: the tasks write disjoint columns (see `Columns::set`).
+unsafe impl Sync for Base {}
+unsafe impl Send for Base {}
+
+/// Run `task(j0, j1, columns)` for blocks of ROWS_PER_TASK of `n` weight rows in
+/// parallel, each writing its columns of `out` (`m × n`) in place: [`row_tasks`]
+/// without the blocks and [`scatter`] (for a prompt's batch they are megabytes per
+/// product, fresh pages each time).
+pub fn column_tasks(
+    n: usize,
+    m: usize,
+    out: &mut [f32],
+    task: impl Fn(usize, usize, &mut Columns<'_>) + Sync,
+) {
+    assert_eq!(
+        out.len(),
+        m * n,
+        "output of {} values is not {m}x{n}",
+        out.len()
+    );
+    let base = Base(out.as_mut_ptr());
+    let base = &base;
+    (0..n.div_ceil(ROWS_PER_TASK))
+        .into_par_iter()
+        .for_each(|t| {
+            let j0 = t * ROWS_PER_TASK;
+            let j1 = (j0 + ROWS_PER_TASK).min(n);
+            let mut c = Columns {
+                ptr: base.0,
+                n,
+                m,
+                j0,
+                j1,
+                _out: std::marker::PhantomData,
+            };
+            task(j0, j1, &mut c);
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each task's columns written in place equal the blocks put back by `scatter`,
+    /// for widths that do and do not divide into whole tasks.
+    #[test]
+    fn columns_in_place_equal_the_scattered_blocks() {
+        for (n, m) in [(1, 1), (16, 3), (37, 5), (100, 17)] {
+            let value = |i: usize, j: usize| (i * 1000 + j) as f32;
+            let parts = row_tasks(n, m, |j0, j1, res| {
+                for i in 0..m {
+                    for j in j0..j1 {
+                        res[i * (j1 - j0) + j - j0] = value(i, j);
+                    }
+                }
+            });
+            let mut want = vec![f32::NAN; m * n];
+            scatter(n, parts, m, &mut want);
+            let mut got = vec![f32::NAN; m * n];
+            column_tasks(n, m, &mut got, |j0, j1, c| {
+                for i in 0..m {
+                    for jj in 0..j1 - j0 {
+                        c.set(i, jj, value(i, j0 + jj));
+                    }
+                }
+            });
+            assert_eq!(got, want, "n={n} m={m}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the task's columns")]
+    fn a_task_cannot_write_another_tasks_column() {
+        let mut out = vec![0f32; 2 * 40];
+        column_tasks(40, 2, &mut out, |_, j1, c| c.set(0, j1, 1.0));
     }
 }

@@ -29,7 +29,7 @@
 use rayon::prelude::*;
 
 use crate::cpu::f16_at;
-use crate::cpu::split::{row_tasks, scatter};
+use crate::cpu::split::{column_tasks, Columns};
 
 /// Values per super-block.
 pub(crate) const QK_K: usize = 256;
@@ -525,6 +525,7 @@ const BANDED_WEIGHT_ROWS: usize = 4;
 /// for Q6_K, the 16-value runs `2c` and `2c + 1` in register `c` (8 registers).
 /// Rows past `m` in the last band are zero.
 #[cfg(target_arch = "x86_64")]
+#[derive(Default)]
 struct Bands {
     nb: usize,
     codes: Vec<i32>,
@@ -545,24 +546,39 @@ fn pair(lo: i32, hi: i32) -> i32 {
 impl Bands {
     const ROWS: usize = 16;
 
-    fn new(q: &[Q8K], m: usize, nb: usize) -> Self {
+    /// Lay out the `m` rows of `q` (`nb` super-blocks each), reusing the buffers.
+    fn fill(&mut self, q: &[Q8K], m: usize, nb: usize) {
         const R: usize = Bands::ROWS;
         let bands = m.div_ceil(R);
-        let mut codes = vec![0i32; bands * nb * 64 * R];
-        let mut d = vec![0f32; bands * nb * R];
-        let mut q4k_runs = vec![0i32; bands * nb * 4 * R];
-        let mut q6k_runs = vec![0i32; bands * nb * 8 * R];
-        codes
+        self.nb = nb;
+        // Every value is written below (rows past `m` with zeros): no clearing.
+        self.codes.resize(bands * nb * 64 * R, 0);
+        self.d.resize(bands * nb * R, 0.0);
+        self.q4k_runs.resize(bands * nb * 4 * R, 0);
+        self.q6k_runs.resize(bands * nb * 8 * R, 0);
+        self.codes[..bands * nb * 64 * R]
             .par_chunks_mut(nb * 64 * R)
-            .zip(d.par_chunks_mut(nb * R))
-            .zip(q4k_runs.par_chunks_mut(nb * 4 * R))
-            .zip(q6k_runs.par_chunks_mut(nb * 8 * R))
+            .zip(self.d[..bands * nb * R].par_chunks_mut(nb * R))
+            .zip(self.q4k_runs[..bands * nb * 4 * R].par_chunks_mut(nb * 4 * R))
+            .zip(self.q6k_runs[..bands * nb * 8 * R].par_chunks_mut(nb * 8 * R))
             .enumerate()
             .for_each(|(band, (((codes, d), q4), q6))| {
-                for r in 0..R.min(m - band * R) {
+                for r in 0..R {
                     let row = band * R + r;
                     for bi in 0..nb {
-                        let y = &q[row * nb + bi];
+                        let Some(y) = (row < m).then(|| &q[row * nb + bi]) else {
+                            for g in 0..64 {
+                                codes[(bi * 64 + g) * R + r] = 0;
+                            }
+                            d[bi * R + r] = 0.0;
+                            for c in 0..4 {
+                                q4[(bi * 4 + c) * R + r] = 0;
+                            }
+                            for c in 0..8 {
+                                q6[(bi * 8 + c) * R + r] = 0;
+                            }
+                            continue;
+                        };
                         for (g, c) in y.qs.chunks_exact(4).enumerate() {
                             codes[(bi * 64 + g) * R + r] = i32::from_le_bytes([
                                 c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8,
@@ -580,14 +596,20 @@ impl Bands {
                     }
                 }
             });
-        Self {
-            nb,
-            codes,
-            d,
-            q4k_runs,
-            q6k_runs,
-        }
     }
+}
+
+thread_local! {
+    /// The last product's activation rows, quantized, on this thread: the buffer is
+    /// reused (a prompt's is megabytes; a fresh one costs page faults every product).
+    static QROWS: std::cell::RefCell<Vec<Q8K>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[cfg(target_arch = "x86_64")]
+thread_local! {
+    /// The last product's activation layout on this thread, its buffers reused: a
+    /// prompt's are megabytes, and fresh ones cost page faults on every product.
+    static BANDS: std::cell::RefCell<Bands> = std::cell::RefCell::new(Bands::default());
 }
 
 /// The tiled arithmetic with the 16 rows of a band in the lanes of a register: one
@@ -807,8 +829,7 @@ mod banded {
 mod avx2;
 
 /// Weight rows `jj..jj + N` of a task (`w(jj)`: the row's repacked bytes, `v(jj)`:
-/// its values) times bands `band..band + B`, into the task's block `res` (`m` rows of
-/// the task's width).
+/// its values) times bands `band..band + B`, into the task's columns of the `m` rows.
 ///
 /// # Safety
 /// Only where the CPU has AVX-512 F/BW/VL/VNNI and FMA (`Isa::Avx512`).
@@ -822,9 +843,8 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
     band: usize,
     jj: usize,
     m: usize,
-    res: &mut [f32],
+    out: &mut Columns<'_>,
 ) {
-    let width = res.len() / m;
     let mut lanes = [[[0f32; Bands::ROWS]; B]; N];
     // SAFETY: the caller's.
     unsafe {
@@ -842,7 +862,7 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
             let first = (band + b) * Bands::ROWS;
             let live = Bands::ROWS.min(m - first);
             for (r, x) in l[..live].iter().enumerate() {
-                res[(first + r) * width + jj + i] = *x;
+                out.set(first + r, jj + i, *x);
             }
         }
     }
@@ -941,25 +961,42 @@ impl KWeight {
     /// of `isa` (which the CPU must have).
     fn product(&self, isa: Isa, arith: Arith, x: &[f32], m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
-        let mut q = vec![Q8K::default(); m * nb];
-        if m >= 8 {
-            x.par_chunks_exact(self.k)
-                .zip(q.par_chunks_exact_mut(nb))
-                .for_each(|(row, qrow)| quantize_row_q8k(row, qrow));
-        } else {
-            for (row, qrow) in x.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
-                quantize_row_q8k(row, qrow);
+        let mut fresh = Vec::new();
+        QROWS.with(|kept| {
+            // This thread's buffer from its last product, unless it is in use.
+            let mut kept = kept.try_borrow_mut();
+            let q = match kept.as_deref_mut() {
+                Ok(q) => q,
+                Err(_) => &mut fresh,
+            };
+            if q.len() < m * nb {
+                q.resize(m * nb, Q8K::default());
             }
-        }
+            let q = &mut q[..m * nb];
+            if m >= 8 {
+                x.par_chunks_exact(self.k)
+                    .zip(q.par_chunks_exact_mut(nb))
+                    .for_each(|(row, qrow)| quantize_row_q8k(row, qrow));
+            } else {
+                for (row, qrow) in x.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
+                    quantize_row_q8k(row, qrow);
+                }
+            }
+            self.product_quantized(isa, arith, q, m, out);
+        });
+    }
+
+    /// [`Self::product`] of the activation rows quantized in `q`.
+    fn product_quantized(&self, isa: Isa, arith: Arith, q: &[Q8K], m: usize, out: &mut [f32]) {
+        let nb = self.k / QK_K;
         #[cfg(target_arch = "x86_64")]
         if isa == Isa::Avx512 && arith == Arith::Tiled {
-            self.matmul_banded(&q, m, out);
+            self.matmul_banded(q, m, out);
             return;
         }
         let rows: Vec<&[Q8K]> = q.chunks_exact(nb).collect();
         let row_bytes = nb * self.kind.packed_bytes();
-        let parts = row_tasks(self.n, m, |j0, j1, res| {
-            let width = j1 - j0;
+        column_tasks(self.n, m, out, |j0, j1, res| {
             let mut some = [0f32; ROWS];
             // A group of activation rows against the task's weight rows: both stay in
             // the first-level cache.
@@ -968,22 +1005,38 @@ impl KWeight {
                     let w = &self.data[j * row_bytes..(j + 1) * row_bytes];
                     self.dot(isa, arith, w, ys, &mut some[..ys.len()]);
                     for (r, v) in some[..ys.len()].iter().enumerate() {
-                        res[(ROWS * g + r) * width + jj] = *v;
+                        res.set(ROWS * g + r, jj, *v);
                     }
                 }
             }
         });
-        scatter(self.n, parts, m, out);
     }
 
     /// The tiled arithmetic with 16 activation rows per register (AVX-512 VNNI).
     #[cfg(target_arch = "x86_64")]
     fn matmul_banded(&self, q: &[Q8K], m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
-        let bands = Bands::new(q, m, nb);
+        let mut fresh = None;
+        BANDS.with(|kept| {
+            // The buffers of this thread's last product, unless they are in use (a
+            // product run while another waits on this thread): fresh ones then.
+            let mut kept = kept.try_borrow_mut();
+            let bands = match kept.as_deref_mut() {
+                Ok(b) => b,
+                Err(_) => fresh.insert(Bands::default()),
+            };
+            bands.fill(q, m, nb);
+            self.banded_with(bands, m, out);
+        });
+    }
+
+    /// [`Self::matmul_banded`] with the activation rows laid out in `bands`.
+    #[cfg(target_arch = "x86_64")]
+    fn banded_with(&self, bands: &Bands, m: usize, out: &mut [f32]) {
+        let nb = self.k / QK_K;
         let row_bytes = nb * self.kind.packed_bytes();
         let nbands = m.div_ceil(Bands::ROWS);
-        let parts = row_tasks(self.n, m, |j0, j1, res| {
+        column_tasks(self.n, m, out, |j0, j1, res| {
             let width = j1 - j0;
             // The task's weight rows unpacked once for all bands.
             let rows = &self.data[j0 * row_bytes..j1 * row_bytes];
@@ -1007,16 +1060,16 @@ impl KWeight {
                     unsafe {
                         match (four, two) {
                             (true, true) => {
-                                tile::<4, 2>(self.kind, &w, &v, &bands, band, jj, m, res)
+                                tile::<4, 2>(self.kind, &w, &v, bands, band, jj, m, res)
                             }
                             (true, false) => {
-                                tile::<4, 1>(self.kind, &w, &v, &bands, band, jj, m, res)
+                                tile::<4, 1>(self.kind, &w, &v, bands, band, jj, m, res)
                             }
                             (false, true) => {
-                                tile::<1, 2>(self.kind, &w, &v, &bands, band, jj, m, res)
+                                tile::<1, 2>(self.kind, &w, &v, bands, band, jj, m, res)
                             }
                             (false, false) => {
-                                tile::<1, 1>(self.kind, &w, &v, &bands, band, jj, m, res)
+                                tile::<1, 1>(self.kind, &w, &v, bands, band, jj, m, res)
                             }
                         }
                     }
@@ -1025,7 +1078,6 @@ impl KWeight {
                 band += if two { 2 } else { 1 };
             }
         });
-        scatter(self.n, parts, m, out);
     }
 
     /// One weight row `w` against up to [`ROWS`] activation rows (the tiled
