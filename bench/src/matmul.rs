@@ -30,6 +30,10 @@ pub struct MatmulReport {
     pub cpu: String,
     pub threads: usize,
     pub shapes: Vec<Shape>,
+    /// Shapes left out: their inner width is not a whole number of the type's
+    /// blocks (a GGUF file holds such a weight in another type, e.g. Qwen2.5-0.5B's
+    /// 896-wide products in a K-quant file).
+    pub skipped: Vec<String>,
 }
 
 /// `widths`: `h:f` pairs; `types`: GGUF type names (`q4_k`, `q6_k`, `q8_0`, …);
@@ -41,6 +45,7 @@ pub fn run(
     reps: usize,
 ) -> Result<MatmulReport> {
     let mut shapes = Vec::new();
+    let mut skipped = Vec::new();
     for t in types {
         let dtype = timing::dtype(t).ok_or_else(|| {
             Error::Invalid(format!(
@@ -55,6 +60,15 @@ pub fn run(
                     Error::Invalid(format!("--widths {w:?}: hidden:ffn, e.g. 1536:8960"))
                 })?;
             for (n, k) in [(h, h), (f, h), (h, f)] {
+                let block = if t.to_ascii_lowercase().ends_with("_k") {
+                    256
+                } else {
+                    32
+                };
+                if k % block != 0 {
+                    skipped.push(format!("{t} {n}x{k}"));
+                    continue;
+                }
                 for &m in rows {
                     let secs = timing::best_secs(dtype, n, k, m, m > 1, reps)
                         .map_err(|e| Error::Invalid(format!("{t} {n}x{k}: {e}")))?;
@@ -74,6 +88,7 @@ pub fn run(
         cpu: crate::whole::cpu_name(),
         threads: quire::cpu::pool::max_threads(),
         shapes,
+        skipped,
     })
 }
 
@@ -94,6 +109,13 @@ impl fmt::Display for MatmulReport {
                 f,
                 "{:<6} {:>6} {:>6} {:>5} {:>10.3} {:>8.1}",
                 s.dtype, s.n, s.k, s.m, s.best_ms, s.gflops
+            )?;
+        }
+        if !self.skipped.is_empty() {
+            writeln!(
+                f,
+                "left out (inner width not a whole number of blocks): {}",
+                self.skipped.join(", ")
             )?;
         }
         Ok(())
