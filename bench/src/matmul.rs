@@ -60,12 +60,7 @@ pub fn run(
                     Error::Invalid(format!("--widths {w:?}: hidden:ffn, e.g. 1536:8960"))
                 })?;
             for (n, k) in [(h, h), (f, h), (h, f)] {
-                let block = if t.to_ascii_lowercase().ends_with("_k") {
-                    256
-                } else {
-                    32
-                };
-                if k % block != 0 {
+                if k % dtype.block_size() != 0 {
                     skipped.push(format!("{t} {n}x{k}"));
                     continue;
                 }

@@ -709,13 +709,14 @@ mod banded {
                     f32::from_le_bytes(unsafe { std::ptr::read_unaligned(blk[$i].add($at).cast()) })
                 };
             }
-            let mut s1 = [[_mm512_setzero_si512(); B]; N];
-            let mut r = [[_mm512_setzero_ps(); B]; N];
-            match kind {
-                KKind::Q4K => {
-                    for s in 0..8 {
+            // Σ over `$runs` runs of `$per` groups: the run's dpbusd sum times its
+            // scale byte (at `$at + run`, read as `$ty`), per weight row and band.
+            macro_rules! scaled_runs {
+                ($runs:expr, $per:expr, $at:expr, $ty:ty) => {{
+                    let mut s1 = [[_mm512_setzero_si512(); B]; N];
+                    for s in 0..$runs {
                         let mut raw = [[_mm512_setzero_si512(); B]; N];
-                        for g in 8 * s..8 * (s + 1) {
+                        for g in $per * s..$per * (s + 1) {
                             let mut c = [_mm512_setzero_si512(); B];
                             for b in 0..B {
                                 c[b] = group!(b, g);
@@ -728,28 +729,43 @@ mod banded {
                             }
                         }
                         for i in 0..N {
-                            let sc = _mm512_set1_epi32(i32::from(byte!(i, 8 + s)));
+                            let sc = _mm512_set1_epi32(i32::from(byte!(i, $at + s) as $ty));
                             for b in 0..B {
                                 s1[i][b] =
                                     _mm512_add_epi32(s1[i][b], _mm512_mullo_epi32(raw[i][b], sc));
                             }
                         }
                     }
-                    // Σ min·(the run's two bsums), two runs per `vpdpwssd`: the same
-                    // integer as one product per run.
-                    let mut s2 = [[_mm512_setzero_si512(); B]; N];
-                    for c in 0..4 {
+                    s1
+                }};
+            }
+            // Σ over `$count` registers of `$which` run pairs times the weight's pair of
+            // scale bytes at `$at + 2c` (as `$ty`), one `vpdpwssd` per pair: the same
+            // integer as one product per run.
+            macro_rules! paired_runs {
+                ($which:ident, $count:expr, $at:expr, $ty:ty) => {{
+                    let mut acc = [[_mm512_setzero_si512(); B]; N];
+                    for c in 0..$count {
                         let mut p = [_mm512_setzero_si512(); B];
                         for b in 0..B {
-                            p[b] = runs!(q4k_runs, b, c);
+                            p[b] = runs!($which, b, c);
                         }
                         for i in 0..N {
-                            let mn = scales2!(i, 16 + 2 * c, u8);
+                            let sc = scales2!(i, $at + 2 * c, $ty);
                             for b in 0..B {
-                                s2[i][b] = _mm512_dpwssd_epi32(s2[i][b], p[b], mn);
+                                acc[i][b] = _mm512_dpwssd_epi32(acc[i][b], p[b], sc);
                             }
                         }
                     }
+                    acc
+                }};
+            }
+            let mut r = [[_mm512_setzero_ps(); B]; N];
+            match kind {
+                KKind::Q4K => {
+                    let s1 = scaled_runs!(8, 8, 8, u8);
+                    // Σ min·(the 32-value run's two bsums).
+                    let s2 = paired_runs!(q4k_runs, 4, 16, u8);
                     for i in 0..N {
                         let (d, dmin) =
                             (_mm512_set1_ps(scale!(i, 0)), _mm512_set1_ps(scale!(i, 4)));
@@ -760,44 +776,10 @@ mod banded {
                     }
                 }
                 KKind::Q6K => {
-                    for s in 0..16 {
-                        let mut raw = [[_mm512_setzero_si512(); B]; N];
-                        for g in 4 * s..4 * (s + 1) {
-                            let mut c = [_mm512_setzero_si512(); B];
-                            for b in 0..B {
-                                c[b] = group!(b, g);
-                            }
-                            for i in 0..N {
-                                let wv = weight4!(i, g);
-                                for b in 0..B {
-                                    raw[i][b] = _mm512_dpbusd_epi32(raw[i][b], wv, c[b]);
-                                }
-                            }
-                        }
-                        for i in 0..N {
-                            let sc = _mm512_set1_epi32(i32::from(byte!(i, 4 + s) as i8));
-                            for b in 0..B {
-                                s1[i][b] =
-                                    _mm512_add_epi32(s1[i][b], _mm512_mullo_epi32(raw[i][b], sc));
-                            }
-                        }
-                    }
+                    let s1 = scaled_runs!(16, 4, 4, i8);
                     // ggml takes 32·bsum off each run before its scale; the same
-                    // integer (modulo 2³²) is Σ scale·raw − 32·Σ scale·bsum, the second
-                    // sum two runs per `vpdpwssd`.
-                    let mut off = [[_mm512_setzero_si512(); B]; N];
-                    for c in 0..8 {
-                        let mut p = [_mm512_setzero_si512(); B];
-                        for b in 0..B {
-                            p[b] = runs!(q6k_runs, b, c);
-                        }
-                        for i in 0..N {
-                            let sc = scales2!(i, 4 + 2 * c, i8);
-                            for b in 0..B {
-                                off[i][b] = _mm512_dpwssd_epi32(off[i][b], p[b], sc);
-                            }
-                        }
-                    }
+                    // integer (modulo 2³²) is Σ scale·raw − 32·Σ scale·bsum.
+                    let off = paired_runs!(q6k_runs, 8, 4, i8);
                     for i in 0..N {
                         let d = _mm512_set1_ps(scale!(i, 0));
                         for b in 0..B {
