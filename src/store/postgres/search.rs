@@ -11,7 +11,10 @@
 //!   avg_len))`, with N and the average length from `meta`. A posting carries its
 //!   chunk's length and document, and the primary key covers every column the query
 //!   reads ([`POSTINGS_COVERED`]), so a term's postings are one index range, read
-//!   without visiting the table or the chunks. The same formula as the
+//!   without visiting the table or the chunks. The terms are the scan's own
+//!   condition, not only the join's: with statistics not yet gathered (a library
+//!   just indexed), the planner otherwise read every posting of the library. The
+//!   same formula as the
 //!   in-memory index, in double precision rather than single: scores agree to about
 //!   1e-6, so two chunks tied that closely may swap.
 //!
@@ -149,7 +152,7 @@ impl PgSearch {
                             AS score
                  FROM postings p
                  JOIN w ON w.term = p.term
-                 WHERE $5::bigint[] IS NULL OR p.doc_id = ANY($5)
+                 WHERE p.term = ANY($1) AND ($5::bigint[] IS NULL OR p.doc_id = ANY($5))
                  GROUP BY p.chunk_id
                  HAVING sum(p.tf) > 0
                  ORDER BY score DESC, p.chunk_id
