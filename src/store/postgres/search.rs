@@ -12,8 +12,9 @@
 //!   chunk's length and document, and the primary key covers every column the query
 //!   reads ([`POSTINGS_COVERED`]), so a term's postings are one index range, read
 //!   without visiting the table or the chunks. The terms are the scan's own
-//!   condition, not only the join's: with statistics not yet gathered (a library
-//!   just indexed), the planner otherwise read every posting of the library. The
+//!   condition, not only the join's: while a library is being indexed (its
+//!   statistics behind), the planner otherwise read every posting of the library
+//!   (58 ms against 14 ms a query at 5.8k chunks; the same once analyzed). The
 //!   same formula as the
 //!   in-memory index, in double precision rather than single: scores agree to about
 //!   1e-6, so two chunks tied that closely may swap.
