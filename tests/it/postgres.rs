@@ -482,41 +482,76 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     let (a, b) = (ids(&lite, q, &scoped), ids(&post, q, &scoped));
     assert_eq!(a, b);
     assert!(!b.is_empty());
-    // A database of the schema before postings carried their chunk's length and
-    // document (version 3) is migrated in place and ranks as before.
+    // A database of the schema before BM25's postings were a list per term and
+    // document (version 4), or before each posting carried its chunk's length and
+    // document (version 3), is migrated in place: the lists come out byte for byte as
+    // the writes make them, and rank as before.
     drop(post);
     let mut sql = postgres::Client::connect(&pg.url, postgres::NoTls).unwrap();
-    sql.batch_execute(
-        "ALTER TABLE postings DROP CONSTRAINT postings_pkey;
-         ALTER TABLE postings DROP COLUMN len, DROP COLUMN doc_id;
-         ALTER TABLE postings ADD PRIMARY KEY (term, chunk_id);
-         UPDATE quire_schema SET version = 3;",
-    )
-    .unwrap();
-    let post = pg_engine(&pgdir, &pg.url);
-    let off: i64 = sql
-        .query_one(
-            "SELECT count(*) FROM postings p JOIN chunks c ON c.id = p.chunk_id
-             WHERE p.len <> c.terms OR p.doc_id <> c.doc_id",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(
-        off, 0,
-        "postings whose length or document the migration got wrong"
-    );
-    let bm = single(RetrieverKind::Bm25);
-    for q in questions.iter().take(6) {
-        let text = q["question"].as_str().unwrap();
+    sql.batch_execute("CREATE TABLE written AS SELECT * FROM term_docs")
+        .unwrap();
+    for (version, older) in [
+        (4, ""),
+        (
+            3,
+            "ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+             ALTER TABLE postings DROP COLUMN len, DROP COLUMN doc_id;
+             ALTER TABLE postings ADD PRIMARY KEY (term, chunk_id);",
+        ),
+    ] {
+        sql.batch_execute(&format!(
+            "{POSTINGS_FROM_LISTS} {older} DROP TABLE term_docs;
+             UPDATE quire_schema SET version = {version};"
+        ))
+        .unwrap();
+        let post = pg_engine(&pgdir, &pg.url);
+        let (lists, off): (i64, i64) = {
+            let r = sql
+                .query_one(
+                    "SELECT count(*),
+                            count(*) FILTER (WHERE w.postings IS DISTINCT FROM t.postings)
+                     FROM written w FULL JOIN term_docs t USING (term, doc_id)",
+                    &[],
+                )
+                .unwrap();
+            (r.get(0), r.get(1))
+        };
+        assert!(lists > 100, "version {version}: {lists} lists");
         assert_eq!(
-            ids(&lite, text, &bm),
-            ids(&post, text, &bm),
-            "migrated: {text}"
+            off, 0,
+            "version {version}: postings lists the migration got wrong"
         );
+        let bm = single(RetrieverKind::Bm25);
+        for q in questions.iter().take(6) {
+            let text = q["question"].as_str().unwrap();
+            assert_eq!(
+                ids(&lite, text, &bm),
+                ids(&post, text, &bm),
+                "migrated from {version}: {text}"
+            );
+        }
+        assert_eq!(ids(&lite, q, &scoped), ids(&post, q, &scoped));
     }
-    assert_eq!(ids(&lite, q, &scoped), ids(&post, q, &scoped));
 }
+
+/// The version-4 `postings` table (a row per posting, with its chunk's length and
+/// document) made from the lists, to migrate again.
+const POSTINGS_FROM_LISTS: &str = "CREATE TABLE postings (
+         term     TEXT NOT NULL,
+         chunk_id BIGINT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+         tf       INTEGER NOT NULL,
+         len      INTEGER NOT NULL,
+         doc_id   BIGINT NOT NULL,
+         PRIMARY KEY (term, chunk_id) INCLUDE (tf, len, doc_id)
+     );
+     CREATE INDEX postings_by_chunk ON postings(chunk_id);
+     INSERT INTO postings (term, chunk_id, tf, len, doc_id)
+         SELECT t.term,
+                ('x' || encode(substring(t.postings FROM i * 16 + 1 FOR 8), 'hex'))::bit(64)::bigint,
+                ('x' || encode(substring(t.postings FROM i * 16 + 9 FOR 4), 'hex'))::bit(32)::int,
+                ('x' || encode(substring(t.postings FROM i * 16 + 13 FOR 4), 'hex'))::bit(32)::int,
+                t.doc_id
+         FROM term_docs t, generate_series(0, length(t.postings) / 16 - 1) AS i;";
 
 #[test]
 fn two_processes_index_into_one_database() {

@@ -1,15 +1,16 @@
 //! Documents in PostgreSQL (see [`crate::store::documents`]): documents, pages, chunks,
-//! embeddings (pgvector, with an HNSW index per dimension) and the BM25 postings of
-//! each chunk, with the collection statistics and the generation counter in `meta`.
+//! embeddings (pgvector, with an HNSW index per dimension) and the BM25 postings (a
+//! row per term and document, its chunks' postings in one list), with the collection statistics and the generation counter in `meta`.
 //! A document is written in one transaction, its rows a few hundred to a statement
 //! (`INSERT … SELECT … FROM unnest($arrays)`), not one statement a row.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use postgres::Transaction;
 
 use super::collections;
 use super::connection::{text_vector, vector_text};
+use super::search;
 use super::{Postgres, MIGRATION_LOCK};
 use crate::store::{file_name, now_ms, DocumentRow, Documents, NewDocument, StoredChunk};
 use crate::text::analyzer as text;
@@ -31,8 +32,8 @@ pub(super) fn chunk_terms(text_: &str) -> (Vec<(String, i32)>, i64) {
 
 /// Rows (pages, chunks with their embeddings) written by one statement.
 const ROWS: usize = 256;
-/// BM25 postings written by one statement.
-const POSTING_ROWS: usize = 8192;
+/// Terms' postings lists written by one statement.
+const LIST_ROWS: usize = 4096;
 
 impl Postgres {
     /// The HNSW index over vectors of `dims` dimensions, made if missing.
@@ -122,10 +123,30 @@ impl Postgres {
         Ok(())
     }
 
-    /// Document `id`'s chunks with their embeddings and BM25 postings (`terms`, per
-    /// chunk), [`ROWS`] chunks a statement (their postings [`POSTING_ROWS`] a
-    /// statement): a few statements a document instead of three a chunk. Returns
-    /// the terms counted.
+    /// Document `id`'s BM25 postings: a row per term, its postings in this document
+    /// as one list ([`search::push_posting`]), [`LIST_ROWS`] rows a statement.
+    fn write_term_lists(
+        tx: &mut Transaction<'_>,
+        id: i64,
+        lists: &BTreeMap<&str, Vec<u8>>,
+    ) -> Result<()> {
+        let lists: Vec<(&str, &[u8])> = lists.iter().map(|(t, l)| (*t, l.as_slice())).collect();
+        for part in lists.chunks(LIST_ROWS) {
+            let terms: Vec<&str> = part.iter().map(|(t, _)| *t).collect();
+            let postings: Vec<&[u8]> = part.iter().map(|(_, l)| *l).collect();
+            tx.execute(
+                "INSERT INTO term_docs (term, doc_id, postings)
+                 SELECT u.t, $1::bigint, u.p FROM unnest($2::text[], $3::bytea[]) AS u(t, p)",
+                &[&id, &terms, &postings],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Document `id`'s chunks with their embeddings, [`ROWS`] chunks a statement, then
+    /// its BM25 postings (`terms`, per chunk) gathered into a list per term
+    /// ([`Self::write_term_lists`]): a few statements a document instead of three a
+    /// chunk. Returns the terms counted.
     fn write_chunks(
         tx: &mut Transaction<'_>,
         id: i64,
@@ -133,6 +154,8 @@ impl Postgres {
         terms: &[(Vec<(String, i32)>, i64)],
     ) -> Result<i64> {
         let mut total_terms = 0i64;
+        // Each term's postings in this document, in chunk order.
+        let mut lists: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
         let rows: Vec<_> = doc
             .chunks
             .iter()
@@ -186,18 +209,14 @@ impl Postgres {
                  FROM unnest($2::bigint[], $3::int[], $4::text[]) AS u(c, d, v)",
                 &[&doc.model, &cids, &dims, &vectors],
             )?;
-            let mut postings = Postings::default();
             for ((_, (_, (tf, len))), cid) in part.iter().zip(&cids) {
                 total_terms += len;
                 for (t, n) in tf {
-                    postings.push(t, *cid, *n, *len as i32);
-                    if postings.names.len() >= POSTING_ROWS {
-                        postings.write(tx, id)?;
-                    }
+                    search::push_posting(lists.entry(t).or_default(), *cid, *n, *len as i32);
                 }
             }
-            postings.write(tx, id)?;
         }
+        Self::write_term_lists(tx, id, &lists)?;
         Ok(total_terms)
     }
 
@@ -538,45 +557,5 @@ mod tests {
             "{terms:?}"
         );
         assert_eq!(len, terms.iter().map(|(_, n)| i64::from(*n)).sum::<i64>());
-    }
-}
-
-/// Postings gathered for one statement: a term, its chunk, its count there, and the
-/// chunk's length in terms (BM25's `len`, kept beside each posting so that a query
-/// reads postings alone).
-#[derive(Default)]
-struct Postings<'a> {
-    names: Vec<&'a str>,
-    chunk_ids: Vec<i64>,
-    counts: Vec<i32>,
-    lens: Vec<i32>,
-}
-
-impl<'a> Postings<'a> {
-    fn push(&mut self, term: &'a str, chunk_id: i64, count: i32, len: i32) {
-        self.names.push(term);
-        self.chunk_ids.push(chunk_id);
-        self.counts.push(count);
-        self.lens.push(len);
-    }
-
-    /// Insert what was gathered, of document `doc_id`, and start again.
-    fn write(&mut self, tx: &mut Transaction<'_>, doc_id: i64) -> Result<()> {
-        if !self.names.is_empty() {
-            tx.execute(
-                "INSERT INTO postings (term, chunk_id, tf, len, doc_id)
-                 SELECT u.*, $5::bigint FROM unnest($1::text[], $2::bigint[], $3::int[],
-                     $4::int[]) AS u",
-                &[
-                    &self.names,
-                    &self.chunk_ids,
-                    &self.counts,
-                    &self.lens,
-                    &doc_id,
-                ],
-            )?;
-        }
-        *self = Self::default();
-        Ok(())
     }
 }

@@ -10,8 +10,10 @@
 //!   HNSW index (cosine) per dimension, made when the first vector of that dimension
 //!   is written; a re-embedding with another model keeps working.
 //! - **BM25** is Quire's own ranking (the one of [`crate::retrieve::bm25`]: Lucene's
-//!   Okapi BM25, k1 = 1.2, b = 0.75) computed in SQL over a `postings` table (term,
-//!   chunk, term frequency, the chunk's length and document) that Quire's analyzer fills when a document is written:
+//!   Okapi BM25, k1 = 1.2, b = 0.75) over a `term_docs` table (a row per term and
+//!   document: its chunks' postings, each chunk with the term's frequency and the
+//!   chunk's length, in one list) that Quire's analyzer fills when a document is
+//!   written:
 //!   the same words, stems, and CJK character unigrams and bigrams as the in-memory
 //!   index, so both stores rank alike (Postgres's `tsvector` parsers do not split
 //!   Chinese, and `ts_rank` is not BM25). The collection statistics (chunks, terms)
@@ -154,6 +156,8 @@ const MIGRATIONS: &[&str] = &[
     // 4: BM25 reads a term's postings alone, from the index: each posting carries its
     // chunk's length and document, and the primary key covers every column read.
     search::POSTINGS_COVERED,
+    // 5: BM25's postings a list per term and document, read a few rows a term.
+    search::TERM_LISTS,
 ];
 
 /// The advisory lock key the migrations run under ("quire" in ASCII).
