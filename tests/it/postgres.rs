@@ -429,6 +429,11 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
         // Each retriever alone, ten deep: BM25 exactly, the vectors through HNSW.
         let bm = single(RetrieverKind::Bm25);
         assert_eq!(ids(&lite, text, &bm), ids(&post, text, &bm), "{id}: bm25");
+        // The "not found" check weighs the question's terms alike in both.
+        let weights = |e: &Engine| e.search(text, &bm, &Cancel::new()).unwrap().term_weights;
+        let w = weights(&post);
+        assert!(!w.is_empty(), "{id}: no term weights from PostgreSQL");
+        assert_eq!(weights(&lite), w, "{id}: term weights");
         // Chunks of equal similarity (a repeated table row, a repeated code line) may
         // come in either order: the cosines must agree place by place, and so must the
         // chunk at each place whose cosine no other chunk there shares.

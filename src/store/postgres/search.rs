@@ -26,7 +26,7 @@ use postgres::Client;
 
 use super::connection::{vector_text, Pool};
 use crate::embed::Embedder;
-use crate::retrieve::{ChunkInfo, Corpus, DocFilter, Hit, Retriever, RetrieverKind};
+use crate::retrieve::{ChunkInfo, Corpus, DocFilter, Hit, Retriever, RetrieverKind, TermWeight};
 use crate::text::analyzer as text;
 use crate::text::bm25::{B, K1};
 use crate::Result;
@@ -145,12 +145,7 @@ impl PgSearch {
     /// does in memory) with N and the total length from `meta`, in one snapshot; the
     /// scores are summed here, term by term in the query's order.
     pub fn bm25(&self, query: &str, k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
-        let mut terms: Vec<String> = Vec::new();
-        text::analyze(query, |t| {
-            if !terms.iter().any(|x| x == t) {
-                terms.push(t.to_string());
-            }
-        });
+        let terms = query_terms(query);
         if terms.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
@@ -209,6 +204,59 @@ impl PgSearch {
             })
             .collect())
     }
+}
+
+impl PgSearch {
+    /// Each distinct term of `query` with its weight over the whole library, as the
+    /// in-memory index gives them ([`crate::retrieve::bm25`]'s `term_weights`: the
+    /// same f32 idf from the same counts), for the "not found" check.
+    pub fn term_weights(&self, query: &str) -> Result<Vec<TermWeight>> {
+        let terms = query_terms(query);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (n, chunks) = self.with(|c| {
+            let n: i64 = c
+                .query_one("SELECT value FROM meta WHERE key = 'chunks'", &[])?
+                .get(0);
+            // A list's length without reading it: it is stored uncompressed.
+            let rows = c.query(
+                "SELECT term, sum(octet_length(postings))::bigint FROM term_docs
+                 WHERE term = ANY($1) GROUP BY term",
+                &[&terms],
+            )?;
+            let chunks: HashMap<String, i64> = rows
+                .iter()
+                .map(|r| (r.get(0), r.get::<_, i64>(1) / POSTING_BYTES as i64))
+                .collect();
+            Ok((n.max(0) as usize, chunks))
+        })?;
+        let nf = n as f32;
+        Ok(terms
+            .into_iter()
+            .map(|term| {
+                let chunks = chunks.get(&term).map_or(0, |&c| c.max(0) as usize);
+                let df = chunks as f32;
+                TermWeight {
+                    term,
+                    idf: (1.0 + (nf - df + 0.5) / (df + 0.5)).ln(),
+                    chunks,
+                    of: n,
+                }
+            })
+            .collect())
+    }
+}
+
+/// The distinct terms of `query`, in their order, analyzed as chunks are.
+fn query_terms(query: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    text::analyze(query, |t| {
+        if !terms.iter().any(|x| x == t) {
+            terms.push(t.to_string());
+        }
+    });
+    terms
 }
 
 /// Bytes of one posting in a term's list: the chunk's id (8), the term's frequency
@@ -359,6 +407,11 @@ impl Retriever for PgBm25<'_> {
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
         self.search.bm25(query, top_k, filter)
+    }
+    /// The weights from the database; none if it cannot be read (the check then
+    /// goes by the vector scores alone, as for a retriever without terms).
+    fn term_weights(&self, query: &str) -> Vec<TermWeight> {
+        self.search.term_weights(query).unwrap_or_default()
     }
 }
 
