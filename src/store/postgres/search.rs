@@ -21,6 +21,7 @@
 //! store's connection.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use postgres::Client;
 
@@ -144,10 +145,19 @@ impl PgSearch {
     /// term's document frequency counts the whole library, as a scope's ranking
     /// does in memory) with N and the total length from `meta`, in one snapshot; the
     /// scores are summed here, term by term in the query's order.
-    pub fn bm25(&self, query: &str, k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
+    ///
+    /// With the ranking come the query's [`Self::term_weights`], counted from the same
+    /// lists (they are every document's): one read where the "not found" check made a
+    /// second one of the same rows.
+    pub fn bm25(
+        &self,
+        query: &str,
+        k: usize,
+        filter: Option<&DocFilter>,
+    ) -> Result<(Vec<Hit>, Vec<TermWeight>)> {
         let terms = query_terms(query);
         if terms.is_empty() || k == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), self.term_weights(query)?));
         }
         let rows = self.with(|c| {
             Ok(c.query(
@@ -160,7 +170,7 @@ impl PgSearch {
             )?)
         })?;
         let Some(first) = rows.first() else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), self.term_weights(query)?));
         };
         let (n, total): (i64, i64) = (first.get(3), first.get(4));
         let mut lists: Vec<Vec<(i64, &[u8])>> = vec![Vec::new(); terms.len()];
@@ -172,10 +182,12 @@ impl PgSearch {
         }
         let bm = Bm25Stats::new(n as f64, total as f64);
         let mut scores: HashMap<i64, f64> = HashMap::new();
-        for list in &mut lists {
+        let mut weights = Vec::with_capacity(terms.len());
+        for (list, term) in lists.iter_mut().zip(terms) {
             // The same order whatever order the rows came in: the sums are exact.
             list.sort_unstable_by_key(|(doc, _)| *doc);
             let df: usize = list.iter().map(|(_, p)| p.len() / POSTING_BYTES).sum();
+            weights.push(term_weight(term, df, n.max(0) as usize));
             if df == 0 {
                 continue;
             }
@@ -196,13 +208,14 @@ impl PgSearch {
             hits.truncate(k);
         }
         hits.sort_unstable_by(best);
-        Ok(hits
+        let hits = hits
             .into_iter()
             .map(|(chunk_id, score)| Hit {
                 chunk_id,
                 score: score as f32,
             })
-            .collect())
+            .collect();
+        Ok((hits, weights))
     }
 }
 
@@ -231,20 +244,24 @@ impl PgSearch {
                 .collect();
             Ok((n.max(0) as usize, chunks))
         })?;
-        let nf = n as f32;
         Ok(terms
             .into_iter()
             .map(|term| {
-                let chunks = chunks.get(&term).map_or(0, |&c| c.max(0) as usize);
-                let df = chunks as f32;
-                TermWeight {
-                    term,
-                    idf: (1.0 + (nf - df + 0.5) / (df + 0.5)).ln(),
-                    chunks,
-                    of: n,
-                }
+                let df = chunks.get(&term).map_or(0, |&c| c.max(0) as usize);
+                term_weight(term, df, n)
             })
             .collect())
+    }
+}
+
+/// A term's weight as the in-memory index gives it: the f32 idf of `df` chunks of `n`.
+fn term_weight(term: String, df: usize, n: usize) -> TermWeight {
+    let (nf, d) = (n as f32, df as f32);
+    TermWeight {
+        term,
+        idf: (1.0 + (nf - d + 0.5) / (d + 0.5)).ln(),
+        chunks: df,
+        of: n,
     }
 }
 
@@ -345,7 +362,10 @@ impl Corpus for PgSearch {
                         search: self,
                         embedder,
                     }),
-                    RetrieverKind::Bm25 => Box::new(PgBm25 { search: self }),
+                    RetrieverKind::Bm25 => Box::new(PgBm25 {
+                        search: self,
+                        weighed: Mutex::new(None),
+                    }),
                 }
             })
             .collect()
@@ -399,6 +419,8 @@ impl Retriever for PgVector<'_> {
 /// BM25 in the database.
 struct PgBm25<'a> {
     search: &'a PgSearch,
+    /// The last query retrieved, with its terms' weights from the same read.
+    weighed: Mutex<Option<(String, Vec<TermWeight>)>>,
 }
 
 impl Retriever for PgBm25<'_> {
@@ -406,12 +428,24 @@ impl Retriever for PgBm25<'_> {
         "bm25"
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
-        self.search.bm25(query, top_k, filter)
+        let (hits, weights) = self.search.bm25(query, top_k, filter)?;
+        *self.weighed.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((query.to_string(), weights));
+        Ok(hits)
     }
-    /// The weights from the database; none if it cannot be read (the check then
-    /// goes by the vector scores alone, as for a retriever without terms).
+    /// The weights read with the query's retrieval, or from the database; none if
+    /// it cannot be read (the check then goes by the vector scores alone, as for a
+    /// retriever without terms).
     fn term_weights(&self, query: &str) -> Vec<TermWeight> {
-        self.search.term_weights(query).unwrap_or_default()
+        let kept = self
+            .weighed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match kept {
+            Some((q, w)) if q == query => w,
+            _ => self.search.term_weights(query).unwrap_or_default(),
+        }
     }
 }
 
