@@ -77,7 +77,7 @@ impl Engine {
             return Err(nothing());
         }
         if in_database.is_some() {
-            self.check_index_embedder()?;
+            self.check_database_embedder()?;
         } else {
             self.check_retrieval_index_embedder()?;
         }

@@ -21,7 +21,13 @@ pub(super) struct IndexCache {
     slot: Mutex<Option<IndexSlot>>,
     /// Times the index was built from the whole store.
     full_builds: AtomicUsize,
+    /// For a database that retrieves by itself (no in-memory index): the store's
+    /// embedding models with their chunk counts, and the generation they were read at.
+    made: Mutex<Option<(i64, Made)>>,
 }
+
+/// The store's embedding models with their chunk counts.
+type Made = Vec<(String, usize)>;
 
 /// The retrieval index, the store generation it reflects, and the embedding models
 /// that made its vectors.
@@ -142,6 +148,28 @@ impl Engine {
         let made = match lock(&self.index_cache.slot).as_ref() {
             Some(s) if s.generation == generation => s.made.clone(),
             _ => self.store().embedding_models()?,
+        };
+        self.check_made_by(&made)
+    }
+
+    /// [`Engine::check_index_embedder`] for a database that retrieves by itself
+    /// (PostgreSQL): the embedding models are counted once a store generation, not
+    /// on every question (a scan of every vector in the database: 30–40 ms at 57k
+    /// chunks, and growing with the library). The generation is read first, so a
+    /// write in between only makes the next question count again.
+    pub(super) fn check_database_embedder(&self) -> Result<()> {
+        let generation = self.store().generation()?;
+        let kept = lock(&self.index_cache.made)
+            .as_ref()
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, made)| made.clone());
+        let made = match kept {
+            Some(made) => made,
+            None => {
+                let made = self.store().embedding_models()?;
+                *lock(&self.index_cache.made) = Some((generation, made.clone()));
+                made
+            }
         };
         self.check_made_by(&made)
     }

@@ -790,3 +790,33 @@ fn two_serve_processes_share_one_database() {
     let store = Store::connect(&pg.url, "check").expect("store");
     assert_eq!(store.check().expect("check"), Vec::<String>::new());
 }
+
+#[test]
+fn a_question_refuses_vectors_another_process_made_with_another_model() {
+    let _alone = util::heavy();
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let a = pg_engine(&dir.path().join("a"), &pg.url);
+    util::index(&a, &[util::shared().join("corpus/pdfs/wasysym.pdf")]);
+    let q = "Which symbol does wasysym offer for a smiley?";
+    let opts = RetrieveOptions::default();
+    // Asked twice: the second time the embedding models are the ones counted at this
+    // store generation, not counted again.
+    for _ in 0..2 {
+        assert!(!a.search(q, &opts, &Cancel::new()).unwrap().nodes.is_empty());
+    }
+    // Another process re-embeds (part of) the index with another model.
+    let b = pg_engine(&dir.path().join("b"), &pg.url);
+    let mut s = b.settings();
+    s.embedder = "m3e-small".into();
+    b.set_settings(s).unwrap();
+    let _ = b.reembed(
+        &Cancel::new(),
+        &mut |ev| !matches!(ev, IndexEvent::Reembedded { done, .. } if done > 0),
+    );
+    // The first process sees the generation move on, counts again, and refuses to
+    // compare its model's vectors with the other's.
+    let err = a.search(q, &opts, &Cancel::new()).unwrap_err();
+    assert!(matches!(err, quire::Error::Conflict(_)), "{err}");
+    assert!(err.to_string().contains("m3e-small"), "{err}");
+}
