@@ -9,7 +9,7 @@
 //! - [`postgres::Postgres`] (`--store postgres://…`): a PostgreSQL database with the
 //!   pgvector extension, which several `quire serve` processes can share. Retrieval runs
 //!   in the database ([`Backend::in_database`]): an HNSW index over the vectors and
-//!   BM25 over a postings table Quire's own analyzer fills.
+//!   BM25 over postings lists (a row per term and document) Quire's own analyzer fills.
 //!
 //! Both write a document in one transaction, so a crash or a kill leaves either all of
 //! it or none of it, and both number documents and chunks without reusing ids.
