@@ -379,20 +379,13 @@ impl Bm25Index {
     /// Each distinct term of `query` with the IDF [`Self::search`] gives it and the
     /// chunks holding it; a term no chunk holds gets the IDF of a term in none.
     pub fn term_weights(&self, query: &str) -> Vec<super::TermWeight> {
-        let n = self.len() as f32;
         let mut out: Vec<super::TermWeight> = Vec::new();
         text::analyze(query, |t| {
             if out.iter().any(|w| w.term == t) {
                 return;
             }
             let chunks = self.vocab.get(t).map_or(0, |&id| self.df(id));
-            let df = chunks as f32;
-            out.push(super::TermWeight {
-                term: t.to_string(),
-                idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln(),
-                chunks,
-                of: self.len(),
-            });
+            out.push(super::TermWeight::new(t.to_string(), chunks, self.len()));
         });
         out
     }

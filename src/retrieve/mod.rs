@@ -88,6 +88,19 @@ pub trait Retriever: Send + Sync {
         let _ = query;
         Vec::new()
     }
+    /// [`Self::retrieve`] and [`Self::term_weights`] together, for a retriever that
+    /// can weigh the terms from what its retrieval read (PostgreSQL's BM25).
+    fn retrieve_weighed(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: Option<&DocFilter>,
+    ) -> Result<(Vec<Hit>, Vec<TermWeight>)> {
+        Ok((
+            self.retrieve(query, top_k, filter)?,
+            self.term_weights(query),
+        ))
+    }
 }
 
 /// One query term as a term-weighing retriever sees it.
@@ -103,6 +116,20 @@ pub struct TermWeight {
     pub of: usize,
 }
 
+impl TermWeight {
+    /// `term`, held by `chunks` of the `of` chunks in the index, with BM25's IDF
+    /// (Lucene's, in f32); a term no chunk holds gets the IDF of a term in none.
+    pub fn new(term: String, chunks: usize, of: usize) -> Self {
+        let (n, df) = (of as f32, chunks as f32);
+        Self {
+            term,
+            idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln(),
+            chunks,
+            of,
+        }
+    }
+}
+
 impl<T: Retriever + ?Sized> Retriever for &T {
     fn name(&self) -> &str {
         (**self).name()
@@ -115,6 +142,14 @@ impl<T: Retriever + ?Sized> Retriever for &T {
     }
     fn term_weights(&self, query: &str) -> Vec<TermWeight> {
         (**self).term_weights(query)
+    }
+    fn retrieve_weighed(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: Option<&DocFilter>,
+    ) -> Result<(Vec<Hit>, Vec<TermWeight>)> {
+        (**self).retrieve_weighed(query, top_k, filter)
     }
 }
 
@@ -399,10 +434,13 @@ pub fn retrieve(
                 skipped.push((qi, ri));
                 continue;
             }
-            let hits = r.retrieve(q, candidates, opts.filter.as_ref())?;
-            if qi == 0 && term_weights.is_empty() {
-                term_weights = r.term_weights(q);
-            }
+            let hits = if qi == 0 && term_weights.is_empty() {
+                let (hits, weights) = r.retrieve_weighed(q, candidates, opts.filter.as_ref())?;
+                term_weights = weights;
+                hits
+            } else {
+                r.retrieve(q, candidates, opts.filter.as_ref())?
+            };
             if let Some(h) = hits.first() {
                 best.push(BestHit {
                     query: qi,

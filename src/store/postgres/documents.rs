@@ -1,6 +1,7 @@
 //! Documents in PostgreSQL (see [`crate::store::documents`]): documents, pages, chunks,
 //! embeddings (pgvector, with an HNSW index per dimension) and the BM25 postings (a
-//! row per term and document, its chunks' postings in one list), with the collection statistics and the generation counter in `meta`.
+//! row per term and document, its chunks' postings in one list), with the collection
+//! statistics and the generation counter in `meta`.
 //! A document is written in one transaction, its rows a few hundred to a statement
 //! (`INSERT … SELECT … FROM unnest($arrays)`), not one statement a row.
 

@@ -21,7 +21,6 @@
 //! store's connection.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use postgres::Client;
 
@@ -147,8 +146,7 @@ impl PgSearch {
     /// scores are summed here, term by term in the query's order.
     ///
     /// With the ranking come the query's [`Self::term_weights`], counted from the same
-    /// lists (they are every document's): one read where the "not found" check made a
-    /// second one of the same rows.
+    /// lists: one read where the "not found" check made a second one of the same rows.
     pub fn bm25(
         &self,
         query: &str,
@@ -187,7 +185,7 @@ impl PgSearch {
             // The same order whatever order the rows came in: the sums are exact.
             list.sort_unstable_by_key(|(doc, _)| *doc);
             let df: usize = list.iter().map(|(_, p)| p.len() / POSTING_BYTES).sum();
-            weights.push(term_weight(term, df, n.max(0) as usize));
+            weights.push(TermWeight::new(term, df, n.max(0) as usize));
             if df == 0 {
                 continue;
             }
@@ -217,9 +215,7 @@ impl PgSearch {
             .collect();
         Ok((hits, weights))
     }
-}
 
-impl PgSearch {
     /// Each distinct term of `query` with its weight over the whole library, as the
     /// in-memory index gives them ([`crate::retrieve::bm25`]'s `term_weights`: the
     /// same f32 idf from the same counts), for the "not found" check.
@@ -248,20 +244,9 @@ impl PgSearch {
             .into_iter()
             .map(|term| {
                 let df = chunks.get(&term).map_or(0, |&c| c.max(0) as usize);
-                term_weight(term, df, n)
+                TermWeight::new(term, df, n)
             })
             .collect())
-    }
-}
-
-/// A term's weight as the in-memory index gives it: the f32 idf of `df` chunks of `n`.
-fn term_weight(term: String, df: usize, n: usize) -> TermWeight {
-    let (nf, d) = (n as f32, df as f32);
-    TermWeight {
-        term,
-        idf: (1.0 + (nf - d + 0.5) / (d + 0.5)).ln(),
-        chunks: df,
-        of: n,
     }
 }
 
@@ -362,10 +347,7 @@ impl Corpus for PgSearch {
                         search: self,
                         embedder,
                     }),
-                    RetrieverKind::Bm25 => Box::new(PgBm25 {
-                        search: self,
-                        weighed: Mutex::new(None),
-                    }),
+                    RetrieverKind::Bm25 => Box::new(PgBm25 { search: self }),
                 }
             })
             .collect()
@@ -419,8 +401,6 @@ impl Retriever for PgVector<'_> {
 /// BM25 in the database.
 struct PgBm25<'a> {
     search: &'a PgSearch,
-    /// The last query retrieved, with its terms' weights from the same read.
-    weighed: Mutex<Option<(String, Vec<TermWeight>)>>,
 }
 
 impl Retriever for PgBm25<'_> {
@@ -428,24 +408,21 @@ impl Retriever for PgBm25<'_> {
         "bm25"
     }
     fn retrieve(&self, query: &str, top_k: usize, filter: Option<&DocFilter>) -> Result<Vec<Hit>> {
-        let (hits, weights) = self.search.bm25(query, top_k, filter)?;
-        *self.weighed.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((query.to_string(), weights));
-        Ok(hits)
+        Ok(self.search.bm25(query, top_k, filter)?.0)
     }
-    /// The weights read with the query's retrieval, or from the database; none if
-    /// it cannot be read (the check then goes by the vector scores alone, as for a
-    /// retriever without terms).
+    /// The weights from the database; none if it cannot be read (the check then goes
+    /// by the vector scores alone, as for a retriever without terms).
     fn term_weights(&self, query: &str) -> Vec<TermWeight> {
-        let kept = self
-            .weighed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        match kept {
-            Some((q, w)) if q == query => w,
-            _ => self.search.term_weights(query).unwrap_or_default(),
-        }
+        self.search.term_weights(query).unwrap_or_default()
+    }
+    /// The ranking and the weights from one read of the query's terms' lists.
+    fn retrieve_weighed(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: Option<&DocFilter>,
+    ) -> Result<(Vec<Hit>, Vec<TermWeight>)> {
+        self.search.bm25(query, top_k, filter)
     }
 }
 
