@@ -76,11 +76,7 @@ impl Engine {
         if corpus.chunks_indexed()? == 0 {
             return Err(nothing());
         }
-        if in_database.is_some() {
-            self.check_database_embedder()?;
-        } else {
-            self.check_retrieval_index_embedder()?;
-        }
+        self.check_search_embedder()?;
         let embedder: Arc<dyn Embedder> = self.embedder()?;
         retrieve::search(corpus, question, embedder.as_ref(), llm, opts, cancel)
     }

@@ -21,8 +21,8 @@ pub(super) struct IndexCache {
     slot: Mutex<Option<IndexSlot>>,
     /// Times the index was built from the whole store.
     full_builds: AtomicUsize,
-    /// For a database that retrieves by itself (no in-memory index): the store's
-    /// embedding models with their chunk counts, and the generation they were read at.
+    /// The store's embedding models with their chunk counts, and the generation they
+    /// were read at, when the in-memory index does not hold them (PostgreSQL).
     made: Mutex<Option<(i64, Made)>>,
 }
 
@@ -140,29 +140,22 @@ impl Engine {
         Ok(index)
     }
 
-    /// [`Engine::check_index_embedder`] for the in-memory index: the embedding models
-    /// that made its vectors were read when the store last changed, so a search does
-    /// not count the embeddings again (a scan of every vector in the store).
-    pub(super) fn check_retrieval_index_embedder(&self) -> Result<()> {
+    /// [`Engine::check_index_embedder`] for a search: the embedding models that made
+    /// the vectors are counted once a store generation, not on every question (a scan
+    /// of every vector in the store: 30–40 ms at 57k chunks in PostgreSQL, growing
+    /// with the library). The in-memory index read them when it was last brought up
+    /// to date; a database that retrieves by itself (PostgreSQL) keeps its own count.
+    /// The generation is read first, so a write in between only makes the next
+    /// question count again.
+    pub(super) fn check_search_embedder(&self) -> Result<()> {
         let generation = self.store().generation()?;
-        let made = match lock(&self.index_cache.slot).as_ref() {
-            Some(s) if s.generation == generation => s.made.clone(),
-            _ => self.store().embedding_models()?,
+        let kept = match lock(&self.index_cache.slot).as_ref() {
+            Some(s) if s.generation == generation => Some(s.made.clone()),
+            _ => lock(&self.index_cache.made)
+                .as_ref()
+                .filter(|(g, _)| *g == generation)
+                .map(|(_, made)| made.clone()),
         };
-        self.check_made_by(&made)
-    }
-
-    /// [`Engine::check_index_embedder`] for a database that retrieves by itself
-    /// (PostgreSQL): the embedding models are counted once a store generation, not
-    /// on every question (a scan of every vector in the database: 30–40 ms at 57k
-    /// chunks, and growing with the library). The generation is read first, so a
-    /// write in between only makes the next question count again.
-    pub(super) fn check_database_embedder(&self) -> Result<()> {
-        let generation = self.store().generation()?;
-        let kept = lock(&self.index_cache.made)
-            .as_ref()
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, made)| made.clone());
         let made = match kept {
             Some(made) => made,
             None => {
