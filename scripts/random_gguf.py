@@ -15,7 +15,7 @@ its special tokens and its chat template are a real model's; `pre` overrides
 `add_bos_token`, whose BOS llama.cpp then adds by default for `llama-bpe`).
 
 Weights use real quantized types: Q8_0, Q4_0 and Q4_1 through the gguf package's
-quantizers (llama.cpp's reference ones), Q4_K and Q6_K as random blocks (valid data of
+quantizers (llama.cpp's reference ones), Q4_K, Q5_K and Q6_K as random blocks (valid data of
 the type, drawn directly: the package has no quantizer for them), norms and rope
 factors in F32. Shapes are tiny (hidden 256, two blocks, grouped-query attention),
 widths multiples of 256 so that every type fits every matrix.
@@ -39,6 +39,15 @@ FIXTURES = {
         rope_base=1_000_000.0, eps=1e-6, ctx=4096, embd=Q.Q8_0, output=None,
         types=[dict(q=Q.Q4_K, k=Q.Q8_0, v=Q.Q6_K, o=Q.Q4_0, gate=Q.Q4_K, up=Q.Q4_1, down=Q.Q6_K),
                dict(q=Q.Q8_0, k=Q.Q4_K, v=Q.Q4_0, o=Q.Q4_K, gate=Q.Q8_0, up=Q.Q4_K, down=Q.Q8_0)],
+    ),
+    # Qwen3 again, its weights mostly Q5_K (the type of Q5_K_M files), an untied Q5_K
+    # output (the widest product, 151,936 rows).
+    "random-qwen3-q5k.gguf": dict(
+        arch="qwen3", tokenizer="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", seed=5,
+        hidden=256, blocks=2, heads=4, kv_heads=2, head_dim=128, ff=768,
+        rope_base=1_000_000.0, eps=1e-6, ctx=4096, embd=Q.Q8_0, output=Q.Q5_K,
+        types=[dict(q=Q.Q5_K, k=Q.Q5_K, v=Q.Q6_K, o=Q.Q5_K, gate=Q.Q5_K, up=Q.Q4_K, down=Q.Q5_K),
+               dict(q=Q.Q4_K, k=Q.Q8_0, v=Q.Q5_K, o=Q.Q4_0, gate=Q.Q5_K, up=Q.Q5_K, down=Q.Q6_K)],
     ),
     # Llama 3.x: the llama-bpe pre-tokenizer over SmolLM2's byte-level BPE vocabulary,
     # no add_bos_token (llama.cpp adds BOS by default for llama-bpe), Llama 3's rope
@@ -68,7 +77,7 @@ FIXTURES = {
 }
 
 # Bytes per 256-value block of the K-quants drawn directly.
-KBLOCK = {Q.Q4_K: 144, Q.Q6_K: 210}
+KBLOCK = {Q.Q4_K: 144, Q.Q5_K: 176, Q.Q6_K: 210}
 
 
 def k_blocks(rng, qtype, rows, cols, std):
@@ -80,6 +89,13 @@ def k_blocks(rng, qtype, rows, cols, std):
         # x = d·sc·q − dmin·m, q in 0..15, sc and m in 0..63; dmin ≈ 7.5·d centres it.
         d = (std / (31.5 * 4.6) * rng.uniform(0.5, 1.5, nb)).astype(np.float16)
         dmin = (d.astype(np.float32) * 7.5).astype(np.float16)
+        raw[:, 0:2] = d.view(np.uint8).reshape(nb, 2)
+        raw[:, 2:4] = dmin.view(np.uint8).reshape(nb, 2)
+    elif qtype == Q.Q5_K:
+        # Q4_K's fields with 32 bytes of fifth bits before the nibbles: q in 0..31
+        # (standard deviation 9.2); dmin ≈ 15.5·d centres it.
+        d = (std / (31.5 * 9.2) * rng.uniform(0.5, 1.5, nb)).astype(np.float16)
+        dmin = (d.astype(np.float32) * 15.5).astype(np.float16)
         raw[:, 0:2] = d.view(np.uint8).reshape(nb, 2)
         raw[:, 2:4] = dmin.view(np.uint8).reshape(nb, 2)
     else:

@@ -70,15 +70,49 @@ fn qwen3_greedy_matches_llamacpp_run_here() {
     );
 }
 
+/// Q5_K (the type of Q5_K_M files) on Quire's own kernels: Qwen3 with most weights
+/// Q5_K (attention, gate, up, down) and an untied Q5_K output of 151,936 rows, beside
+/// Q4_K, Q6_K, Q8_0 and Q4_0: every logit llama.cpp's bits, after the prompts (its tiled
+/// arithmetic) and after each one-token step (its `ggml_vec_dot_q5_K_q8_K`).
+#[test]
+fn logits_are_llamacpps_bit_for_bit_qwen3_q5k() {
+    check_logits(
+        &fixture("random-qwen3-q5k.gguf"),
+        "random_qwen3_q5k_logits_llamacpp_here.jsonl",
+    );
+}
+
+#[test]
+fn qwen3_q5k_greedy_matches_llamacpp_run_here() {
+    let lines = here("random_qwen3_q5k_greedy_llamacpp_here.jsonl");
+    assert_eq!(lines.len(), 4);
+    check_greedy_lines(
+        &fixture("random-qwen3-q5k.gguf"),
+        "random qwen3 Q5_K (llama.cpp here)",
+        lines,
+        false,
+        usize::MAX,
+    );
+}
+
 /// Llama 3.x: the llama architecture with rotary frequency factors
 /// (`rope_freqs.weight`), an untied Q6_K output, and Llama 3's pre-tokenizer
 /// (`llama-bpe`: whole pieces found in the vocabulary taken as they are, BOS added
 /// when the file does not say) over a byte-level BPE vocabulary (SmolLM2's): the
-/// tokens and greedy output are llama.cpp's. (Its logits match llama.cpp's bit for bit
-/// after every one-token step and after the two short prompts, but not yet after the
-/// two prompts of 28 and more tokens: a prompt-batch kernel of this file's weights
-/// rounds differently; `random_llama3_logits_llamacpp_here.jsonl` holds the
-/// fingerprints for the test that will assert it once found.)
+/// tokens, the logits bit for bit and the greedy output are llama.cpp's. (Its untied
+/// Q6_K output is why its prompts' logits once differed: the references were recorded
+/// with every row's logits, which makes llama.cpp compute the output of a prompt as a
+/// batch, in its tiled arithmetic. They are now recorded as an app runs llama.cpp, the
+/// last row's logits only, and Quire computes only that row past the last layer's
+/// attention, as llama.cpp does.)
+#[test]
+fn logits_are_llamacpps_bit_for_bit_llama3() {
+    check_logits(
+        &fixture("random-llama3.gguf"),
+        "random_llama3_logits_llamacpp_here.jsonl",
+    );
+}
+
 #[test]
 fn llama3_greedy_matches_llamacpp_run_here() {
     let lines = here("random_llama3_greedy_llamacpp_here.jsonl");

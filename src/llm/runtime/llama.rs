@@ -526,6 +526,9 @@ impl Llama {
         let mut a = Vec::new();
         let mut y = Vec::new();
         let mut probs = Vec::new();
+        // Rows past the attention of the last layer: all of them, until only those
+        // whose logits are returned go on (below).
+        let mut rows_on = rows;
         for (li, l) in self.layers.iter().enumerate() {
             ops::rms_norm(&x, &l.attn_norm, self.eps, &mut h);
             l.wqkv.forward_into(&h, rows, batch, &mut qkv)?;
@@ -613,6 +616,28 @@ impl Llama {
                 );
             }
             l.wo.forward_into(&att, rows, batch, &mut o)?;
+            if li + 1 == self.layers.len() && !alone && seqs.len() < rows {
+                // As llama.cpp does (`inp_out_ids`): past the last layer's attention,
+                // only the row whose logits are returned (each sequence's last) goes on,
+                // so the last feed-forward computes that row as its own product.
+                let mut end = 0;
+                let keep: Vec<usize> = seqs
+                    .iter()
+                    .map(|(_, tokens, _)| {
+                        end += tokens.len();
+                        end - 1
+                    })
+                    .collect();
+                let pick = |v: &[f32]| -> Vec<f32> {
+                    keep.iter()
+                        .flat_map(|&r| v[r * hidden..(r + 1) * hidden].iter().copied())
+                        .collect()
+                };
+                x = pick(&x);
+                o = pick(&o);
+                rows_on = keep.len();
+                h.truncate(rows_on * hidden);
+            }
             if let Some(w) = &l.post_attn_norm {
                 norm_in_place(&mut o, w);
             }
@@ -620,18 +645,18 @@ impl Llama {
                 *xi += oi;
             }
             ops::rms_norm(&x, &l.ffn_norm, self.eps, &mut h);
-            l.w13.forward_into(&h, rows, batch, &mut gu)?;
+            l.w13.forward_into(&h, rows_on, batch, &mut gu)?;
             let [g, u] = &gu[..] else {
                 candle_core::bail!("gate and up projections missing");
             };
             a.resize(g.len(), 0.0);
             // Row by row (as ggml applies it), rows on both cores.
-            let ff = g.len() / rows;
+            let ff = g.len() / rows_on;
             a.par_chunks_mut(ff)
                 .zip(g.par_chunks(ff))
                 .zip(u.par_chunks(ff))
                 .for_each(|((a, g), u)| act(g, u, a));
-            l.w2.forward_into(&a, rows, batch, &mut y)?;
+            l.w2.forward_into(&a, rows_on, batch, &mut y)?;
             if let Some(w) = &l.post_ffn_norm {
                 norm_in_place(&mut y, w);
             }
@@ -639,27 +664,15 @@ impl Llama {
                 *xi += yi;
             }
         }
-        // The last row of each sequence (every row when verifying), normed, through
-        // the output layer at once.
-        let out_rows = if alone { rows } else { seqs.len() };
-        let mut last = vec![0f32; out_rows * hidden];
-        let mut end = 0;
-        for (si, (cache, tokens, pos)) in seqs.iter_mut().enumerate() {
-            end += tokens.len();
+        // The rows left (each sequence's last; every row when verifying), normed,
+        // through the output layer at once.
+        for (cache, tokens, pos) in seqs.iter_mut() {
             cache.len = *pos + tokens.len();
-            if !alone {
-                ops::rms_norm(
-                    &x[(end - 1) * hidden..end * hidden],
-                    &self.norm,
-                    self.eps,
-                    &mut last[si * hidden..(si + 1) * hidden],
-                );
-            }
         }
-        if alone {
-            for (xr, lr) in x.chunks_exact(hidden).zip(last.chunks_exact_mut(hidden)) {
-                ops::rms_norm(xr, &self.norm, self.eps, lr);
-            }
+        let out_rows = rows_on;
+        let mut last = vec![0f32; out_rows * hidden];
+        for (xr, lr) in x.chunks_exact(hidden).zip(last.chunks_exact_mut(hidden)) {
+            ops::rms_norm(xr, &self.norm, self.eps, lr);
         }
         let logits = self.output.forward_rows(&last, out_rows)?;
         let vocab = logits.len() / out_rows;

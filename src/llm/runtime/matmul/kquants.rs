@@ -1,12 +1,13 @@
-//! Q4_K and Q6_K weights (super-blocks of 256 values) times activations quantized
-//! to Q8_K, computed the way llama.cpp's CPU backend computes them
+//! Q4_K, Q5_K and Q6_K weights (super-blocks of 256 values) times activations
+//! quantized to Q8_K, computed the way llama.cpp's CPU backend computes them
 //! (`quantize_row_q8_K_ref`, then the AVX2 `ggml_vec_dot_q4_K_q8_K` /
-//! `ggml_vec_dot_q6_K_q8_K`, which its AVX-512 builds also run).
+//! `_q5_K_q8_K` / `_q6_K_q8_K`, which its AVX-512 builds also run).
 //!
 //! Those kernels reduce each super-block to 8 integer lanes — lane `l` holds the
 //! scaled products of the values at `4l..4l+4` of every 32-value run — convert them to
 //! f32 and accumulate `d_w·d_x · lanes` into 8 float lanes by FMA (Q4_K also keeps 4
-//! lanes of `−dmin·d_x · Σ min·bsum`; Q6_K takes its offset of 32 off each lane as
+//! lanes of `−dmin·d_x · Σ min·bsum`, Q5_K one float, the same products summed as
+//! integers, by FMA; Q6_K takes its offset of 32 off each lane as
 //! `32·Σ bsum·scale` of two 16-value runs); the horizontal sums come last. The integer
 //! lanes are exact, so any way of computing them gives the same bits: the AVX-512
 //! kernel here forms them with `vpmaddubsw` and `vpdpwssd` (the scale multiply and the
@@ -16,7 +17,8 @@
 //! arithmetic for these types, its tiled matmul (`ggml-cpu/tiled`, on by default, for
 //! batches of at least 8): per super-block the exact integer sums `s1 = Σ scale·raw`
 //! (Q6_K: `raw − 32·bsum`) and `s2 = Σ min·bsum`, then `r = fma(−dmin, s2, s1·d)` and
-//! `out = fma(r, d_x, out)`, super-block after super-block ([`Arith::Tiled`]).
+//! `out = fma(r, d_x, out)`, super-block after super-block ([`Arith::Tiled`]); Q5_K is
+//! Q4_K's instantiation of it with values of 5 bits.
 //!
 //! [`portable`] is the reference (both arithmetics written out). Where the CPU has
 //! AVX-512 VNNI, [`avx512`] runs the lanes (a weight row against up to 8 activation
@@ -39,6 +41,8 @@ pub(crate) const QK_K: usize = 256;
 pub(crate) enum KKind {
     /// `d`, `dmin` (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles.
     Q4K,
+    /// Q4_K's fields with 32 bytes of fifth bits between the scales and the nibbles.
+    Q5K,
     /// 128 bytes of low nibbles, 64 of high bit pairs, 16 signed scales, `d` (f16).
     Q6K,
 }
@@ -48,6 +52,7 @@ impl KKind {
     pub(crate) fn block_bytes(self) -> usize {
         match self {
             KKind::Q4K => 144,
+            KKind::Q5K => 176,
             KKind::Q6K => 210,
         }
     }
@@ -56,6 +61,7 @@ impl KKind {
     fn packed_bytes(self) -> usize {
         match self {
             KKind::Q4K => Q4K_PACKED,
+            KKind::Q5K => Q5K_PACKED,
             KKind::Q6K => Q6K_PACKED,
         }
     }
@@ -155,8 +161,11 @@ fn q6k_values(b: &[u8], out: &mut [u8]) {
 // two groups of 64 bytes, byte `i` of group `p` holding value `128p + i` in its low
 // nibble and value `128p + 64 + i` in its high one (so one 64-byte load gives the
 // values of two registers, [`q4k_value`]);
+// Q5_K: Q4_K's layout (the low 4 bits of each value), then ggml's 32 bytes of fifth
+// bits as they are: bit `r` of byte `t` is that of value `32r + t` ([`q5k_value`]);
 // Q6_K: d (f32), the 16 signed scales, the 256 values (0..63) in value order.
 const Q4K_PACKED: usize = 152;
+const Q5K_PACKED: usize = 184;
 const Q6K_PACKED: usize = 276;
 
 fn f32_at(b: &[u8], at: usize) -> f32 {
@@ -174,20 +183,38 @@ fn q4k_value(b: &[u8], v: usize) -> u8 {
     }
 }
 
+/// Value `v` (0..256, unsigned 5-bit) of a repacked Q5_K block.
+#[inline(always)]
+fn q5k_value(b: &[u8], v: usize) -> u8 {
+    q4k_value(b, v) | (((b[Q4K_PACKED + v % 32] >> (v / 32)) & 1) << 4)
+}
+
+/// The repacked value `v` of `kind` (Q4_K, Q5_K).
+#[inline(always)]
+fn q45_value(five: bool, b: &[u8], v: usize) -> u8 {
+    if five {
+        q5k_value(b, v)
+    } else {
+        q4k_value(b, v)
+    }
+}
+
 /// ggml's blocks of `kind` in the layout above.
 fn repack(kind: KKind, raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len() / kind.block_bytes() * kind.packed_bytes());
     for b in raw.chunks_exact(kind.block_bytes()) {
         match kind {
-            KKind::Q4K => {
+            KKind::Q4K | KKind::Q5K => {
                 let (sc, mn) = q4k_scales(&b[4..16]);
                 out.extend(f16_at(b, 0).to_le_bytes());
                 out.extend(f16_at(b, 2).to_le_bytes());
                 out.extend(sc);
                 out.extend(mn);
+                // Q5_K's nibbles follow its 32 bytes of fifth bits.
+                let qs = if kind == KKind::Q5K { 48 } else { 16 };
                 // ggml's byte `32j + t`: value `64j + t` low, `64j + 32 + t` high.
                 let ggml = |v: usize| {
-                    let byte = b[16 + 32 * (v / 64) + v % 32];
+                    let byte = b[qs + 32 * (v / 64) + v % 32];
                     if v % 64 >= 32 {
                         byte >> 4
                     } else {
@@ -198,6 +225,9 @@ fn repack(kind: KKind, raw: &[u8]) -> Vec<u8> {
                     let (p, i) = (i / 64, i % 64);
                     ggml(128 * p + i) | (ggml(128 * p + 64 + i) << 4)
                 }));
+                if kind == KKind::Q5K {
+                    out.extend(&b[16..48]);
+                }
             }
             KKind::Q6K => {
                 out.extend(f16_at(b, 208).to_le_bytes());
@@ -253,15 +283,26 @@ pub(crate) mod portable {
     }
 
     pub(crate) fn dot_q4k(arith: Arith, w: &[u8], ys: &[Q8K]) -> f32 {
+        dot_q45(false, arith, w, ys)
+    }
+
+    /// Q5_K: Q4_K's arithmetic on 5-bit values, except that the lanes arithmetic sums
+    /// the min terms as one integer per super-block, accumulated by FMA into one float.
+    pub(crate) fn dot_q5k(arith: Arith, w: &[u8], ys: &[Q8K]) -> f32 {
+        dot_q45(true, arith, w, ys)
+    }
+
+    fn dot_q45(five: bool, arith: Arith, w: &[u8], ys: &[Q8K]) -> f32 {
+        let bytes = if five { Q5K_PACKED } else { Q4K_PACKED };
         if arith == Arith::Tiled {
             let mut out = 0f32;
-            for (b, y) in w.chunks_exact(Q4K_PACKED).zip(ys) {
+            for (b, y) in w.chunks_exact(bytes).zip(ys) {
                 let (sc, mn) = (&b[8..16], &b[16..24]);
                 let mut s1 = 0i32;
                 let mut s2 = 0i32;
                 for (s, (&scale, &min)) in sc.iter().zip(mn).enumerate() {
                     let raw: i32 = (32 * s..32 * (s + 1))
-                        .map(|v| i32::from(q4k_value(b, v)) * i32::from(y.qs[v]))
+                        .map(|v| i32::from(q45_value(five, b, v)) * i32::from(y.qs[v]))
                         .sum();
                     s1 += i32::from(scale) * raw;
                     s2 += i32::from(min) * sums32(y, s);
@@ -272,27 +313,38 @@ pub(crate) mod portable {
         }
         let mut acc = [0f32; 8];
         let mut acc_m = [0f32; 4];
-        for (b, y) in w.chunks_exact(Q4K_PACKED).zip(ys) {
+        let mut summs = 0f32;
+        for (b, y) in w.chunks_exact(bytes).zip(ys) {
             let d = y.d * f32_at(b, 0);
             let dmin = -y.d * f32_at(b, 4);
             let (sc, mn) = (&b[8..16], &b[16..24]);
             // `prod[i] = min[2i]·S[2i] + min[2i+1]·S[2i+1]`.
             let s = |i: usize| sums32(y, i);
-            for (i, a) in acc_m.iter_mut().enumerate() {
-                let prod =
-                    i32::from(mn[2 * i]) * s(2 * i) + i32::from(mn[2 * i + 1]) * s(2 * i + 1);
-                *a = dmin.mul_add(prod as f32, *a);
+            let prod = |i: usize| {
+                i32::from(mn[2 * i]) * s(2 * i) + i32::from(mn[2 * i + 1]) * s(2 * i + 1)
+            };
+            if five {
+                let all: i32 = (0..4).map(prod).sum();
+                summs = dmin.mul_add(all as f32, summs);
+            } else {
+                for (i, a) in acc_m.iter_mut().enumerate() {
+                    *a = dmin.mul_add(prod(i) as f32, *a);
+                }
             }
             let mut sumi = [0i32; 8];
             for v in 0..QK_K {
-                let p = i32::from(q4k_value(b, v)) * i32::from(y.qs[v]);
+                let p = i32::from(q45_value(five, b, v)) * i32::from(y.qs[v]);
                 sumi[(v % 32) / 4] += i32::from(sc[v / 32]) * p;
             }
             for (a, s) in acc.iter_mut().zip(sumi) {
                 *a = d.mul_add(s as f32, *a);
             }
         }
-        hsum8(&acc) + hsum4(&acc_m)
+        if five {
+            hsum8(&acc) + summs
+        } else {
+            hsum8(&acc) + hsum4(&acc_m)
+        }
     }
 
     pub(crate) fn dot_q6k(arith: Arith, w: &[u8], ys: &[Q8K]) -> f32 {
@@ -408,17 +460,42 @@ mod avx512 {
     /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q4_K row.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
     pub(super) fn q4k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+        q45::<false>(w, ys, out)
+    }
+
+    /// `out[r] = w · ys[r]` for the rows given (1..=ROWS); `w` one repacked Q5_K row.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
+    pub(super) fn q5k(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+        q45::<true>(w, ys, out)
+    }
+
+    /// Q4_K, or Q5_K if `FIVE`: the fifth bits added where set (a masked byte add of
+    /// 16), and the min terms summed as one integer per super-block into one float.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
+    fn q45<const FIVE: bool>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         let rows = ys.len().min(ROWS);
+        let bytes = if FIVE { Q5K_PACKED } else { Q4K_PACKED };
         let mut acc = [_mm256_setzero_ps(); ROWS];
         let mut acc_m = [_mm_setzero_ps(); ROWS];
+        let mut summs = [0f32; ROWS];
         let m4 = _mm512_set1_epi8(0xF);
+        let sixteen = _mm512_set1_epi8(16);
+        // Register `c` holds runs `2c` (low 32 bytes) and `2c + 1`: their fifth bits
+        // are bits `2c` and `2c + 1` of the 32 bytes of fifth bits.
+        let bit: [__m512i; 4] = std::array::from_fn(|c| {
+            _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm256_set1_epi8(1 << (2 * c))),
+                _mm256_set1_epi8((1u8 << (2 * c + 1)) as i8),
+            )
+        });
         let idx = indices(&SPREAD_Q4K);
-        for (bi, b) in w.chunks_exact(Q4K_PACKED).enumerate() {
+        for (bi, b) in w.chunks_exact(bytes).enumerate() {
             if rows == 1 {
                 // Generation streams the weight once per token: fetch a few blocks ahead
                 // (a hint; past the end of the row it is harmless).
-                let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * Q4K_PACKED);
-                for line in (0..Q4K_PACKED).step_by(64) {
+                let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * bytes);
+                for line in (0..bytes).step_by(64) {
                     _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
                 }
             }
@@ -437,6 +514,14 @@ mod avx512 {
                 wq[2 * p] = _mm512_and_si512(v, m4);
                 wq[2 * p + 1] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), m4);
             }
+            if FIVE {
+                // SAFETY: 32 bytes of fifth bits at 152 in a repacked Q5_K block.
+                let h = unsafe { _mm256_loadu_si256(b.as_ptr().add(Q4K_PACKED).cast()) };
+                let h = _mm512_broadcast_i64x4(h);
+                for (q, bit) in wq.iter_mut().zip(&bit) {
+                    *q = _mm512_mask_add_epi8(*q, _mm512_test_epi8_mask(h, *bit), *q, sixteen);
+                }
+            }
             // Register `c`: the scale of run `2c` over its first 16 i16 lanes, of run
             // `2c + 1` over the rest.
             let s = _mm512_castsi128_si512(scales);
@@ -451,7 +536,14 @@ mod avx512 {
                 let prod = _mm_madd_epi16(mins, q8s);
                 let d = _mm256_set1_ps(y.d * dw);
                 acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold(sumi)), acc[r]);
-                acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(-y.d * mw), _mm_cvtepi32_ps(prod), acc_m[r]);
+                if FIVE {
+                    let h = _mm_hadd_epi32(prod, prod);
+                    let all = _mm_cvtsi128_si32(_mm_hadd_epi32(h, h));
+                    summs[r] = (-y.d * mw).mul_add(all as f32, summs[r]);
+                } else {
+                    acc_m[r] =
+                        _mm_fmadd_ps(_mm_set1_ps(-y.d * mw), _mm_cvtepi32_ps(prod), acc_m[r]);
+                }
             }
         }
         for r in 0..rows {
@@ -462,7 +554,11 @@ mod avx512 {
                 _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]);
                 _mm_storeu_ps(m.as_mut_ptr(), acc_m[r]);
             }
-            out[r] = hsum8(&lanes) + hsum4(&m);
+            out[r] = if FIVE {
+                hsum8(&lanes) + summs[r]
+            } else {
+                hsum8(&lanes) + hsum4(&m)
+            };
         }
     }
 
@@ -632,6 +728,15 @@ mod banded {
                     }
                 }
             }
+            KKind::Q5K => {
+                values(KKind::Q4K, b, out);
+                let fifth = &b[Q4K_PACKED..Q4K_PACKED + 32];
+                for (r, o) in out.chunks_exact_mut(32).enumerate() {
+                    for (o, &h) in o.iter_mut().zip(fifth) {
+                        *o |= ((h >> r) & 1) << 4;
+                    }
+                }
+            }
             KKind::Q6K => out.copy_from_slice(&b[20..20 + QK_K]),
         }
     }
@@ -762,7 +867,8 @@ mod banded {
             }
             let mut r = [[_mm512_setzero_ps(); B]; N];
             match kind {
-                KKind::Q4K => {
+                // Q5_K: llama.cpp's tiled kernel for Q4_K on 5-bit values.
+                KKind::Q4K | KKind::Q5K => {
                     let s1 = scaled_runs!(8, 8, 8, u8);
                     // Σ min·(the 32-value run's two bsums).
                     let s2 = paired_runs!(q4k_runs, 4, 16, u8);
@@ -877,7 +983,7 @@ fn isa() -> Isa {
     Isa::Portable
 }
 
-/// A Q4_K or Q6_K weight of `n` rows of `k` values, repacked (see [`repack`]).
+/// A Q4_K, Q5_K or Q6_K weight of `n` rows of `k` values, repacked (see [`repack`]).
 #[derive(Debug, Clone)]
 pub(crate) struct KWeight {
     kind: KKind,
@@ -888,11 +994,12 @@ pub(crate) struct KWeight {
 }
 
 impl KWeight {
-    /// The weight, if it is a 2-D Q4_K / Q6_K tensor on the CPU.
+    /// The weight, if it is a 2-D Q4_K / Q5_K / Q6_K tensor on the CPU.
     pub(crate) fn new(t: &candle_core::quantized::QTensor) -> candle_core::Result<Option<Self>> {
         use candle_core::quantized::GgmlDType;
         let kind = match t.dtype() {
             GgmlDType::Q4K => KKind::Q4K,
+            GgmlDType::Q5K => KKind::Q5K,
             GgmlDType::Q6K => KKind::Q6K,
             _ => return Ok(None),
         };
@@ -1073,6 +1180,7 @@ impl KWeight {
                 unsafe {
                     match self.kind {
                         KKind::Q4K => avx512::q4k(w, ys, out),
+                        KKind::Q5K => avx512::q5k(w, ys, out),
                         KKind::Q6K => avx512::q6k(w, ys, out),
                     }
                 }
@@ -1089,6 +1197,7 @@ impl KWeight {
         for (o, y) in out.iter_mut().zip(ys) {
             *o = match self.kind {
                 KKind::Q4K => portable::dot_q4k(arith, w, y),
+                KKind::Q5K => portable::dot_q5k(arith, w, y),
                 KKind::Q6K => portable::dot_q6k(arith, w, y),
             };
         }
@@ -1132,7 +1241,7 @@ mod tests {
         let dev = Device::Cpu;
         let (n, k) = (37, 512);
         let wt = Tensor::from_vec(rnd(n * k, 5), (n, k), &dev).unwrap();
-        for dt in [GgmlDType::Q4K, GgmlDType::Q6K] {
+        for dt in [GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K] {
             let qt = QTensor::quantize(&wt, dt).unwrap();
             let deq = qt.dequantize(&dev).unwrap();
             let deq_rows = deq.to_vec2::<f32>().unwrap();
@@ -1160,6 +1269,7 @@ mod tests {
                             let wr = &w.data[j * row_bytes..(j + 1) * row_bytes];
                             let p = match w.kind {
                                 KKind::Q4K => portable::dot_q4k(arith, wr, &q),
+                                KKind::Q5K => portable::dot_q5k(arith, wr, &q),
                                 KKind::Q6K => portable::dot_q6k(arith, wr, &q),
                             };
                             let g = got[i * n + j];
@@ -1218,7 +1328,7 @@ mod tests {
                 ((r >> 8) & 0x83FF | exp << 10) as u16
             };
             match kind {
-                KKind::Q4K => {
+                KKind::Q4K | KKind::Q5K => {
                     b[..2].copy_from_slice(&f16().to_le_bytes());
                     b[2..4].copy_from_slice(&f16().to_le_bytes());
                 }
@@ -1257,7 +1367,7 @@ mod tests {
         println!("not x86-64: only the portable kernels are tested here");
         println!("kernels tested: {isas:?}");
         let n = 11;
-        for kind in [KKind::Q4K, KKind::Q6K] {
+        for kind in [KKind::Q4K, KKind::Q5K, KKind::Q6K] {
             for (ki, k) in [256, 512, 1280, 2304].into_iter().enumerate() {
                 let raw = random_blocks(kind, n, k, 7 + ki as u64);
                 let w = KWeight::from_blocks(kind, n, k, &raw);
@@ -1279,6 +1389,7 @@ mod tests {
                                 let ys = &q[i * nb..(i + 1) * nb];
                                 match kind {
                                     KKind::Q4K => portable::dot_q4k(arith, wr, ys),
+                                    KKind::Q5K => portable::dot_q5k(arith, wr, ys),
                                     KKind::Q6K => portable::dot_q6k(arith, wr, ys),
                                 }
                             })
@@ -1308,7 +1419,7 @@ mod tests {
     fn repacked_blocks_dequantize_as_candle_does() {
         let dev = Device::Cpu;
         let wt = Tensor::from_vec(rnd(3 * QK_K, 9), (3, QK_K), &dev).unwrap();
-        for dt in [GgmlDType::Q4K, GgmlDType::Q6K] {
+        for dt in [GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K] {
             let qt = QTensor::quantize(&wt, dt).unwrap();
             let deq = qt.dequantize(&dev).unwrap().to_vec2::<f32>().unwrap();
             let w = KWeight::new(&qt).unwrap().unwrap();
@@ -1321,6 +1432,7 @@ mod tests {
                     for (v, &got) in vals.iter().enumerate() {
                         let want = match w.kind {
                             KKind::Q4K => q4k_value(b, v),
+                            KKind::Q5K => q5k_value(b, v),
                             KKind::Q6K => b[20 + v],
                         };
                         assert_eq!(got, want, "{dt:?} block {r} value {v}");
@@ -1328,8 +1440,8 @@ mod tests {
                 }
                 for v in 0..QK_K {
                     let got = match w.kind {
-                        KKind::Q4K => {
-                            let q = q4k_value(b, v);
+                        KKind::Q4K | KKind::Q5K => {
+                            let q = q45_value(w.kind == KKind::Q5K, b, v);
                             let sub = v / 32;
                             let d1 = f32_at(b, 0) * f32::from(b[8 + sub]);
                             let m1 = f32_at(b, 4) * f32::from(b[16 + sub]);

@@ -1,5 +1,5 @@
-//! Q4_K and Q6_K times Q8_K on AVX2 + FMA, in both of llama.cpp's arithmetics for
-//! them: the 8 lanes of its AVX2 `ggml_vec_dot_q4_K_q8_K` / `ggml_vec_dot_q6_K_q8_K`
+//! Q4_K, Q5_K and Q6_K times Q8_K on AVX2 + FMA, in both of llama.cpp's arithmetics
+//! for them: the 8 lanes of its AVX2 `ggml_vec_dot_q4_K_q8_K` / `_q5_K_q8_K` / `_q6_K_q8_K`
 //! ([`Arith::Lanes`]) and the per-super-block sums of its tiled matmul
 //! ([`Arith::Tiled`]), on the repacked blocks of [`kquants`](super); the reference's
 //! bits ([`portable`](super::portable), tested).
@@ -13,14 +13,31 @@
 //! run), as its AVX2 kernels form them; `vpmaddwd` of the bsums gives Q4_K's min terms
 //! (`min·Σ bsum` per 32-value run) and Q6_K's offset (`Σ bsum·scale` per lane).
 //! - The lanes arithmetic accumulates `d_w·d_x · lanes` by FMA, 8 float lanes per row
-//!   (Q4_K also 4 lanes of `−dmin·d_x · mins`), and sums them horizontally last.
+//!   (Q4_K also 4 lanes of `−dmin·d_x · mins`, Q5_K one float of the mins' integer
+//!   total), and sums them horizontally last.
 //! - The tiled one sums each row's lanes into the exact `s1` (and Q4_K's `s2`), the
 //!   rows side by side in one register, and takes [`tiled_step`](super::tiled_step)
 //!   per lane: `fma(fma(−dmin, s2, s1·d), d_x, out)`.
 
 use std::arch::x86_64::*;
 
-use super::{f32_at, hsum4, hsum8, Arith, KKind, PREFETCH, Q4K_PACKED, Q6K_PACKED, Q8K, ROWS};
+use super::{
+    f32_at, hsum4, hsum8, Arith, KKind, PREFETCH, Q4K_PACKED, Q5K_PACKED, Q6K_PACKED, Q8K, ROWS,
+};
+
+/// The kinds as the kernels' const parameter.
+const Q4: u8 = 0;
+const Q5: u8 = 1;
+const Q6: u8 = 2;
+
+/// Repacked bytes of a super-block of kind `K`.
+const fn packed_bytes(k: u8) -> usize {
+    match k {
+        Q4 => Q4K_PACKED,
+        Q5 => Q5K_PACKED,
+        _ => Q6K_PACKED,
+    }
+}
 
 /// A super-block unpacked for the integer dot products.
 struct Unpacked {
@@ -36,11 +53,11 @@ struct Unpacked {
     dmin: f32,
 }
 
-/// Super-block `b` (repacked) of a `Q6` or Q4_K row, unpacked.
+/// Super-block `b` (repacked) of a row of kind `K`, unpacked.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn unpack<const Q6: bool>(b: &[u8]) -> Unpacked {
-    if Q6 {
+fn unpack<const K: u8>(b: &[u8]) -> Unpacked {
+    if K == Q6 {
         debug_assert!(b.len() >= Q6K_PACKED);
         // SAFETY: 256 values at 20 and 16 scale bytes at 4 in a repacked Q6_K block.
         let q = std::array::from_fn(|c| unsafe {
@@ -67,16 +84,31 @@ fn unpack<const Q6: bool>(b: &[u8]) -> Unpacked {
             dmin: 0.0,
         }
     } else {
-        debug_assert!(b.len() >= Q4K_PACKED);
+        debug_assert!(b.len() >= packed_bytes(K));
         let m4 = _mm256_set1_epi8(0xF);
         let mut q = [_mm256_setzero_si256(); 8];
         for p in 0..2 {
             for h in 0..2 {
-                // SAFETY: 128 bytes of nibbles at 24 in a repacked Q4_K block.
+                // SAFETY: 128 bytes of nibbles at 24 in a repacked Q4_K (Q5_K) block.
                 let v = unsafe { _mm256_loadu_si256(b.as_ptr().add(24 + 64 * p + 32 * h).cast()) };
                 // Byte `i` of group `p`: value `128p + i` low, `128p + 64 + i` high.
                 q[4 * p + h] = _mm256_and_si256(v, m4);
                 q[4 * p + 2 + h] = _mm256_and_si256(_mm256_srli_epi16::<4>(v), m4);
+            }
+        }
+        if K == Q5 {
+            // SAFETY: 32 bytes of fifth bits at 152 in a repacked Q5_K block.
+            let h = unsafe { _mm256_loadu_si256(b.as_ptr().add(Q4K_PACKED).cast()) };
+            let bit4 = _mm256_set1_epi8(16);
+            for (c, q) in q.iter_mut().enumerate() {
+                // Run `c`'s fifth bits are bit `c` of each byte: moved to bit 4 (a shift
+                // of the 16-bit lanes brings no other byte's bit to bit 4).
+                let at4 = if c <= 4 {
+                    _mm256_sll_epi16(h, _mm_cvtsi32_si128(4 - c as i32))
+                } else {
+                    _mm256_srl_epi16(h, _mm_cvtsi32_si128(c as i32 - 4))
+                };
+                *q = _mm256_or_si256(*q, _mm256_and_si256(at4, bit4));
             }
         }
         // SAFETY: 8 scales at 8, 8 mins at 16.
@@ -110,7 +142,7 @@ fn unpack<const Q6: bool>(b: &[u8]) -> Unpacked {
 /// its offset of 32) and the bsums times `u.m`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn sums<const Q6: bool>(u: &Unpacked, y: &Q8K) -> (__m256i, __m256i) {
+fn sums<const K: u8>(u: &Unpacked, y: &Q8K) -> (__m256i, __m256i) {
     let mut sumi = _mm256_setzero_si256();
     for (c, (w, s)) in u.q.iter().zip(&u.sc).enumerate() {
         // SAFETY: 256 activation codes per block.
@@ -120,7 +152,7 @@ fn sums<const Q6: bool>(u: &Unpacked, y: &Q8K) -> (__m256i, __m256i) {
     // SAFETY: 16 bsums.
     let bs = unsafe { _mm256_loadu_si256(y.bsums.as_ptr().cast()) };
     let mb = _mm256_madd_epi16(bs, u.m);
-    if Q6 {
+    if K == Q6 {
         (_mm256_sub_epi32(sumi, _mm256_slli_epi32::<5>(mb)), mb)
     } else {
         (sumi, mb)
@@ -148,43 +180,42 @@ fn totals(v: &[__m256i; 8]) -> __m256i {
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn dot(kind: KKind, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
     macro_rules! rows {
-        ($q6:literal, $tiled:literal, $ys:expr, $out:expr) => {
+        ($k:expr, $tiled:literal, $ys:expr, $out:expr) => {
             match $ys.len() {
-                1 => row::<$q6, $tiled, 1>(w, $ys, $out),
-                2 => row::<$q6, $tiled, 2>(w, $ys, $out),
-                3 => row::<$q6, $tiled, 3>(w, $ys, $out),
-                4 => row::<$q6, $tiled, 4>(w, $ys, $out),
-                5 => row::<$q6, $tiled, 5>(w, $ys, $out),
-                6 => row::<$q6, $tiled, 6>(w, $ys, $out),
-                7 => row::<$q6, $tiled, 7>(w, $ys, $out),
-                _ => row::<$q6, $tiled, 8>(w, $ys, $out),
+                1 => row::<{ $k }, $tiled, 1>(w, $ys, $out),
+                2 => row::<{ $k }, $tiled, 2>(w, $ys, $out),
+                3 => row::<{ $k }, $tiled, 3>(w, $ys, $out),
+                4 => row::<{ $k }, $tiled, 4>(w, $ys, $out),
+                5 => row::<{ $k }, $tiled, 5>(w, $ys, $out),
+                6 => row::<{ $k }, $tiled, 6>(w, $ys, $out),
+                7 => row::<{ $k }, $tiled, 7>(w, $ys, $out),
+                _ => row::<{ $k }, $tiled, 8>(w, $ys, $out),
             }
         };
     }
     for (ys, out) in ys.chunks(ROWS).zip(out.chunks_mut(ROWS)) {
         match (kind, arith) {
-            (KKind::Q4K, Arith::Lanes) => rows!(false, false, ys, out),
-            (KKind::Q4K, Arith::Tiled) => rows!(false, true, ys, out),
-            (KKind::Q6K, Arith::Lanes) => rows!(true, false, ys, out),
-            (KKind::Q6K, Arith::Tiled) => rows!(true, true, ys, out),
+            (KKind::Q4K, Arith::Lanes) => rows!(Q4, false, ys, out),
+            (KKind::Q4K, Arith::Tiled) => rows!(Q4, true, ys, out),
+            (KKind::Q5K, Arith::Lanes) => rows!(Q5, false, ys, out),
+            (KKind::Q5K, Arith::Tiled) => rows!(Q5, true, ys, out),
+            (KKind::Q6K, Arith::Lanes) => rows!(Q6, false, ys, out),
+            (KKind::Q6K, Arith::Tiled) => rows!(Q6, true, ys, out),
         }
     }
 }
 
-/// `out[r] = w · ys[r]` for `R` rows (1..=8): Q6_K if `Q6`, else Q4_K; the tiled
-/// arithmetic if `TILED`, else the lanes.
+/// `out[r] = w · ys[r]` for `R` rows (1..=8) of kind `K`; the tiled arithmetic if
+/// `TILED`, else the lanes.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn row<const Q6: bool, const TILED: bool, const R: usize>(
-    w: &[u8],
-    ys: &[&[Q8K]],
-    out: &mut [f32],
-) {
-    let bytes = if Q6 { Q6K_PACKED } else { Q4K_PACKED };
+fn row<const K: u8, const TILED: bool, const R: usize>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+    let bytes = packed_bytes(K);
     let nb = w.len() / bytes;
     let ys: [&[Q8K]; R] = std::array::from_fn(|r| &ys[r][..nb]);
     let mut acc = [_mm256_setzero_ps(); R];
     let mut acc_m = [_mm_setzero_ps(); R];
+    let mut summs = [0f32; R];
     // The tiled arithmetic: the rows' results side by side.
     let mut tiled = _mm256_setzero_ps();
     for (bi, b) in w.chunks_exact(bytes).enumerate() {
@@ -196,16 +227,16 @@ fn row<const Q6: bool, const TILED: bool, const R: usize>(
                 _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
             }
         }
-        let u = unpack::<Q6>(b);
+        let u = unpack::<K>(b);
         if TILED {
             let mut s1 = [_mm256_setzero_si256(); 8];
             let mut s2 = [_mm256_setzero_si256(); 8];
             for r in 0..R {
-                (s1[r], s2[r]) = sums::<Q6>(&u, &ys[r][bi]);
+                (s1[r], s2[r]) = sums::<K>(&u, &ys[r][bi]);
             }
-            // s1·d, less dmin·s2 (Q4_K; for Q6_K `fma(−0, 0, x)` is `x`).
+            // s1·d, less dmin·s2 (Q4_K, Q5_K; for Q6_K `fma(−0, 0, x)` is `x`).
             let f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(totals(&s1)), _mm256_set1_ps(u.d));
-            let r = if Q6 {
+            let r = if K == Q6 {
                 f1
             } else {
                 let s2 = _mm256_cvtepi32_ps(totals(&s2));
@@ -217,10 +248,19 @@ fn row<const Q6: bool, const TILED: bool, const R: usize>(
         } else {
             for r in 0..R {
                 let y = &ys[r][bi];
-                let (sumi, mb) = sums::<Q6>(&u, y);
+                let (sumi, mb) = sums::<K>(&u, y);
                 let d = _mm256_set1_ps(y.d * u.d);
                 acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
-                if !Q6 {
+                if K == Q5 {
+                    // ggml's one float: the 8 min terms' integer total.
+                    let h = _mm_add_epi32(
+                        _mm256_castsi256_si128(mb),
+                        _mm256_extracti128_si256::<1>(mb),
+                    );
+                    let h = _mm_hadd_epi32(h, h);
+                    let all = _mm_cvtsi128_si32(_mm_hadd_epi32(h, h));
+                    summs[r] = (-y.d * u.dmin).mul_add(all as f32, summs[r]);
+                } else if K == Q4 {
                     // ggml's 4 lanes: `min_2i·S_2i + min_2i+1·S_2i+1`.
                     let prod = _mm_hadd_epi32(
                         _mm256_castsi256_si128(mb),
@@ -247,10 +287,10 @@ fn row<const Q6: bool, const TILED: bool, const R: usize>(
             _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]);
             _mm_storeu_ps(m.as_mut_ptr(), acc_m[r]);
         }
-        out[r] = if Q6 {
-            hsum8(&lanes)
-        } else {
-            hsum8(&lanes) + hsum4(&m)
+        out[r] = match K {
+            Q6 => hsum8(&lanes),
+            Q5 => hsum8(&lanes) + summs[r],
+            _ => hsum8(&lanes) + hsum4(&m),
         };
     }
 }

@@ -20,8 +20,8 @@
 //!   computes them differently (block by block, no lanes), those weights go through
 //!   [`packed`](super::packed), which has that arithmetic.
 //!
-//! Q4_K and Q6_K go to [`kquants`](super::kquants); other weight types fall back to
-//! candle's `QMatMul`.
+//! Q4_K, Q5_K and Q6_K go to [`kquants`](super::kquants); other weight types fall back
+//! to candle's `QMatMul`.
 
 mod avx2;
 pub(crate) mod kquants;
@@ -47,7 +47,7 @@ pub(crate) enum QLinear {
     Own(OwnWeight),
     #[cfg(target_arch = "x86_64")]
     Packed(packed::Packed),
-    /// Q4_K, Q6_K.
+    /// Q4_K, Q5_K, Q6_K.
     KQuant(kquants::KWeight),
     Candle(QMatMul),
 }
@@ -477,11 +477,11 @@ pub(crate) mod tests {
     fn k_quants_get_own_kernels_other_types_candles() {
         let dev = Device::Cpu;
         let wt = Tensor::from_vec(rnd(8 * 256, 3), (8, 256), &dev).unwrap();
-        for dt in [GgmlDType::Q4K, GgmlDType::Q6K] {
+        for dt in [GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K] {
             let qt = QTensor::quantize(&wt, dt).unwrap();
             assert!(matches!(QLinear::new(qt).unwrap(), QLinear::KQuant(_)));
         }
-        let qt = QTensor::quantize(&wt, GgmlDType::Q5K).unwrap();
+        let qt = QTensor::quantize(&wt, GgmlDType::Q3K).unwrap();
         assert!(matches!(QLinear::new(qt).unwrap(), QLinear::Candle(_)));
     }
 }
