@@ -77,6 +77,10 @@ enum BenchCmd {
         /// Timed runs per product (the best is kept).
         #[arg(long, default_value_t = 3)]
         reps: usize,
+        /// llama.cpp's `test-backend-ops` (scripts/llamacpp_ops.sh builds it): its
+        /// figure for each product beside Quire's, at the same thread count.
+        #[arg(long)]
+        peer_ops: Option<PathBuf>,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -513,9 +517,10 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             types,
             rows,
             reps,
+            peer_ops,
             json,
         } => emit(
-            &quire_bench::matmul::run(&widths, &types, &rows, reps)?,
+            &quire_bench::matmul::run(&widths, &types, &rows, reps, peer_ops.as_deref())?,
             json,
         ),
         BenchCmd::Margins {
