@@ -18,7 +18,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 src="$dir/llama.cpp"
 if [ ! -f "$src/.quire-patched" ]; then
   rm -rf "$src" "$dir/llama_cpp_python-0.3.36"
-  python3 -m pip download --quiet --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d "$dir"
+  # The source archive from PyPI's simple index, checked against its sha256 (`pip
+  # download` would build its metadata first: minutes of cmake).
+  python3 - "$dir" <<'PY'
+import hashlib, re, sys, urllib.request
+index = urllib.request.urlopen("https://pypi.org/simple/llama-cpp-python/", timeout=60).read().decode()
+url, sha = next((u, h) for u, h in re.findall(r'href="([^"#]+/llama_cpp_python-0\.3\.36\.tar\.gz)#sha256=([0-9a-f]+)"', index))
+data = urllib.request.urlopen(url, timeout=600).read()
+if hashlib.sha256(data).hexdigest() != sha:
+    sys.exit(f"{url}: sha256 mismatch")
+open(f"{sys.argv[1]}/llama_cpp_python-0.3.36.tar.gz", "wb").write(data)
+PY
   tar xzf "$dir/llama_cpp_python-0.3.36.tar.gz" -C "$dir"
   mv "$dir/llama_cpp_python-0.3.36/vendor/llama.cpp" "$src"
   rm -rf "$dir/llama_cpp_python-0.3.36"
