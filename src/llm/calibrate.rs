@@ -67,6 +67,15 @@ impl Calibration {
     }
 }
 
+/// A measured rate as the cache keeps it: to a thousandth of a token a second. Its
+/// decimal text (at most three decimals) reads back as the same f64, so a prediction
+/// from the cache is the same bits as the fresh one (a rate of 17 significant digits
+/// did not always: serde_json's default float parsing can miss by one unit in the last
+/// place).
+fn kept(rate: f64) -> f64 {
+    (rate * 1000.0).round() / 1000.0
+}
+
 /// The median compact answer's seconds at these rates.
 pub fn predict(prompt_tok_s: f64, gen_tok_s: f64) -> f64 {
     PROMPT_TOKENS / prompt_tok_s.max(1e-9) + ANSWER_TOKENS / gen_tok_s.max(1e-9)
@@ -146,8 +155,8 @@ pub fn measure(model: &Path, threads: usize) -> Result<Calibration> {
         gen = gen.min(gen2);
         let f = key.slowdown;
         Ok(Calibration {
-            prompt_tok_s: ids.len() as f64 / (pp * f).max(1e-9),
-            gen_tok_s: CAL_GEN as f64 / (gen * f).max(1e-9),
+            prompt_tok_s: kept(ids.len() as f64 / (pp * f).max(1e-9)),
+            gen_tok_s: kept(CAL_GEN as f64 / (gen * f).max(1e-9)),
             load_secs: load_secs * f,
             took_secs: t.elapsed().as_secs_f64() * f,
             key,
@@ -362,6 +371,26 @@ pub fn estimate(name: &str, installed: &[Calibration]) -> Option<Candidate> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_rates_read_back_from_the_cache_as_the_same_bits() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            // Rates from 0.01 to 10,000 tokens a second, 53 random bits each.
+            let raw = (seed >> 11) as f64 / (1u64 << 53) as f64 * 10_000.0 + 0.01;
+            let rate = kept(raw);
+            let text = serde_json::to_string(&rate).unwrap();
+            let back: f64 = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.to_bits(), rate.to_bits(), "{raw} -> {text}");
+            assert!(
+                (rate - raw).abs() <= 0.0005 + raw * 1e-15,
+                "{raw} -> {rate}"
+            );
+        }
+    }
 
     fn cal(key: Key) -> Calibration {
         Calibration {
