@@ -46,6 +46,12 @@ pub struct DraftRow {
     pub same_answers: usize,
     /// Answers holding every key term.
     pub key_terms: usize,
+    /// Passes by their rows (index 0: one row), and their mean milliseconds (none
+    /// where no pass had that many rows): what the draft lengths were chosen from.
+    #[serde(default)]
+    pub passes: Vec<usize>,
+    #[serde(default)]
+    pub pass_ms: Vec<Option<f64>>,
 }
 
 /// The figures of `quire bench draft`.
@@ -89,6 +95,13 @@ impl std::fmt::Display for DraftBench {
                 r.key_terms,
                 self.questions
             )?;
+        }
+        for r in self.rows.iter().filter(|r| !r.passes.is_empty()) {
+            let widths: Vec<String> = (r.passes.iter().zip(&r.pass_ms))
+                .enumerate()
+                .filter_map(|(i, (n, ms))| Some(format!("{} rows {n}x {:.1} ms", i + 1, (*ms)?)))
+                .collect();
+            writeln!(f, "  {} passes: {}", r.draft, widths.join(", "))?;
         }
         if let Some(g) = self.llamacpp_gen_tok_s {
             writeln!(
@@ -157,7 +170,17 @@ pub fn draft_bench(
                     .collect::<Vec<_>>(),
             ),
             median_gen_tok_s: median(&stats.iter().map(|s| s.tokens_per_s).collect::<Vec<_>>()),
-            tokens_per_step: all.map_or(1.0, |d| d.tokens_per_step()),
+            tokens_per_step: all.as_ref().map_or(1.0, |d| d.tokens_per_step()),
+            passes: all.as_ref().map(|d| d.passes.clone()).unwrap_or_default(),
+            pass_ms: all
+                .as_ref()
+                .map(|d| {
+                    d.mean_pass_secs()
+                        .into_iter()
+                        .map(|s| s.map(|s| s * 1e3))
+                        .collect()
+                })
+                .unwrap_or_default(),
             same_answers: answers.iter().zip(&plain).filter(|(a, b)| a == b).count(),
             key_terms: answers
                 .iter()

@@ -113,6 +113,8 @@ pub struct GgufLlm {
     state: Mutex<State>,
     /// What proposes tokens for greedy decoding to verify ([`speculative`]).
     draft: std::sync::RwLock<Option<Drafter>>,
+    /// How many tokens the draft proposes each pass, learnt across completions.
+    lengths: Mutex<speculative::Adaptive>,
 }
 
 /// A draft for speculative decoding.
@@ -198,6 +200,7 @@ impl GgufLlm {
                 cached: Vec::new(),
             }),
             draft: std::sync::RwLock::new(None),
+            lengths: Mutex::new(speculative::Adaptive::new(speculative::DRAFT_TOKENS)),
         })
     }
 
@@ -264,7 +267,15 @@ impl GgufLlm {
             self.check_draft(d)?;
         }
         *self.draft.write().unwrap_or_else(|e| e.into_inner()) = draft;
+        self.set_draft_lengths(speculative::Adaptive::new(speculative::DRAFT_TOKENS));
         Ok(())
+    }
+
+    /// How many tokens the draft proposes before each pass: chosen from what this
+    /// model has measured ([`speculative::Adaptive::new`], what [`Self::set_draft`]
+    /// starts from), or always the most ([`speculative::Adaptive::fixed`]).
+    pub fn set_draft_lengths(&self, lengths: speculative::Adaptive) {
+        *self.lengths.lock().unwrap_or_else(|e| e.into_inner()) = lengths;
     }
 
     /// Why `d` cannot draft for this model, if it cannot.
@@ -516,12 +527,13 @@ impl GgufLlm {
                     Drafter::Model(m) => m.as_ref(),
                     Drafter::Lookup => &lookup,
                 };
+                let mut lengths = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
                 draft_stats = Some(speculative::decode(
                     &mut target,
                     draft,
                     tokens.clone(),
                     first,
-                    speculative::DRAFT_TOKENS,
+                    &mut lengths,
                     &mut choose,
                     cancel,
                 )?);

@@ -12,6 +12,17 @@
 //! one and `k + 1` tokens for one pass over the target's weights, which a one-token
 //! step reads for one token only.
 //!
+//! How many tokens to draft is chosen before each pass ([`Lengths`]): verifying more
+//! rows costs more, and on a few compute-bound cores a pass of `k + 1` rows can cost
+//! nearly `k + 1` one-token steps, so drafting that is seldom right slows decoding.
+//! [`Adaptive`] keeps what this completion has measured — the seconds of a pass of
+//! each width, the seconds a draft takes per proposal, and how often a proposal is
+//! taken — and drafts the `k` (0 included: a plain step) that maximizes the expected
+//! tokens a second. Prompt lookup's proposals cost nothing, so they are scored even
+//! when not verified (against the target's own choice); a model's are drafted now and
+//! then to keep its rate current. The choice changes only the speed: every token is
+//! still the target's own.
+//!
 //! Only greedy decoding is sped up this way (the choice is a function of the logits,
 //! so a proposal is kept exactly when plain decoding would have made it); sampling
 //! would need the rejection scheme of Leviathan et al. and decodes plainly.
@@ -24,6 +35,7 @@ use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::tokenizer::Tokenizer;
 use crate::cpu::Cancel;
@@ -43,6 +55,25 @@ pub struct DraftStats {
     pub drafted: usize,
     /// Proposals the target chose too.
     pub accepted: usize,
+    /// Passes without a proposal (the length chosen was 0, or the draft had none).
+    #[serde(default)]
+    pub plain_steps: usize,
+    /// Verification passes by their rows (index 0: one row).
+    #[serde(default)]
+    pub passes: Vec<usize>,
+    /// Their seconds, by rows as `passes`.
+    #[serde(default)]
+    pub pass_secs: Vec<f64>,
+}
+
+/// `a += b`, element by element, `a` lengthened as needed.
+fn add<T: Copy + Default + std::ops::AddAssign>(a: &mut Vec<T>, b: &[T]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), T::default());
+    }
+    for (x, &y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
 }
 
 impl DraftStats {
@@ -53,11 +84,24 @@ impl DraftStats {
                 by: s.by.clone(),
                 ..DraftStats::default()
             });
+            add(&mut t.passes, &s.passes);
+            add(&mut t.pass_secs, &s.pass_secs);
             t.steps += s.steps;
             t.drafted += s.drafted;
             t.accepted += s.accepted;
+            t.plain_steps += s.plain_steps;
             Some(t)
         })
+    }
+
+    /// The mean seconds of a pass of each number of rows (index 0: one row); `None`
+    /// where none ran.
+    pub fn mean_pass_secs(&self) -> Vec<Option<f64>> {
+        self.passes
+            .iter()
+            .zip(&self.pass_secs)
+            .map(|(&n, &s)| (n > 0).then(|| s / n as f64))
+            .collect()
     }
 
     /// Tokens emitted per pass over the target (1 without drafting).
@@ -87,38 +131,242 @@ pub trait Draft {
     fn propose(&self, seq: &[u32], k: usize, cancel: &Cancel) -> Result<Vec<u32>>;
     /// What drafts, for the statistics.
     fn name(&self) -> String;
+    /// Whether proposing costs nothing next to a pass (so proposals are worth
+    /// scoring even when they are not verified).
+    fn free(&self) -> bool {
+        false
+    }
+}
+
+/// How many tokens to draft before each pass, from what drafting has cost and
+/// earned: the seconds of a pass of each width, the seconds a proposal takes, and how
+/// often one is taken, each a decaying mean, kept across completions (the costs are
+/// the machine's and the model's; a new draft starts afresh).
+#[derive(Debug, Clone)]
+pub struct Adaptive {
+    /// The most tokens drafted.
+    max: usize,
+    /// Always `max` (for tests and comparisons), never chosen.
+    fixed: bool,
+    /// Seconds of a pass of `r + 1` rows.
+    pass: Vec<Mean>,
+    /// Seconds a proposal of the draft takes.
+    propose: Mean,
+    /// Proposals taken and refused, decayed.
+    taken: f64,
+    refused: f64,
+    /// Passes since the last one with a proposal.
+    plain_run: usize,
+}
+
+/// A decaying mean.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mean {
+    sum: f64,
+    weight: f64,
+}
+
+/// How much an observation counts against the one before it.
+const DECAY: f64 = 0.95;
+
+/// The slope assumed for a pass's cost per row before two widths are measured: a pass
+/// of `r` rows costs `1 + SLOPE·(r − 1)` one-row passes.
+const PRIOR_SLOPE: f64 = 0.5;
+
+/// After this many passes without a proposal, one token is drafted anyway, so that
+/// what drafting costs and earns stays measured.
+const EXPLORE_AFTER: usize = 16;
+
+impl Mean {
+    fn add(&mut self, x: f64) {
+        self.sum = self.sum * DECAY + x;
+        self.weight = self.weight * DECAY + 1.0;
+    }
+
+    fn get(&self) -> Option<f64> {
+        (self.weight > 0.0).then(|| self.sum / self.weight)
+    }
+}
+
+impl Adaptive {
+    /// Chosen lengths, up to `max`.
+    pub fn new(max: usize) -> Self {
+        Self {
+            max,
+            fixed: false,
+            pass: vec![Mean::default(); max + 1],
+            propose: Mean::default(),
+            taken: 0.0,
+            refused: 0.0,
+            plain_run: 0,
+        }
+    }
+
+    /// Always `max` tokens (what the draft proposes, up to it).
+    pub fn fixed(max: usize) -> Self {
+        Self {
+            fixed: true,
+            ..Self::new(max)
+        }
+    }
+
+    /// The most tokens drafted.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// A pass of `rows` rows took `secs`.
+    pub fn passed(&mut self, rows: usize, secs: f64) {
+        if let Some(m) = self.pass.get_mut(rows.saturating_sub(1)) {
+            m.add(secs);
+        }
+    }
+
+    /// The draft made `n` proposals in `secs`.
+    pub fn proposed(&mut self, n: usize, secs: f64) {
+        if n > 0 {
+            self.propose.add(secs / n as f64);
+        }
+    }
+
+    /// A proposal was taken (`true`) or refused.
+    pub fn scored(&mut self, taken: bool) {
+        self.taken *= DECAY;
+        self.refused *= DECAY;
+        if taken {
+            self.taken += 1.0;
+        } else {
+            self.refused += 1.0;
+        }
+    }
+
+    /// The chance that a proposal is taken, given the ones before it were (Laplace's
+    /// rule over the decayed counts).
+    pub fn acceptance(&self) -> f64 {
+        (self.taken + 1.0) / (self.taken + self.refused + 2.0)
+    }
+
+    /// The seconds a pass of `rows` rows is expected to take: as measured, else on the
+    /// least-squares line through the widths measured (one width: [`PRIOR_SLOPE`]).
+    fn cost(&self, rows: usize) -> Option<f64> {
+        if let Some(c) = self.pass.get(rows - 1).and_then(Mean::get) {
+            return Some(c);
+        }
+        let pts: Vec<(f64, f64)> = self
+            .pass
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| Some(((i + 1) as f64, m.get()?)))
+            .collect();
+        let r = rows as f64;
+        match pts.as_slice() {
+            [] => None,
+            [(w, t)] => Some(t * (1.0 + PRIOR_SLOPE * (r - 1.0)) / (1.0 + PRIOR_SLOPE * (w - 1.0))),
+            _ => {
+                let n = pts.len() as f64;
+                let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+                let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+                let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+                let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+                let b = (sxy / sxx).max(0.0);
+                let lo = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+                Some((my + b * (r - mx)).max(lo * 0.5))
+            }
+        }
+    }
+
+    /// Expected tokens per second with `k` proposals: a pass emits `Σ_{i≤k} αⁱ` tokens
+    /// (each proposal taken with chance α once the ones before it were, then the
+    /// target's own) and costs `k` proposals and a pass of `k + 1` rows.
+    fn rate(&self, k: usize, free: bool) -> Option<f64> {
+        let a = self.acceptance();
+        let tokens: f64 = (0..=k).map(|i| a.powi(i as i32)).sum();
+        let draft = if free || k == 0 {
+            0.0
+        } else {
+            self.propose.get()? * k as f64
+        };
+        Some(tokens / (draft + self.cost(k + 1)?))
+    }
+
+    /// How many tokens to draft next; `free`: proposals cost nothing to make.
+    pub fn length(&self, free: bool) -> usize {
+        if self.fixed {
+            return self.max;
+        }
+        let mut best = (self.max, f64::MIN);
+        for k in 0..=self.max {
+            // Anything unmeasured: draft the most, which measures it.
+            let Some(r) = self.rate(k, free) else {
+                return self.max;
+            };
+            if r > best.1 {
+                best = (k, r);
+            }
+        }
+        if best.0 == 0 && self.plain_run >= EXPLORE_AFTER {
+            return 1.min(self.max);
+        }
+        best.0
+    }
 }
 
 /// Decode from `first` (the token the target chose after `seq`) until `choose` says
 /// the completion is over: `choose` is the decoder, given the logits after each
 /// token in turn, returning the next token or `None` at the end. `seq` is the
 /// prompt (and anything already emitted); the target's cache holds all of it but
-/// its last token is not yet in it: `first` is not.
+/// its last token is not yet in it: `first` is not. `lengths` chooses how many
+/// tokens are drafted before each pass, and learns from each.
 pub fn decode(
     target: &mut dyn Target,
     draft: &dyn Draft,
     mut seq: Vec<u32>,
     first: u32,
-    k: usize,
+    lengths: &mut Adaptive,
     choose: &mut dyn FnMut(Tensor) -> Result<Option<u32>>,
     cancel: &Cancel,
 ) -> Result<DraftStats> {
     let mut stats = DraftStats {
         by: draft.name(),
+        passes: vec![0; lengths.max() + 1],
+        pass_secs: vec![0.0; lengths.max() + 1],
         ..DraftStats::default()
     };
+    let free = draft.free();
     let mut next = first;
     loop {
         cancel.check()?;
         seq.push(next);
-        let proposal = draft.propose(&seq, k, cancel)?;
+        let want = lengths.length(free);
+        // A free draft is asked for the most, so that the proposals beyond `want`
+        // are scored too.
+        let ask = if free { lengths.max() } else { want };
+        let t0 = Instant::now();
+        let mut proposal = if ask == 0 {
+            Vec::new()
+        } else {
+            draft.propose(&seq, ask, cancel)?
+        };
+        lengths.proposed(proposal.len(), t0.elapsed().as_secs_f64());
+        let spare = proposal.split_off(want.min(proposal.len()));
         let pos = target.cached();
         let mut run = Vec::with_capacity(proposal.len() + 1);
         run.push(next);
         run.extend_from_slice(&proposal);
+        let t1 = Instant::now();
         let rows = target.verify(&run)?;
+        let secs = t1.elapsed().as_secs_f64();
+        lengths.passed(run.len(), secs);
+        stats.passes[run.len() - 1] += 1;
+        stats.pass_secs[run.len() - 1] += secs;
         stats.steps += 1;
         stats.drafted += proposal.len();
+        if proposal.is_empty() {
+            stats.plain_steps += 1;
+            lengths.plain_run += 1;
+        } else {
+            lengths.plain_run = 0;
+        }
         // Rows of `run` kept in the cache: `next`, then each proposal chosen.
         let mut kept = 1;
         let mut chosen = None;
@@ -130,9 +378,20 @@ pub fn decode(
                 Some(&p) if p == t => {
                     kept += 1;
                     stats.accepted += 1;
+                    lengths.scored(true);
                     seq.push(t);
                 }
-                _ => {
+                Some(_) => {
+                    lengths.scored(false);
+                    chosen = Some(t);
+                    break;
+                }
+                None => {
+                    // Every proposal taken: the first one not verified is scored
+                    // against the target's choice, at no cost.
+                    if let Some(&p) = spare.first() {
+                        lengths.scored(p == t);
+                    }
                     chosen = Some(t);
                     break;
                 }
@@ -205,6 +464,10 @@ impl Draft for PromptLookup {
     fn name(&self) -> String {
         "prompt lookup".into()
     }
+
+    fn free(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -218,6 +481,21 @@ mod tests {
         seq: Vec<u32>,
         cached: usize,
         passes: usize,
+        /// What a pass costs: a fixed part, and a part per row.
+        base: std::time::Duration,
+        per_row: std::time::Duration,
+    }
+
+    impl Rule {
+        fn new(prompt: &[u32]) -> Self {
+            Rule {
+                seq: prompt.to_vec(),
+                cached: prompt.len(),
+                passes: 0,
+                base: Default::default(),
+                per_row: Default::default(),
+            }
+        }
     }
 
     const VOCAB: usize = 16;
@@ -238,6 +516,7 @@ mod tests {
         }
         fn verify(&mut self, tokens: &[u32]) -> Result<Vec<Tensor>> {
             self.passes += 1;
+            std::thread::sleep(self.base + self.per_row * tokens.len() as u32);
             self.seq.truncate(self.cached);
             let mut out = Vec::new();
             for &t in tokens {
@@ -300,14 +579,14 @@ mod tests {
     #[test]
     fn speculative_output_is_plain_decodings_whatever_the_draft() {
         let prompt = vec![3u32, 1, 4, 1, 5, 9, 2, 6];
-        for wrong in [0, 1, 2, 3, 5] {
-            for k in [1, 2, 4, 7] {
+        for (wrong, k, adaptive) in [0, 1, 2, 3, 5]
+            .into_iter()
+            .flat_map(|w| [1, 2, 4, 7].map(move |k| (w, k)))
+            .flat_map(|(w, k)| [(w, k, false), (w, k, true)])
+        {
+            {
                 let n = 40;
-                let mut target = Rule {
-                    seq: prompt.clone(),
-                    cached: prompt.len(),
-                    passes: 0,
-                };
+                let mut target = Rule::new(&prompt);
                 let first = rule(&prompt);
                 let mut out = vec![first];
                 let mut choose = |l: Tensor| -> Result<Option<u32>> {
@@ -322,12 +601,19 @@ mod tests {
                     wrong,
                     calls: Default::default(),
                 };
+                // Fixed lengths, and chosen ones (whatever they choose, the tokens
+                // are the same).
+                let mut lengths = if adaptive {
+                    Adaptive::new(k)
+                } else {
+                    Adaptive::fixed(k)
+                };
                 let stats = decode(
                     &mut target,
                     &draft,
                     prompt.clone(),
                     first,
-                    k,
+                    &mut lengths,
                     &mut choose,
                     &Cancel::new(),
                 )
@@ -341,7 +627,8 @@ mod tests {
                     &[&prompt[..], &out[..]].concat()[..]
                 );
                 assert_eq!(stats.steps, target.passes);
-                if wrong == 0 {
+                assert_eq!(stats.passes.iter().sum::<usize>(), stats.steps);
+                if wrong == 0 && !adaptive {
                     // A perfect draft: k + 1 tokens a pass.
                     assert!(stats.steps <= n.div_ceil(k + 1) + 1, "{stats:?}");
                 }
@@ -350,6 +637,117 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A policy that has measured passes costing `cost(rows)` and proposals taken
+    /// `taken` of `of` times.
+    fn measured(max: usize, cost: impl Fn(usize) -> f64, taken: usize, of: usize) -> Adaptive {
+        let mut a = Adaptive::new(max);
+        for rows in 1..=max + 1 {
+            for _ in 0..4 {
+                a.passed(rows, cost(rows));
+            }
+        }
+        // Spread evenly (the counts decay: the latest weigh most).
+        for i in 0..of {
+            a.scored((i + 1) * taken / of > i * taken / of);
+        }
+        a
+    }
+
+    #[test]
+    fn the_length_is_the_one_with_the_most_tokens_a_second() {
+        // Nothing measured yet: the most, which measures it.
+        assert_eq!(Adaptive::new(4).length(true), 4);
+        // A pass of r rows costing r one-row passes: drafting never pays.
+        let a = measured(4, |r| r as f64, 95, 100);
+        assert!(a.acceptance() > 0.85, "{}", a.acceptance());
+        assert_eq!(a.length(true), 0);
+        // Rows for free: draft the most, even when proposals are often wrong.
+        assert_eq!(measured(4, |_| 1.0, 30, 100).length(true), 4);
+        // Cheap rows, proposals seldom right: not worth a row.
+        assert_eq!(
+            measured(4, |r| 1.0 + 0.2 * (r - 1) as f64, 3, 100).length(true),
+            0
+        );
+        // Cheap rows, proposals mostly right: the most.
+        assert_eq!(
+            measured(4, |r| 1.0 + 0.2 * (r - 1) as f64, 85, 100).length(true),
+            4
+        );
+        // A draft model at half a pass a proposal, taken 60%: one token (1.6 tokens
+        // for 1.5 passes; two would be 1.96 for 2).
+        let mut m = measured(4, |_| 1.0, 60, 100);
+        m.proposed(2, 1.0);
+        assert_eq!(m.length(false), 1);
+        // The same proposals free (prompt lookup): the most.
+        assert_eq!(m.length(true), 4);
+        // Fixed: always the most.
+        let mut f = Adaptive::fixed(3);
+        f.passed(1, 1.0);
+        f.passed(4, 4.0);
+        assert_eq!(f.length(true), 3);
+    }
+
+    #[test]
+    fn unmeasured_widths_are_read_off_the_measured_ones() {
+        let mut a = Adaptive::new(4);
+        a.passed(5, 3.0);
+        // One width: the prior slope, 1 + 0.5·(r − 1) passes of one row.
+        assert!((a.cost(1).unwrap() - 1.0).abs() < 1e-9);
+        assert!((a.cost(3).unwrap() - 2.0).abs() < 1e-9);
+        a.passed(1, 1.0);
+        // Two: the line through them.
+        assert!((a.cost(3).unwrap() - 2.0).abs() < 1e-9);
+        assert!((a.cost(2).unwrap() - 1.5).abs() < 1e-9);
+        assert_eq!(a.cost(5), Some(3.0));
+    }
+
+    #[test]
+    fn a_draft_that_does_not_pay_is_dropped_and_tried_again_now_and_then() {
+        let prompt = vec![3u32, 1, 4, 1, 5, 9, 2, 6];
+        let run = |wrong: usize, per_row_ms: u64, n: usize| {
+            let mut target = Rule::new(&prompt);
+            target.base = std::time::Duration::from_millis(1);
+            target.per_row = std::time::Duration::from_millis(per_row_ms);
+            let first = rule(&prompt);
+            let mut out = vec![first];
+            let mut choose = |l: Tensor| -> Result<Option<u32>> {
+                if out.len() >= n {
+                    return Ok(None);
+                }
+                let t = argmax(&l);
+                out.push(t);
+                Ok(Some(t))
+            };
+            let draft = Oracle {
+                wrong,
+                calls: Default::default(),
+            };
+            let mut lengths = Adaptive::new(4);
+            let stats = decode(
+                &mut target,
+                &draft,
+                prompt.clone(),
+                first,
+                &mut lengths,
+                &mut choose,
+                &Cancel::new(),
+            )
+            .expect("decode");
+            assert_eq!(out, plain(&prompt, n));
+            stats
+        };
+        // Always wrong, every row as dear as a pass: plain steps, but for the first
+        // and one drafted token after every 16 plain steps.
+        let s = run(1, 2, 120);
+        assert_eq!(s.accepted, 0);
+        assert!(s.plain_steps >= s.steps * 3 / 4, "{s:?}");
+        assert!(s.passes[1] >= 2 && s.passes[4] <= 2, "{s:?}");
+        // Always right, rows nearly free: the most every pass.
+        let s = run(0, 0, 120);
+        assert!(s.passes[4] >= s.steps * 3 / 4, "{s:?}");
+        assert!(s.tokens_per_step() > 4.0, "{s:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! the draft proposes.
 
 use quire::llm::model::Drafter;
+use quire::llm::speculative::{Adaptive, DRAFT_TOKENS};
 use quire::llm::{Cancel, GenParams, GgufLlm, Llm, LoadOptions};
 use std::sync::Arc;
 
@@ -87,7 +88,17 @@ fn a_drafted_completion_is_the_plain_one() {
             "too short a test: {:?}",
             plain.text
         );
-        llm.set_draft(Some(draft)).unwrap();
+        llm.set_draft(Some(draft.clone())).unwrap();
+        // Lengths chosen from this machine's costs: the same tokens, however many
+        // were drafted.
+        let chosen = complete(llm, 160);
+        assert_eq!(chosen.text, plain.text);
+        assert_eq!(chosen.output_tokens, plain.output_tokens);
+        let c = chosen.draft.expect("drafting ran");
+        assert_eq!(c.passes.iter().sum::<usize>(), c.steps, "{c:?}");
+        // Always the most, so that proposals are verified whatever this machine's
+        // costs are.
+        llm.set_draft_lengths(Adaptive::fixed(DRAFT_TOKENS));
         let drafted = complete(llm, 160);
         llm.set_draft(None).unwrap();
         assert_eq!(drafted.text, plain.text);
