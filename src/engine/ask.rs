@@ -950,8 +950,8 @@ fn forward(
             })
         }
         Event::StepDone { call } => {
-            progress.record.calls.push(call.clone());
-            send(AskEvent::StepDone { call })
+            progress.record.calls.push((*call).clone());
+            send(AskEvent::StepDone { call: *call })
         }
         Event::Answer { text } => {
             progress.partial = text;

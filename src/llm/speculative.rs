@@ -694,12 +694,12 @@ mod tests {
         let mut a = Adaptive::new(4);
         a.passed(5, 3.0);
         // One width: the prior slope, 1 + 0.5·(r − 1) passes of one row.
-        assert!((a.cost(1).unwrap() - 1.0).abs() < 1e-9);
-        assert!((a.cost(3).unwrap() - 2.0).abs() < 1e-9);
+        assert!((a.cost(1).expect("a cost") - 1.0).abs() < 1e-9);
+        assert!((a.cost(3).expect("a cost") - 2.0).abs() < 1e-9);
         a.passed(1, 1.0);
         // Two: the line through them.
-        assert!((a.cost(3).unwrap() - 2.0).abs() < 1e-9);
-        assert!((a.cost(2).unwrap() - 1.5).abs() < 1e-9);
+        assert!((a.cost(3).expect("a cost") - 2.0).abs() < 1e-9);
+        assert!((a.cost(2).expect("a cost") - 1.5).abs() < 1e-9);
         assert_eq!(a.cost(5), Some(3.0));
     }
 

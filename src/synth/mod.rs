@@ -193,7 +193,7 @@ pub enum Event {
         is_final: bool,
     },
     /// A step finished.
-    StepDone { call: LlmCall },
+    StepDone { call: Box<LlmCall> },
     /// The final answer.
     Answer { text: String },
 }
@@ -466,7 +466,9 @@ impl<'a> Ctx<'a> {
     /// Keep a finished call in the record and announce it.
     fn keep(&mut self, call: LlmCall) -> Result<()> {
         self.calls.push(call.clone());
-        self.emit(Event::StepDone { call })
+        self.emit(Event::StepDone {
+            call: Box::new(call),
+        })
     }
 }
 
