@@ -576,6 +576,42 @@ mod tests {
         out
     }
 
+    /// Greedy decoding of `n` tokens after the target's prompt, drafted by an oracle
+    /// wrong every `wrong`-th proposal: the tokens and the statistics.
+    fn drafted(
+        target: &mut Rule,
+        prompt: &[u32],
+        wrong: usize,
+        lengths: &mut Adaptive,
+        n: usize,
+    ) -> (Vec<u32>, DraftStats) {
+        let first = rule(prompt);
+        let mut out = vec![first];
+        let mut choose = |l: Tensor| -> Result<Option<u32>> {
+            if out.len() >= n {
+                return Ok(None);
+            }
+            let t = argmax(&l);
+            out.push(t);
+            Ok(Some(t))
+        };
+        let draft = Oracle {
+            wrong,
+            calls: Default::default(),
+        };
+        let stats = decode(
+            target,
+            &draft,
+            prompt.to_vec(),
+            first,
+            lengths,
+            &mut choose,
+            &Cancel::new(),
+        )
+        .expect("decode");
+        (out, stats)
+    }
+
     #[test]
     fn speculative_output_is_plain_decodings_whatever_the_draft() {
         let prompt = vec![3u32, 1, 4, 1, 5, 9, 2, 6];
@@ -587,20 +623,6 @@ mod tests {
             {
                 let n = 40;
                 let mut target = Rule::new(&prompt);
-                let first = rule(&prompt);
-                let mut out = vec![first];
-                let mut choose = |l: Tensor| -> Result<Option<u32>> {
-                    if out.len() >= n {
-                        return Ok(None);
-                    }
-                    let t = argmax(&l);
-                    out.push(t);
-                    Ok(Some(t))
-                };
-                let draft = Oracle {
-                    wrong,
-                    calls: Default::default(),
-                };
                 // Fixed lengths, and chosen ones (whatever they choose, the tokens
                 // are the same).
                 let mut lengths = if adaptive {
@@ -608,16 +630,7 @@ mod tests {
                 } else {
                     Adaptive::fixed(k)
                 };
-                let stats = decode(
-                    &mut target,
-                    &draft,
-                    prompt.clone(),
-                    first,
-                    &mut lengths,
-                    &mut choose,
-                    &Cancel::new(),
-                )
-                .expect("decode");
+                let (out, stats) = drafted(&mut target, &prompt, wrong, &mut lengths, n);
                 assert_eq!(out, plain(&prompt, n), "wrong every {wrong}, k {k}");
                 // The cache holds the prompt and the output, as plain decoding leaves
                 // it (the last token fed before the decoder says it is done).
@@ -710,31 +723,7 @@ mod tests {
             let mut target = Rule::new(&prompt);
             target.base = std::time::Duration::from_millis(1);
             target.per_row = std::time::Duration::from_millis(per_row_ms);
-            let first = rule(&prompt);
-            let mut out = vec![first];
-            let mut choose = |l: Tensor| -> Result<Option<u32>> {
-                if out.len() >= n {
-                    return Ok(None);
-                }
-                let t = argmax(&l);
-                out.push(t);
-                Ok(Some(t))
-            };
-            let draft = Oracle {
-                wrong,
-                calls: Default::default(),
-            };
-            let mut lengths = Adaptive::new(4);
-            let stats = decode(
-                &mut target,
-                &draft,
-                prompt.clone(),
-                first,
-                &mut lengths,
-                &mut choose,
-                &Cancel::new(),
-            )
-            .expect("decode");
+            let (out, stats) = drafted(&mut target, &prompt, wrong, &mut Adaptive::new(4), n);
             assert_eq!(out, plain(&prompt, n));
             stats
         };
