@@ -24,8 +24,10 @@
 //! AVX-512 VNNI, [`avx512`] runs the lanes (a weight row against up to 8 activation
 //! rows) and [`banded`] the tiled sums with 16 activation rows in the lanes of a
 //! register, laid out as llama.cpp's tiled kernel lays them out ([`Bands`]); else,
-//! where it has AVX2 and FMA, [`avx2`] runs both arithmetics (`vpmaddubsw`,
-//! `vpmaddwd`, a weight row against up to 8 activation rows); all give the
+//! where it has AVX2 and FMA, [`avx2`] runs both: the lanes with `vpmaddubsw` and
+//! `vpmaddwd`, a weight row against up to 8 activation rows, and the tiled sums over
+//! the same [`Bands`], a band's 16 rows as two registers, the pair sums of a run's
+//! groups added as i16 before one multiply by the run's scale; all give the
 //! reference's bits (tested).
 
 use rayon::prelude::*;
@@ -612,6 +614,11 @@ mod avx512 {
 #[cfg(target_arch = "x86_64")]
 const BANDED_WEIGHT_ROWS: usize = 4;
 
+/// Weight rows the tiled arithmetic on AVX2 computes at once ([`avx2::banded`]): with
+/// a band's two registers of codes, its i16 and i32 sums fill 14 of the 16 registers.
+#[cfg(target_arch = "x86_64")]
+const AVX2_BANDED_WEIGHT_ROWS: usize = 2;
+
 /// Activation rows laid out for the tiled arithmetic on AVX-512, as llama.cpp's
 /// tiled kernel lays them out: bands of 16 rows; per band and super-block, the 256
 /// codes as 64 groups of 4 bytes with the 16 rows side by side (one register per
@@ -956,6 +963,44 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
     }
 }
 
+/// Weight rows `jj..jj + N` of a task times band `band` on AVX2 ([`avx2::banded`]),
+/// into the task's columns of the `m` rows.
+///
+/// # Safety
+/// Only where the CPU has AVX2 and FMA (`Isa::Avx2`).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_avx2<'a, const N: usize>(
+    kind: KKind,
+    w: &impl Fn(usize) -> &'a [u8],
+    v: &impl Fn(usize) -> &'a [u8],
+    bands: &Bands,
+    band: usize,
+    jj: usize,
+    m: usize,
+    out: &mut Columns<'_>,
+) {
+    let mut lanes = [[0f32; Bands::ROWS]; N];
+    // SAFETY: the caller's.
+    unsafe {
+        avx2::banded(
+            kind,
+            std::array::from_fn(|i| w(jj + i)),
+            std::array::from_fn(|i| v(jj + i)),
+            bands,
+            band,
+            &mut lanes,
+        )
+    };
+    let first = band * Bands::ROWS;
+    let live = Bands::ROWS.min(m - first);
+    for (i, l) in lanes.iter().enumerate() {
+        for (r, x) in l[..live].iter().enumerate() {
+            out.set(first + r, jj + i, *x);
+        }
+    }
+}
+
 /// Which kernels compute the products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -1079,8 +1124,8 @@ impl KWeight {
     fn product_quantized(&self, isa: Isa, arith: Arith, q: &[Q8K], m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
         #[cfg(target_arch = "x86_64")]
-        if isa == Isa::Avx512 && arith == Arith::Tiled {
-            self.matmul_banded(q, m, out);
+        if arith == Arith::Tiled && matches!(isa, Isa::Avx512 | Isa::Avx2) {
+            self.matmul_banded(isa, q, m, out);
             return;
         }
         let rows: Vec<&[Q8K]> = q.chunks_exact(nb).collect();
@@ -1101,9 +1146,10 @@ impl KWeight {
         });
     }
 
-    /// The tiled arithmetic with 16 activation rows per register (AVX-512 VNNI).
+    /// The tiled arithmetic with a band's 16 activation rows in the lanes: one
+    /// register on AVX-512 VNNI ([`banded`]), two on AVX2 ([`avx2::banded`]).
     #[cfg(target_arch = "x86_64")]
-    fn matmul_banded(&self, q: &[Q8K], m: usize, out: &mut [f32]) {
+    fn matmul_banded(&self, isa: Isa, q: &[Q8K], m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
         let mut fresh = None;
         BANDS.with(|kept| {
@@ -1115,13 +1161,13 @@ impl KWeight {
                 Err(_) => fresh.insert(Bands::default()),
             };
             bands.fill(q, m, nb);
-            self.banded_with(bands, m, out);
+            self.banded_with(isa, bands, m, out);
         });
     }
 
     /// [`Self::matmul_banded`] with the activation rows laid out in `bands`.
     #[cfg(target_arch = "x86_64")]
-    fn banded_with(&self, bands: &Bands, m: usize, out: &mut [f32]) {
+    fn banded_with(&self, isa: Isa, bands: &Bands, m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
         let row_bytes = nb * self.kind.packed_bytes();
         let nbands = m.div_ceil(Bands::ROWS);
@@ -1138,6 +1184,25 @@ impl KWeight {
             }
             let w = |jj: usize| &rows[jj * row_bytes..(jj + 1) * row_bytes];
             let v = |jj: usize| &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
+            if isa == Isa::Avx2 {
+                // Tiles of 2 weight rows × 1 band, then what is left over.
+                for band in 0..nbands {
+                    let mut jj = 0;
+                    while jj < width {
+                        let two = jj + AVX2_BANDED_WEIGHT_ROWS <= width;
+                        // SAFETY: only called where the CPU has AVX2 and FMA (`Isa::Avx2`).
+                        unsafe {
+                            if two {
+                                tile_avx2::<2>(self.kind, &w, &v, bands, band, jj, m, res)
+                            } else {
+                                tile_avx2::<1>(self.kind, &w, &v, bands, band, jj, m, res)
+                            }
+                        }
+                        jj += if two { AVX2_BANDED_WEIGHT_ROWS } else { 1 };
+                    }
+                }
+                return;
+            }
             // Tiles of 4 weight rows × 2 bands, then what is left over.
             let mut band = 0;
             while band < nbands {
@@ -1170,7 +1235,7 @@ impl KWeight {
     }
 
     /// One weight row `w` against up to [`ROWS`] activation rows (the tiled
-    /// arithmetic on AVX-512 goes to [`Self::matmul_banded`] instead).
+    /// arithmetic on AVX-512 and AVX2 goes to [`Self::matmul_banded`] instead).
     #[inline]
     fn dot(&self, isa: Isa, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
@@ -1186,9 +1251,9 @@ impl KWeight {
                 }
                 return;
             }
-            Isa::Avx2 => {
+            Isa::Avx2 if arith == Arith::Lanes => {
                 // SAFETY: `Isa::Avx2` only when the CPU has AVX2 and FMA.
-                unsafe { avx2::dot(self.kind, arith, w, ys, out) };
+                unsafe { avx2::dot(self.kind, w, ys, out) };
                 return;
             }
             _ => {}

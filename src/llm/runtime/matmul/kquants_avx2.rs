@@ -1,28 +1,31 @@
 //! Q4_K, Q5_K and Q6_K times Q8_K on AVX2 + FMA, in both of llama.cpp's arithmetics
-//! for them: the 8 lanes of its AVX2 `ggml_vec_dot_q4_K_q8_K` / `_q5_K_q8_K` / `_q6_K_q8_K`
-//! ([`Arith::Lanes`]) and the per-super-block sums of its tiled matmul
-//! ([`Arith::Tiled`]), on the repacked blocks of [`kquants`](super); the reference's
-//! bits ([`portable`](super::portable), tested).
+//! for them, on the repacked blocks of [`kquants`](super); the reference's bits
+//! ([`portable`](super::portable), tested).
 //!
-//! A weight row goes against up to [`ROWS`] activation rows, each super-block unpacked
-//! once for them: 8 registers of 32 unsigned values (one 32-value run each, in value
-//! order) and, per register, the scales as i16 lanes (Q4_K: the run's scale over all
-//! 16; Q6_K: those of its two 16-value runs over the low and the high 8). Per
-//! activation row, `vpmaddubsw` (values × codes, pairs summed) then `vpmaddwd` by the
-//! scales gives ggml's 8 integer lanes (lane `l`: the values at `4l..4l+4` of every
-//! run), as its AVX2 kernels form them; `vpmaddwd` of the bsums gives Q4_K's min terms
-//! (`min·Σ bsum` per 32-value run) and Q6_K's offset (`Σ bsum·scale` per lane).
-//! - The lanes arithmetic accumulates `d_w·d_x · lanes` by FMA, 8 float lanes per row
-//!   (Q4_K also 4 lanes of `−dmin·d_x · mins`, Q5_K one float of the mins' integer
-//!   total), and sums them horizontally last.
-//! - The tiled one sums each row's lanes into the exact `s1` (and Q4_K's `s2`), the
-//!   rows side by side in one register, and takes [`tiled_step`](super::tiled_step)
-//!   per lane: `fma(fma(−dmin, s2, s1·d), d_x, out)`.
+//! **The lanes** ([`Arith::Lanes`]: the 8 lanes of llama.cpp's AVX2
+//! `ggml_vec_dot_q4_K_q8_K` / `_q5_K_q8_K` / `_q6_K_q8_K`), [`dot`]: a weight row goes
+//! against up to [`ROWS`] activation rows, each super-block unpacked once for them: 8
+//! registers of 32 unsigned values (one 32-value run each, in value order) and, per
+//! register, the scales as i16 lanes (Q4_K: the run's scale over all 16; Q6_K: those
+//! of its two 16-value runs over the low and the high 8). Per activation row,
+//! `vpmaddubsw` (values × codes, pairs summed) then `vpmaddwd` by the scales gives
+//! ggml's 8 integer lanes (lane `l`: the values at `4l..4l+4` of every run), as its
+//! AVX2 kernels form them; `vpmaddwd` of the bsums gives Q4_K's min terms
+//! (`min·Σ bsum` per 32-value run) and Q6_K's offset (`Σ bsum·scale` per lane). It
+//! accumulates `d_w·d_x · lanes` by FMA, 8 float lanes per row (Q4_K also 4 lanes of
+//! `−dmin·d_x · mins`, Q5_K one float of the mins' integer total), and sums them
+//! horizontally last.
+//!
+//! **The tiled sums** ([`Arith::Tiled`]: llama.cpp's tiled matmul, a prompt's batch),
+//! [`banded`]: the activation rows side by side in the lanes ([`Bands`]), 2 weight
+//! rows at once; per super-block each row's exact `s1` (and Q4_K's `s2`), then
+//! [`tiled_step`](super::tiled_step) per lane: `fma(fma(−dmin, s2, s1·d), d_x, out)`.
 
 use std::arch::x86_64::*;
 
 use super::{
-    f32_at, hsum4, hsum8, Arith, KKind, PREFETCH, Q4K_PACKED, Q5K_PACKED, Q6K_PACKED, Q8K, ROWS,
+    f32_at, hsum4, hsum8, Bands, KKind, PREFETCH, Q4K_PACKED, Q5K_PACKED, Q6K_PACKED, Q8K, QK_K,
+    ROWS,
 };
 
 /// The kinds as the kernels' const parameter.
@@ -159,67 +162,45 @@ fn sums<const K: u8>(u: &Unpacked, y: &Q8K) -> (__m256i, __m256i) {
     }
 }
 
-/// The lane totals of 8 registers of i32: lane `r` holds the sum of `v[r]`'s lanes.
-#[inline]
+/// `out[r] = w · ys[r]` for the rows given, in the lanes arithmetic; `w` one repacked
+/// row of `kind`.
 #[target_feature(enable = "avx2,fma")]
-fn totals(v: &[__m256i; 8]) -> __m256i {
-    let h01 = _mm256_hadd_epi32(v[0], v[1]);
-    let h23 = _mm256_hadd_epi32(v[2], v[3]);
-    let h45 = _mm256_hadd_epi32(v[4], v[5]);
-    let h67 = _mm256_hadd_epi32(v[6], v[7]);
-    // Rows 0..4 (4..8): the sums of their low halves, then of their high halves.
-    let a = _mm256_hadd_epi32(h01, h23);
-    let b = _mm256_hadd_epi32(h45, h67);
-    _mm256_add_epi32(
-        _mm256_permute2x128_si256::<0x20>(a, b),
-        _mm256_permute2x128_si256::<0x31>(a, b),
-    )
-}
-
-/// `out[r] = w · ys[r]` for the rows given; `w` one repacked row of `kind`.
-#[target_feature(enable = "avx2,fma")]
-pub(super) fn dot(kind: KKind, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+pub(super) fn dot(kind: KKind, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
     macro_rules! rows {
-        ($k:expr, $tiled:literal, $ys:expr, $out:expr) => {
+        ($k:expr, $ys:expr, $out:expr) => {
             match $ys.len() {
-                1 => row::<{ $k }, $tiled, 1>(w, $ys, $out),
-                2 => row::<{ $k }, $tiled, 2>(w, $ys, $out),
-                3 => row::<{ $k }, $tiled, 3>(w, $ys, $out),
-                4 => row::<{ $k }, $tiled, 4>(w, $ys, $out),
-                5 => row::<{ $k }, $tiled, 5>(w, $ys, $out),
-                6 => row::<{ $k }, $tiled, 6>(w, $ys, $out),
-                7 => row::<{ $k }, $tiled, 7>(w, $ys, $out),
-                _ => row::<{ $k }, $tiled, 8>(w, $ys, $out),
+                1 => row::<{ $k }, 1>(w, $ys, $out),
+                2 => row::<{ $k }, 2>(w, $ys, $out),
+                3 => row::<{ $k }, 3>(w, $ys, $out),
+                4 => row::<{ $k }, 4>(w, $ys, $out),
+                5 => row::<{ $k }, 5>(w, $ys, $out),
+                6 => row::<{ $k }, 6>(w, $ys, $out),
+                7 => row::<{ $k }, 7>(w, $ys, $out),
+                _ => row::<{ $k }, 8>(w, $ys, $out),
             }
         };
     }
     for (ys, out) in ys.chunks(ROWS).zip(out.chunks_mut(ROWS)) {
-        match (kind, arith) {
-            (KKind::Q4K, Arith::Lanes) => rows!(Q4, false, ys, out),
-            (KKind::Q4K, Arith::Tiled) => rows!(Q4, true, ys, out),
-            (KKind::Q5K, Arith::Lanes) => rows!(Q5, false, ys, out),
-            (KKind::Q5K, Arith::Tiled) => rows!(Q5, true, ys, out),
-            (KKind::Q6K, Arith::Lanes) => rows!(Q6, false, ys, out),
-            (KKind::Q6K, Arith::Tiled) => rows!(Q6, true, ys, out),
+        match kind {
+            KKind::Q4K => rows!(Q4, ys, out),
+            KKind::Q5K => rows!(Q5, ys, out),
+            KKind::Q6K => rows!(Q6, ys, out),
         }
     }
 }
 
-/// `out[r] = w · ys[r]` for `R` rows (1..=8) of kind `K`; the tiled arithmetic if
-/// `TILED`, else the lanes.
+/// `out[r] = w · ys[r]` for `R` rows (1..=8) of kind `K`, in the lanes arithmetic.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn row<const K: u8, const TILED: bool, const R: usize>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
+fn row<const K: u8, const R: usize>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
     let bytes = packed_bytes(K);
     let nb = w.len() / bytes;
     let ys: [&[Q8K]; R] = std::array::from_fn(|r| &ys[r][..nb]);
     let mut acc = [_mm256_setzero_ps(); R];
     let mut acc_m = [_mm_setzero_ps(); R];
     let mut summs = [0f32; R];
-    // The tiled arithmetic: the rows' results side by side.
-    let mut tiled = _mm256_setzero_ps();
     for (bi, b) in w.chunks_exact(bytes).enumerate() {
-        if R == 1 && !TILED {
+        if R == 1 {
             // Generation streams the weight once per token: fetch a few blocks ahead
             // (a hint; past the end of the row it is harmless).
             let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * bytes);
@@ -228,56 +209,30 @@ fn row<const K: u8, const TILED: bool, const R: usize>(w: &[u8], ys: &[&[Q8K]], 
             }
         }
         let u = unpack::<K>(b);
-        if TILED {
-            let mut s1 = [_mm256_setzero_si256(); 8];
-            let mut s2 = [_mm256_setzero_si256(); 8];
-            for r in 0..R {
-                (s1[r], s2[r]) = sums::<K>(&u, &ys[r][bi]);
-            }
-            // s1·d, less dmin·s2 (Q4_K, Q5_K; for Q6_K `fma(−0, 0, x)` is `x`).
-            let f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(totals(&s1)), _mm256_set1_ps(u.d));
-            let r = if K == Q6 {
-                f1
-            } else {
-                let s2 = _mm256_cvtepi32_ps(totals(&s2));
-                _mm256_fnmadd_ps(_mm256_set1_ps(u.dmin), s2, f1)
-            };
-            let dx = |r: usize| if r < R { ys[r][bi].d } else { 0.0 };
-            let dx = _mm256_setr_ps(dx(0), dx(1), dx(2), dx(3), dx(4), dx(5), dx(6), dx(7));
-            tiled = _mm256_fmadd_ps(r, dx, tiled);
-        } else {
-            for r in 0..R {
-                let y = &ys[r][bi];
-                let (sumi, mb) = sums::<K>(&u, y);
-                let d = _mm256_set1_ps(y.d * u.d);
-                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
-                if K == Q5 {
-                    // ggml's one float: the 8 min terms' integer total.
-                    let h = _mm_add_epi32(
-                        _mm256_castsi256_si128(mb),
-                        _mm256_extracti128_si256::<1>(mb),
-                    );
-                    let h = _mm_hadd_epi32(h, h);
-                    let all = _mm_cvtsi128_si32(_mm_hadd_epi32(h, h));
-                    summs[r] = (-y.d * u.dmin).mul_add(all as f32, summs[r]);
-                } else if K == Q4 {
-                    // ggml's 4 lanes: `min_2i·S_2i + min_2i+1·S_2i+1`.
-                    let prod = _mm_hadd_epi32(
-                        _mm256_castsi256_si128(mb),
-                        _mm256_extracti128_si256::<1>(mb),
-                    );
-                    let dmin = _mm_set1_ps(-y.d * u.dmin);
-                    acc_m[r] = _mm_fmadd_ps(dmin, _mm_cvtepi32_ps(prod), acc_m[r]);
-                }
+        for r in 0..R {
+            let y = &ys[r][bi];
+            let (sumi, mb) = sums::<K>(&u, y);
+            let d = _mm256_set1_ps(y.d * u.d);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
+            if K == Q5 {
+                // ggml's one float: the 8 min terms' integer total.
+                let h = _mm_add_epi32(
+                    _mm256_castsi256_si128(mb),
+                    _mm256_extracti128_si256::<1>(mb),
+                );
+                let h = _mm_hadd_epi32(h, h);
+                let all = _mm_cvtsi128_si32(_mm_hadd_epi32(h, h));
+                summs[r] = (-y.d * u.dmin).mul_add(all as f32, summs[r]);
+            } else if K == Q4 {
+                // ggml's 4 lanes: `min_2i·S_2i + min_2i+1·S_2i+1`.
+                let prod = _mm_hadd_epi32(
+                    _mm256_castsi256_si128(mb),
+                    _mm256_extracti128_si256::<1>(mb),
+                );
+                let dmin = _mm_set1_ps(-y.d * u.dmin);
+                acc_m[r] = _mm_fmadd_ps(dmin, _mm_cvtepi32_ps(prod), acc_m[r]);
             }
         }
-    }
-    if TILED {
-        let mut lanes = [0f32; 8];
-        // SAFETY: 8 writable floats.
-        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), tiled) };
-        out[..R].copy_from_slice(&lanes[..R]);
-        return;
     }
     for r in 0..R {
         let mut lanes = [0f32; 8];
@@ -292,5 +247,161 @@ fn row<const K: u8, const TILED: bool, const R: usize>(w: &[u8], ys: &[&[Q8K]], 
             Q5 => hsum8(&lanes) + summs[r],
             _ => hsum8(&lanes) + hsum4(&m),
         };
+    }
+}
+
+/// The tiled arithmetic with the activation rows side by side in the lanes, as
+/// [`Bands`] lays them out (a band's 16 rows as two registers of 8 i32 lanes): `N`
+/// weight rows times the band from their values ([`banded::values`](super::banded)),
+/// `out[i]` the 16 rows' results for weight row `i`.
+///
+/// Per group of 4 values, `vpmaddubsw` of the weight's 4 values (broadcast) with the
+/// 8 rows' 4 codes gives each row's two pair sums as i16; those of a run's groups are
+/// added as i16 (`vpaddw`: no multiply) before one `vpmaddwd` by the run's scale, as
+/// many groups as cannot overflow (values < 16: 8 groups, a 32-value run; < 32: 4;
+/// < 64: 2 — at most `8·2·15·128`, `4·2·31·128`, `2·2·63·128` < 2¹⁵): the same exact
+/// integers `s1` and `s2` (Q6_K: `s1` less `32·Σ scale·bsum`), then the same float
+/// epilogue per super-block and row, so the same bits as the reference.
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn banded<const N: usize>(
+    kind: KKind,
+    w: [&[u8]; N],
+    vals: [&[u8]; N],
+    bands: &Bands,
+    band: usize,
+    out: &mut [[f32; Bands::ROWS]; N],
+) {
+    match kind {
+        KKind::Q4K => banded_k::<Q4, N>(w, vals, bands, band, out),
+        KKind::Q5K => banded_k::<Q5, N>(w, vals, bands, band, out),
+        KKind::Q6K => banded_k::<Q6, N>(w, vals, bands, band, out),
+    }
+}
+
+/// [`banded`] for kind `K`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn banded_k<const K: u8, const N: usize>(
+    w: [&[u8]; N],
+    vals: [&[u8]; N],
+    bands: &Bands,
+    band: usize,
+    out: &mut [[f32; Bands::ROWS]; N],
+) {
+    const R: usize = Bands::ROWS;
+    // Runs per super-block, groups of 4 values per run, groups summed as i16 before
+    // the scale's multiply, and where the run scales start in a repacked block.
+    let (runs, per, chunk, scale_at) = match K {
+        Q4 => (8, 8, 8, 8),
+        Q5 => (8, 8, 4, 8),
+        _ => (16, 4, 2, 4),
+    };
+    let nb = bands.nb;
+    let pb = packed_bytes(K);
+    for i in 0..N {
+        debug_assert!(w[i].len() >= nb * pb && vals[i].len() >= nb * QK_K);
+    }
+    debug_assert!(bands.codes.len() >= (band + 1) * nb * 64 * R);
+    let mut acc = [[_mm256_setzero_ps(); 2]; N];
+    for bi in 0..nb {
+        let at = band * nb + bi;
+        let codes = bands.codes[at * 64 * R..].as_ptr();
+        let blk: [*const u8; N] = std::array::from_fn(|i| w[i][bi * pb..].as_ptr());
+        let q: [*const u8; N] = std::array::from_fn(|i| vals[i][bi * QK_K..].as_ptr());
+        // SAFETY (every load below): a band's super-block holds 64 groups × 16 i32
+        // codes, 4 (Q4_K) or 8 (Q6_K) registers × 16 i32 of run sums and 16 scales;
+        // `q[i]` 256 values and `blk[i]` a repacked super-block (checked above).
+        let byte = |i: usize, at: usize| unsafe { *blk[i].add(at) };
+        let mut s1 = [[_mm256_setzero_si256(); 2]; N];
+        for s in 0..runs {
+            let sc: [__m256i; N] = std::array::from_fn(|i| {
+                let b = byte(i, scale_at + s);
+                _mm256_set1_epi16(if K == Q6 {
+                    i16::from(b as i8)
+                } else {
+                    i16::from(b)
+                })
+            });
+            for c in 0..per / chunk {
+                let mut t = [[_mm256_setzero_si256(); 2]; N];
+                for g in s * per + c * chunk..s * per + (c + 1) * chunk {
+                    let (x0, x1) = unsafe {
+                        (
+                            _mm256_loadu_si256(codes.add(g * R).cast()),
+                            _mm256_loadu_si256(codes.add(g * R + 8).cast()),
+                        )
+                    };
+                    for i in 0..N {
+                        let wv = _mm256_set1_epi32(unsafe {
+                            std::ptr::read_unaligned(q[i].add(4 * g).cast::<i32>())
+                        });
+                        t[i][0] = _mm256_add_epi16(t[i][0], _mm256_maddubs_epi16(wv, x0));
+                        t[i][1] = _mm256_add_epi16(t[i][1], _mm256_maddubs_epi16(wv, x1));
+                    }
+                }
+                for i in 0..N {
+                    for h in 0..2 {
+                        s1[i][h] = _mm256_add_epi32(s1[i][h], _mm256_madd_epi16(t[i][h], sc[i]));
+                    }
+                }
+            }
+        }
+        // Q4_K / Q5_K: s2 = Σ min·(the 32-value run's sum); Q6_K: Σ scale·bsum, the
+        // offset of 32. Register `c` of the run sums pairs runs `2c` and `2c + 1`.
+        let (sums, count, pair_at) = if K == Q6 {
+            (bands.q6k_runs[at * 8 * R..].as_ptr(), 8, 4)
+        } else {
+            (bands.q4k_runs[at * 4 * R..].as_ptr(), 4, 16)
+        };
+        let mut s2 = [[_mm256_setzero_si256(); 2]; N];
+        for c in 0..count {
+            let (p0, p1) = unsafe {
+                (
+                    _mm256_loadu_si256(sums.add(c * R).cast()),
+                    _mm256_loadu_si256(sums.add(c * R + 8).cast()),
+                )
+            };
+            for i in 0..N {
+                let (lo, hi) = (byte(i, pair_at + 2 * c), byte(i, pair_at + 2 * c + 1));
+                let sc = if K == Q6 {
+                    super::pair(i32::from(lo as i8), i32::from(hi as i8))
+                } else {
+                    super::pair(i32::from(lo), i32::from(hi))
+                };
+                let sc = _mm256_set1_epi32(sc);
+                s2[i][0] = _mm256_add_epi32(s2[i][0], _mm256_madd_epi16(p0, sc));
+                s2[i][1] = _mm256_add_epi32(s2[i][1], _mm256_madd_epi16(p1, sc));
+            }
+        }
+        let dx = unsafe {
+            [
+                _mm256_loadu_ps(bands.d.as_ptr().add(at * R)),
+                _mm256_loadu_ps(bands.d.as_ptr().add(at * R + 8)),
+            ]
+        };
+        for i in 0..N {
+            let d = _mm256_set1_ps(f32_at(w[i], bi * pb));
+            let dmin = _mm256_set1_ps(if K == Q6 {
+                0.0
+            } else {
+                f32_at(w[i], bi * pb + 4)
+            });
+            for h in 0..2 {
+                let r = if K == Q6 {
+                    let s = _mm256_sub_epi32(s1[i][h], _mm256_slli_epi32::<5>(s2[i][h]));
+                    _mm256_mul_ps(_mm256_cvtepi32_ps(s), d)
+                } else {
+                    let f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1[i][h]), d);
+                    _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(s2[i][h]), f1)
+                };
+                acc[i][h] = _mm256_fmadd_ps(r, dx[h], acc[i][h]);
+            }
+        }
+    }
+    for i in 0..N {
+        for h in 0..2 {
+            // SAFETY: 8 writable floats at 8h of 16.
+            unsafe { _mm256_storeu_ps(out[i][8 * h..].as_mut_ptr(), acc[i][h]) };
+        }
     }
 }
