@@ -157,3 +157,35 @@ fn phi3_greedy_matches_llamacpp_run_here() {
         usize::MAX,
     );
 }
+
+/// The logits tests of the K-quant files (Q4_K, Q5_K and Q6_K weights: the 0.5B
+/// Qwen2.5-Coder, the random Qwen3s) again in a child process with `QUIRE_NO_VNNI=1`,
+/// which this process cannot turn on for itself (it is read once): on a CPU with
+/// AVX-512 VNNI the K-quant products then take the AVX2 kernels (else the portable
+/// ones), whose prompt products lay the rows out in bands of their own, and every
+/// logit must still be llama.cpp's.
+#[test]
+fn k_quant_logits_are_llamacpps_without_vnni_too() {
+    let tests = [
+        "archs::logits_are_llamacpps_bit_for_bit_qwen3",
+        "archs::logits_are_llamacpps_bit_for_bit_qwen3_q5k",
+        "llm::logits_are_llamacpps_bit_for_bit_qwen2",
+    ];
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(tests)
+        .args(["--exact", "--test-threads", "1"])
+        .env("QUIRE_NO_VNNI", "1")
+        .output()
+        .expect("run the test binary again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "without VNNI:\n{text}");
+    let want = format!("test result: ok. {} passed; 0 failed", tests.len());
+    assert!(
+        text.contains(&want),
+        "not every test ran without VNNI:\n{text}"
+    );
+}
