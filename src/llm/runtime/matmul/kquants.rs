@@ -924,13 +924,16 @@ mod banded {
 mod avx2;
 
 /// Weight rows `jj..jj + N` of a task (`w(jj)`: the row's repacked bytes, `v(jj)`:
-/// its values) times bands `band..band + B`, into the task's columns of the `m` rows.
+/// its values) times bands `band..band + B`, into the task's columns of the `m` rows,
+/// by the kernels of `isa` ([`banded::rows`] or [`avx2::banded`]).
 ///
 /// # Safety
-/// Only where the CPU has AVX-512 F/BW/VL/VNNI and FMA (`Isa::Avx512`).
+/// Only where the CPU has `isa`: AVX-512 F/BW/VL/VNNI and FMA (`Isa::Avx512`), or AVX2
+/// and FMA (`Isa::Avx2`).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile<'a, const N: usize, const B: usize>(
+    isa: Isa,
     kind: KKind,
     w: &impl Fn(usize) -> &'a [u8],
     v: &impl Fn(usize) -> &'a [u8],
@@ -941,16 +944,17 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
     out: &mut Columns<'_>,
 ) {
     let mut lanes = [[[0f32; Bands::ROWS]; B]; N];
+    let (w, v) = (
+        std::array::from_fn(|i| w(jj + i)),
+        std::array::from_fn(|i| v(jj + i)),
+    );
     // SAFETY: the caller's.
     unsafe {
-        banded::rows(
-            kind,
-            std::array::from_fn(|i| w(jj + i)),
-            std::array::from_fn(|i| v(jj + i)),
-            bands,
-            band,
-            &mut lanes,
-        )
+        if isa == Isa::Avx2 {
+            avx2::banded(kind, w, v, bands, band, &mut lanes)
+        } else {
+            banded::rows(kind, w, v, bands, band, &mut lanes)
+        }
     };
     for (i, li) in lanes.iter().enumerate() {
         for (b, l) in li.iter().enumerate() {
@@ -959,44 +963,6 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
             for (r, x) in l[..live].iter().enumerate() {
                 out.set(first + r, jj + i, *x);
             }
-        }
-    }
-}
-
-/// Weight rows `jj..jj + N` of a task times band `band` on AVX2 ([`avx2::banded`]),
-/// into the task's columns of the `m` rows.
-///
-/// # Safety
-/// Only where the CPU has AVX2 and FMA (`Isa::Avx2`).
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tile_avx2<'a, const N: usize>(
-    kind: KKind,
-    w: &impl Fn(usize) -> &'a [u8],
-    v: &impl Fn(usize) -> &'a [u8],
-    bands: &Bands,
-    band: usize,
-    jj: usize,
-    m: usize,
-    out: &mut Columns<'_>,
-) {
-    let mut lanes = [[0f32; Bands::ROWS]; N];
-    // SAFETY: the caller's.
-    unsafe {
-        avx2::banded(
-            kind,
-            std::array::from_fn(|i| w(jj + i)),
-            std::array::from_fn(|i| v(jj + i)),
-            bands,
-            band,
-            &mut lanes,
-        )
-    };
-    let first = band * Bands::ROWS;
-    let live = Bands::ROWS.min(m - first);
-    for (i, l) in lanes.iter().enumerate() {
-        for (r, x) in l[..live].iter().enumerate() {
-            out.set(first + r, jj + i, *x);
         }
     }
 }
@@ -1193,9 +1159,9 @@ impl KWeight {
                         // SAFETY: only called where the CPU has AVX2 and FMA (`Isa::Avx2`).
                         unsafe {
                             if two {
-                                tile_avx2::<2>(self.kind, &w, &v, bands, band, jj, m, res)
+                                tile::<2, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
                             } else {
-                                tile_avx2::<1>(self.kind, &w, &v, bands, band, jj, m, res)
+                                tile::<1, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
                             }
                         }
                         jj += if two { AVX2_BANDED_WEIGHT_ROWS } else { 1 };
@@ -1214,16 +1180,16 @@ impl KWeight {
                     unsafe {
                         match (four, two) {
                             (true, true) => {
-                                tile::<4, 2>(self.kind, &w, &v, bands, band, jj, m, res)
+                                tile::<4, 2>(isa, self.kind, &w, &v, bands, band, jj, m, res)
                             }
                             (true, false) => {
-                                tile::<4, 1>(self.kind, &w, &v, bands, band, jj, m, res)
+                                tile::<4, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
                             }
                             (false, true) => {
-                                tile::<1, 2>(self.kind, &w, &v, bands, band, jj, m, res)
+                                tile::<1, 2>(isa, self.kind, &w, &v, bands, band, jj, m, res)
                             }
                             (false, false) => {
-                                tile::<1, 1>(self.kind, &w, &v, bands, band, jj, m, res)
+                                tile::<1, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
                             }
                         }
                     }

@@ -252,8 +252,9 @@ fn row<const K: u8, const R: usize>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
 
 /// The tiled arithmetic with the activation rows side by side in the lanes, as
 /// [`Bands`] lays them out (a band's 16 rows as two registers of 8 i32 lanes): `N`
-/// weight rows times the band from their values ([`banded::values`](super::banded)),
-/// `out[i]` the 16 rows' results for weight row `i`.
+/// weight rows from their values ([`banded::values`](super::banded)) times the `B`
+/// bands from `band`, one after the other; `out[i][b]` the 16 rows' results of weight
+/// row `i` and band `band + b`.
 ///
 /// Per group of 4 values, `vpmaddubsw` of the weight's 4 values (broadcast) with the
 /// 8 rows' 4 codes gives each row's two pair sums as i16; those of a run's groups are
@@ -263,31 +264,35 @@ fn row<const K: u8, const R: usize>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
 /// integers `s1` and `s2` (Q6_K: `s1` less `32·Σ scale·bsum`), then the same float
 /// epilogue per super-block and row, so the same bits as the reference.
 #[target_feature(enable = "avx2,fma")]
-pub(super) fn banded<const N: usize>(
+pub(super) fn banded<const N: usize, const B: usize>(
     kind: KKind,
     w: [&[u8]; N],
     vals: [&[u8]; N],
     bands: &Bands,
     band: usize,
-    out: &mut [[f32; Bands::ROWS]; N],
+    out: &mut [[[f32; Bands::ROWS]; B]; N],
 ) {
-    match kind {
-        KKind::Q4K => banded_k::<Q4, N>(w, vals, bands, band, out),
-        KKind::Q5K => banded_k::<Q5, N>(w, vals, bands, band, out),
-        KKind::Q6K => banded_k::<Q6, N>(w, vals, bands, band, out),
+    for b in 0..B {
+        match kind {
+            KKind::Q4K => banded_k::<Q4, N, B>(w, vals, bands, band, b, out),
+            KKind::Q5K => banded_k::<Q5, N, B>(w, vals, bands, band, b, out),
+            KKind::Q6K => banded_k::<Q6, N, B>(w, vals, bands, band, b, out),
+        }
     }
 }
 
-/// [`banded`] for kind `K`.
+/// [`banded`] for kind `K` and its band `band + b`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn banded_k<const K: u8, const N: usize>(
+fn banded_k<const K: u8, const N: usize, const B: usize>(
     w: [&[u8]; N],
     vals: [&[u8]; N],
     bands: &Bands,
     band: usize,
-    out: &mut [[f32; Bands::ROWS]; N],
+    b: usize,
+    out: &mut [[[f32; Bands::ROWS]; B]; N],
 ) {
+    let band = band + b;
     const R: usize = Bands::ROWS;
     // Runs per super-block, groups of 4 values per run, groups summed as i16 before
     // the scale's multiply, and where the run scales start in a repacked block.
@@ -315,11 +320,11 @@ fn banded_k<const K: u8, const N: usize>(
         let mut s1 = [[_mm256_setzero_si256(); 2]; N];
         for s in 0..runs {
             let sc: [__m256i; N] = std::array::from_fn(|i| {
-                let b = byte(i, scale_at + s);
+                let v = byte(i, scale_at + s);
                 _mm256_set1_epi16(if K == Q6 {
-                    i16::from(b as i8)
+                    i16::from(v as i8)
                 } else {
-                    i16::from(b)
+                    i16::from(v)
                 })
             });
             for c in 0..per / chunk {
@@ -361,7 +366,7 @@ fn banded_k<const K: u8, const N: usize>(
                     _mm256_loadu_si256(sums.add(c * R + 8).cast()),
                 )
             };
-            for i in 0..N {
+            for (i, s2) in s2.iter_mut().enumerate() {
                 let (lo, hi) = (byte(i, pair_at + 2 * c), byte(i, pair_at + 2 * c + 1));
                 let sc = if K == Q6 {
                     super::pair(i32::from(lo as i8), i32::from(hi as i8))
@@ -369,8 +374,8 @@ fn banded_k<const K: u8, const N: usize>(
                     super::pair(i32::from(lo), i32::from(hi))
                 };
                 let sc = _mm256_set1_epi32(sc);
-                s2[i][0] = _mm256_add_epi32(s2[i][0], _mm256_madd_epi16(p0, sc));
-                s2[i][1] = _mm256_add_epi32(s2[i][1], _mm256_madd_epi16(p1, sc));
+                s2[0] = _mm256_add_epi32(s2[0], _mm256_madd_epi16(p0, sc));
+                s2[1] = _mm256_add_epi32(s2[1], _mm256_madd_epi16(p1, sc));
             }
         }
         let dx = unsafe {
@@ -401,7 +406,7 @@ fn banded_k<const K: u8, const N: usize>(
     for i in 0..N {
         for h in 0..2 {
             // SAFETY: 8 writable floats at 8h of 16.
-            unsafe { _mm256_storeu_ps(out[i][8 * h..].as_mut_ptr(), acc[i][h]) };
+            unsafe { _mm256_storeu_ps(out[i][b][8 * h..].as_mut_ptr(), acc[i][h]) };
         }
     }
 }
