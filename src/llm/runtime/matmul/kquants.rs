@@ -967,6 +967,45 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
     }
 }
 
+/// A task's `width` weight rows times every band, in tiles of `N` weight rows × `B`
+/// bands ([`tile`]), then what is left over (1 row, 1 band).
+///
+/// # Safety
+/// As [`tile`]'s.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tiles<'a, const N: usize, const B: usize>(
+    isa: Isa,
+    kind: KKind,
+    w: &impl Fn(usize) -> &'a [u8],
+    v: &impl Fn(usize) -> &'a [u8],
+    bands: &Bands,
+    m: usize,
+    width: usize,
+    out: &mut Columns<'_>,
+) {
+    let nbands = m.div_ceil(Bands::ROWS);
+    let mut band = 0;
+    while band < nbands {
+        let all_b = band + B <= nbands;
+        let mut jj = 0;
+        while jj < width {
+            let all_n = jj + N <= width;
+            // SAFETY: the caller's.
+            unsafe {
+                match (all_n, all_b) {
+                    (true, true) => tile::<N, B>(isa, kind, w, v, bands, band, jj, m, out),
+                    (true, false) => tile::<N, 1>(isa, kind, w, v, bands, band, jj, m, out),
+                    (false, true) => tile::<1, B>(isa, kind, w, v, bands, band, jj, m, out),
+                    (false, false) => tile::<1, 1>(isa, kind, w, v, bands, band, jj, m, out),
+                }
+            }
+            jj += if all_n { N } else { 1 };
+        }
+        band += if all_b { B } else { 1 };
+    }
+}
+
 /// Which kernels compute the products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -1136,7 +1175,6 @@ impl KWeight {
     fn banded_with(&self, isa: Isa, bands: &Bands, m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
         let row_bytes = nb * self.kind.packed_bytes();
-        let nbands = m.div_ceil(Bands::ROWS);
         column_tasks(self.n, m, out, |j0, j1, res| {
             let width = j1 - j0;
             // The task's weight rows unpacked once for all bands.
@@ -1150,52 +1188,15 @@ impl KWeight {
             }
             let w = |jj: usize| &rows[jj * row_bytes..(jj + 1) * row_bytes];
             let v = |jj: usize| &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
-            if isa == Isa::Avx2 {
-                // Tiles of 2 weight rows × 1 band, then what is left over.
-                for band in 0..nbands {
-                    let mut jj = 0;
-                    while jj < width {
-                        let two = jj + AVX2_BANDED_WEIGHT_ROWS <= width;
-                        // SAFETY: only called where the CPU has AVX2 and FMA (`Isa::Avx2`).
-                        unsafe {
-                            if two {
-                                tile::<2, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
-                            } else {
-                                tile::<1, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
-                            }
-                        }
-                        jj += if two { AVX2_BANDED_WEIGHT_ROWS } else { 1 };
-                    }
+            // SAFETY: `isa` is the CPU's (`Isa::Avx512` or `Isa::Avx2`, see the caller).
+            unsafe {
+                if isa == Isa::Avx2 {
+                    tiles::<AVX2_BANDED_WEIGHT_ROWS, 1>(
+                        isa, self.kind, &w, &v, bands, m, width, res,
+                    )
+                } else {
+                    tiles::<BANDED_WEIGHT_ROWS, 2>(isa, self.kind, &w, &v, bands, m, width, res)
                 }
-                return;
-            }
-            // Tiles of 4 weight rows × 2 bands, then what is left over.
-            let mut band = 0;
-            while band < nbands {
-                let two = band + 2 <= nbands;
-                let mut jj = 0;
-                while jj < width {
-                    let four = jj + BANDED_WEIGHT_ROWS <= width;
-                    // SAFETY: only called where the CPU has AVX-512 VNNI (`Isa::Avx512`).
-                    unsafe {
-                        match (four, two) {
-                            (true, true) => {
-                                tile::<4, 2>(isa, self.kind, &w, &v, bands, band, jj, m, res)
-                            }
-                            (true, false) => {
-                                tile::<4, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
-                            }
-                            (false, true) => {
-                                tile::<1, 2>(isa, self.kind, &w, &v, bands, band, jj, m, res)
-                            }
-                            (false, false) => {
-                                tile::<1, 1>(isa, self.kind, &w, &v, bands, band, jj, m, res)
-                            }
-                        }
-                    }
-                    jj += if four { BANDED_WEIGHT_ROWS } else { 1 };
-                }
-                band += if two { 2 } else { 1 };
             }
         });
     }
