@@ -10,6 +10,9 @@ fixes it. The script also asks Linux for the tile state (arch_prctl), as ggml do
 
     python scripts/llamacpp_speed.py MODEL.gguf OUT.json [--load N]   # needs llama-cpp-python
 
+PROMPT_TOKENS=N (default 512) sets the prompt's length (the window grows to fit it);
+`quire bench llm --prompt-tokens N --peer PYTHON` passes its own.
+
 --load N measures beside N busy processes (`yes > /dev/null`), stopped at the end, as
 `quire bench llm --load N` does (which, given --peer, runs this script under its own
 load instead).
@@ -55,9 +58,16 @@ def _stop_busy():
 
 
 atexit.register(_stop_busy)
-llm = Llama(model_path=path, n_ctx=2048, n_threads=2, n_threads_batch=2, n_batch=512, verbose=False)
+prompt_tokens = int(os.environ.get("PROMPT_TOKENS", "512"))
+if not 16 <= prompt_tokens <= 32768:
+    sys.exit("PROMPT_TOKENS: 16 to 32768")
+llm = Llama(model_path=path, n_ctx=max(2048, prompt_tokens + 256), n_threads=2, n_threads_batch=2,
+            n_batch=512, verbose=False)
 text = pathlib.Path("/usr/share/common-licenses/GPL-3").read_text()
-ids = llm.tokenize(text.encode(), add_bos=False)[:512]
+ids = llm.tokenize(text.encode(), add_bos=False)
+while len(ids) < prompt_tokens:
+    ids = ids + ids
+ids = ids[:prompt_tokens]
 pp, tg = [], []
 for _ in range(3):
     llm.reset()

@@ -150,7 +150,7 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
         match &opts.peer {
             Some(py) => {
                 eprintln!("llama.cpp ({what}) ...");
-                run_peer(py, path).map(|r| Some((r.0, r.1)))
+                run_peer(py, path, opts.prompt_tokens).map(|r| Some((r.0, r.1)))
             }
             None => Ok(None),
         }
@@ -246,10 +246,16 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
 }
 
 /// llama.cpp's (prompt, generation) tokens/s on `model` by `scripts/llamacpp_speed.py`
-/// in `python` (which has llama-cpp-python), under whatever load runs now.
-pub fn run_peer(python: &Path, model: &Path) -> Result<(f64, f64)> {
-    let v =
-        crate::load::run_peer_script(python, "llamacpp_speed.py", &[model], "llama-cpp-python")?;
+/// in `python` (which has llama-cpp-python), with a prompt of `prompt_tokens`, under
+/// whatever load runs now.
+pub fn run_peer(python: &Path, model: &Path, prompt_tokens: usize) -> Result<(f64, f64)> {
+    let v = crate::load::run_peer_script_with(
+        python,
+        "llamacpp_speed.py",
+        &[model],
+        &[("PROMPT_TOKENS", prompt_tokens.to_string())],
+        "llama-cpp-python",
+    )?;
     match (
         v["prompt_tokens_per_s_median"].as_f64(),
         v["gen_tokens_per_s_median"].as_f64(),

@@ -106,6 +106,10 @@ enum BenchCmd {
         /// same load (default: $QUIRE_PEER_PYTHON).
         #[arg(long, env = "QUIRE_PEER_PYTHON")]
         peer: Option<PathBuf>,
+        /// Tokens in the prompt-processing run (a long prompt measures attention over
+        /// many keys: a whole document, a summary's leaf).
+        #[arg(long, default_value_t = 512)]
+        prompt_tokens: usize,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -503,6 +507,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             device,
             load,
             peer,
+            prompt_tokens,
             json,
         } => llm(
             model,
@@ -510,6 +515,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             requantize,
             device.parse()?,
             (load, peer),
+            prompt_tokens,
             json,
         ),
         BenchCmd::Matmul {
@@ -1036,13 +1042,18 @@ fn llm(
     requantize: bool,
     device: quire::llm::DeviceChoice,
     (busy, peer): (usize, Option<PathBuf>),
+    prompt_tokens: usize,
     json: bool,
 ) -> anyhow::Result<()> {
     let path = match model {
         Some(p) => p,
         None => quire::models::default_llm()?,
     };
+    if prompt_tokens < 16 {
+        anyhow::bail!("--prompt-tokens: at least 16 (generation starts from 16 of them)");
+    }
     let opts = quire_bench::llm::BenchOptions {
+        prompt_tokens,
         reference,
         load: quire::llm::LoadOptions {
             requantize,
