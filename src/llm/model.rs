@@ -615,6 +615,13 @@ impl speculative::Draft for GgufLlm {
     fn name(&self) -> String {
         file_name(&self.path)
     }
+
+    fn lag(&self, seq: &[u32]) -> usize {
+        match self.lock() {
+            Ok(st) => seq.len() - reusable_prefix(&st.cached, seq),
+            Err(_) => seq.len(),
+        }
+    }
 }
 
 fn file_name(p: &Path) -> String {

@@ -131,6 +131,12 @@ pub trait Draft {
     fn propose(&self, seq: &[u32], k: usize, cancel: &Cancel) -> Result<Vec<u32>>;
     /// What drafts, for the statistics.
     fn name(&self) -> String;
+    /// Tokens of `seq` the draft would run before it can propose (a model draft's
+    /// cache behind the sequence: the whole prompt at the start of a completion, or
+    /// the tokens of plain steps since it last drafted).
+    fn lag(&self, _seq: &[u32]) -> usize {
+        0
+    }
     /// Whether proposing costs nothing next to a pass (so proposals are worth
     /// scoring even when they are not verified).
     fn free(&self) -> bool {
@@ -157,6 +163,10 @@ pub struct Adaptive {
     refused: f64,
     /// Passes since the last one with a proposal.
     plain_run: usize,
+    /// Seconds a draft takes per token to catch up with the sequence ([`Draft::lag`]).
+    catch_up: Mean,
+    /// Tokens a completion emits.
+    emits: Mean,
 }
 
 /// A decaying mean.
@@ -176,6 +186,17 @@ const PRIOR_SLOPE: f64 = 0.5;
 /// After this many passes without a proposal, one token is drafted anyway, so that
 /// what drafting costs and earns stays measured.
 const EXPLORE_AFTER: usize = 16;
+
+/// A draft this many tokens behind or fewer is drafting as usual (the token the
+/// target chose, and the last proposal taken): its seconds are a proposal's cost.
+const STEADY_LAG: usize = 2;
+
+/// A catch-up of this many tokens or more measures the seconds per token (a few
+/// tokens cost about what one does: a pass's fixed part).
+const MEASURED_LAG: usize = 64;
+
+/// Tokens a completion is expected to emit before any has been measured.
+const PRIOR_EMITS: f64 = 128.0;
 
 impl Mean {
     fn add(&mut self, x: f64) {
@@ -199,6 +220,8 @@ impl Adaptive {
             taken: 0.0,
             refused: 0.0,
             plain_run: 0,
+            catch_up: Mean::default(),
+            emits: Mean::default(),
         }
     }
 
@@ -227,6 +250,41 @@ impl Adaptive {
         if n > 0 {
             self.propose.add(secs / n as f64);
         }
+    }
+
+    /// A draft `lag` tokens behind caught up and made `n` proposals in `secs`: the
+    /// seconds beyond its proposals' are the catch-up's.
+    pub fn caught_up(&mut self, lag: usize, n: usize, secs: f64) {
+        if lag > 0 {
+            let proposals = n as f64 * self.propose.get().unwrap_or(0.0);
+            self.catch_up.add((secs - proposals).max(0.0) / lag as f64);
+        }
+    }
+
+    /// A completion emitted `n` tokens.
+    pub fn completed(&mut self, n: usize) {
+        self.emits.add(n as f64);
+    }
+
+    /// Whether a draft `lag` tokens behind is worth catching up, `emitted` tokens into
+    /// a completion: whether the seconds drafting is expected to save over the rest
+    /// of the completion (the tokens a completion emits, less those emitted) exceed
+    /// the catch-up's. Unmeasured, it is (which measures it).
+    pub fn worth_catching_up(&self, lag: usize, emitted: usize) -> bool {
+        if lag <= STEADY_LAG || self.fixed {
+            return true;
+        }
+        let (Some(c), Some(plain)) = (self.catch_up.get(), self.rate(0, false)) else {
+            return true;
+        };
+        let best = (1..=self.max)
+            .filter_map(|k| self.rate(k, false))
+            .fold(0.0, f64::max);
+        if best <= plain {
+            return false;
+        }
+        let remaining = (self.emits.get().unwrap_or(PRIOR_EMITS) - emitted as f64).max(0.0);
+        remaining * (1.0 / plain - 1.0 / best) > lag as f64 * c
     }
 
     /// A proposal was taken (`true`) or refused.
@@ -334,10 +392,17 @@ pub fn decode(
     };
     let free = draft.free();
     let mut next = first;
+    let emitted = |s: &DraftStats| s.steps + s.accepted;
     loop {
         cancel.check()?;
         seq.push(next);
-        let want = lengths.length(free);
+        let lag = if free { 0 } else { draft.lag(&seq) };
+        let mut want = lengths.length(free);
+        // A model draft far behind (the prompt at the start, plain steps since) first
+        // runs what it missed: only where drafting will pay for that.
+        if want > 0 && !lengths.worth_catching_up(lag, emitted(&stats)) {
+            want = 0;
+        }
         // A free draft is asked for the most, so that the proposals beyond `want`
         // are scored too.
         let ask = if free { lengths.max() } else { want };
@@ -347,7 +412,12 @@ pub fn decode(
         } else {
             draft.propose(&seq, ask, cancel)?
         };
-        lengths.proposed(proposal.len(), t0.elapsed().as_secs_f64());
+        let secs = t0.elapsed().as_secs_f64();
+        if lag <= STEADY_LAG {
+            lengths.proposed(proposal.len(), secs);
+        } else if lag >= MEASURED_LAG && ask > 0 {
+            lengths.caught_up(lag, proposal.len(), secs);
+        }
         let spare = proposal.split_off(want.min(proposal.len()));
         let pos = target.cached();
         let mut run = Vec::with_capacity(proposal.len() + 1);
@@ -400,7 +470,10 @@ pub fn decode(
         target.keep(pos + kept);
         match chosen {
             Some(t) => next = t,
-            None => return Ok(stats),
+            None => {
+                lengths.completed(emitted(&stats));
+                return Ok(stats);
+            }
         }
     }
 }
@@ -737,6 +810,103 @@ mod tests {
         let s = run(0, 0, 120);
         assert!(s.passes[4] >= s.steps * 3 / 4, "{s:?}");
         assert!(s.tokens_per_step() > 4.0, "{s:?}");
+    }
+
+    #[test]
+    fn a_draft_far_behind_catches_up_only_where_drafting_pays_for_it() {
+        // Unmeasured: catch up (which measures it).
+        assert!(Adaptive::new(4).worth_catching_up(500, 0));
+        // Passes of r rows costing 1 + 0.2·(r − 1) s, proposals taken 85% at 0.1 s
+        // each: drafting saves ~0.4 s a token against plain steps of 1 s.
+        let mut a = measured(4, |r| 1.0 + 0.2 * (r - 1) as f64, 85, 100);
+        a.proposed(1, 0.1);
+        a.caught_up(100, 0, 1.0); // 0.01 s a token
+        a.completed(100);
+        // 500 tokens behind: 5 s to catch up, ~40 s saved over 100 tokens.
+        assert!(a.worth_catching_up(500, 0));
+        // 5,000 behind (50 s), or 5 tokens left to emit (~2 s saved): not worth it.
+        assert!(!a.worth_catching_up(5_000, 0));
+        assert!(!a.worth_catching_up(500, 95));
+        // Drafting as usual (a token or two behind): always.
+        assert!(a.worth_catching_up(2, 99));
+        // Where drafting does not pay at all, never.
+        let mut b = measured(4, |r| r as f64, 50, 100);
+        b.proposed(1, 0.1);
+        b.caught_up(100, 0, 0.001);
+        assert!(!b.worth_catching_up(10, 0));
+    }
+
+    /// Proposes the rule's tokens, but runs what it has not seen of the sequence
+    /// first, as a model draft does: `lag` is the sequence past its cache.
+    struct Behind {
+        cached: std::cell::RefCell<Vec<u32>>,
+        calls: std::cell::Cell<usize>,
+    }
+
+    impl Draft for Behind {
+        fn propose(&self, seq: &[u32], k: usize, _: &Cancel) -> Result<Vec<u32>> {
+            self.calls.set(self.calls.get() + 1);
+            let mut s = seq.to_vec();
+            let mut out = Vec::new();
+            for _ in 0..k {
+                let t = rule(&s);
+                out.push(t);
+                s.push(t);
+            }
+            *self.cached.borrow_mut() = seq.to_vec();
+            Ok(out)
+        }
+        fn name(&self) -> String {
+            "behind".into()
+        }
+        fn lag(&self, seq: &[u32]) -> usize {
+            let c = self.cached.borrow();
+            seq.len() - c.iter().zip(seq).take_while(|(a, b)| a == b).count()
+        }
+    }
+
+    #[test]
+    fn a_draft_not_worth_catching_up_is_never_asked_and_the_output_is_unchanged() {
+        let prompt: Vec<u32> = (0..40).map(|i| (i * 7 % 16) as u32).collect();
+        let n = 30;
+        for (catch_up, asked) in [(1.0, false), (1e-12, true)] {
+            let mut lengths = measured(4, |r| 1.0 + 0.2 * (r - 1) as f64, 85, 100);
+            lengths.proposed(1, 0.1);
+            lengths.caught_up(1, 0, catch_up);
+            lengths.completed(40);
+            let mut target = Rule::new(&prompt);
+            let draft = Behind {
+                cached: Default::default(),
+                calls: Default::default(),
+            };
+            let first = rule(&prompt);
+            let mut out = vec![first];
+            let mut choose = |l: Tensor| -> Result<Option<u32>> {
+                if out.len() >= n {
+                    return Ok(None);
+                }
+                let t = argmax(&l);
+                out.push(t);
+                Ok(Some(t))
+            };
+            let stats = decode(
+                &mut target,
+                &draft,
+                prompt.clone(),
+                first,
+                &mut lengths,
+                &mut choose,
+                &Cancel::new(),
+            )
+            .expect("decode");
+            assert_eq!(out, plain(&prompt, n), "catch-up {catch_up}");
+            assert_eq!(
+                draft.calls.get() > 0,
+                asked,
+                "catch-up {catch_up}: {stats:?}"
+            );
+            assert_eq!(stats.drafted > 0, asked, "catch-up {catch_up}: {stats:?}");
+        }
     }
 
     #[test]
