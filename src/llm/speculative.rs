@@ -658,6 +658,21 @@ mod tests {
         lengths: &mut Adaptive,
         n: usize,
     ) -> (Vec<u32>, DraftStats) {
+        let draft = Oracle {
+            wrong,
+            calls: Default::default(),
+        };
+        drafted_by(target, prompt, &draft, lengths, n)
+    }
+
+    /// Greedy decoding of `n` tokens after the target's prompt, drafted by `draft`.
+    fn drafted_by(
+        target: &mut Rule,
+        prompt: &[u32],
+        draft: &dyn Draft,
+        lengths: &mut Adaptive,
+        n: usize,
+    ) -> (Vec<u32>, DraftStats) {
         let first = rule(prompt);
         let mut out = vec![first];
         let mut choose = |l: Tensor| -> Result<Option<u32>> {
@@ -668,13 +683,9 @@ mod tests {
             out.push(t);
             Ok(Some(t))
         };
-        let draft = Oracle {
-            wrong,
-            calls: Default::default(),
-        };
         let stats = decode(
             target,
-            &draft,
+            draft,
             prompt.to_vec(),
             first,
             lengths,
@@ -879,26 +890,7 @@ mod tests {
                 cached: Default::default(),
                 calls: Default::default(),
             };
-            let first = rule(&prompt);
-            let mut out = vec![first];
-            let mut choose = |l: Tensor| -> Result<Option<u32>> {
-                if out.len() >= n {
-                    return Ok(None);
-                }
-                let t = argmax(&l);
-                out.push(t);
-                Ok(Some(t))
-            };
-            let stats = decode(
-                &mut target,
-                &draft,
-                prompt.clone(),
-                first,
-                &mut lengths,
-                &mut choose,
-                &Cancel::new(),
-            )
-            .expect("decode");
+            let (out, stats) = drafted_by(&mut target, &prompt, &draft, &mut lengths, n);
             assert_eq!(out, plain(&prompt, n), "catch-up {catch_up}");
             assert_eq!(
                 draft.calls.get() > 0,
