@@ -396,8 +396,13 @@ pub fn decode(
     loop {
         cancel.check()?;
         seq.push(next);
-        let lag = if free { 0 } else { draft.lag(&seq) };
         let mut want = lengths.length(free);
+        // (Asked only before a proposal: a plain step needs no lock on the draft.)
+        let lag = if free || want == 0 {
+            0
+        } else {
+            draft.lag(&seq)
+        };
         // A model draft far behind (the prompt at the start, plain steps since) first
         // runs what it missed: only where drafting will pay for that.
         if want > 0 && !lengths.worth_catching_up(lag, emitted(&stats)) {
