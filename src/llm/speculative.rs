@@ -163,6 +163,8 @@ pub struct Adaptive {
     refused: f64,
     /// Passes since the last one with a proposal.
     plain_run: usize,
+    /// Passes since the last one without.
+    drafted_run: usize,
     /// Seconds a draft takes per token to catch up with the sequence ([`Draft::lag`]).
     catch_up: Mean,
     /// Tokens a completion emits.
@@ -186,6 +188,11 @@ const PRIOR_SLOPE: f64 = 0.5;
 /// After this many passes without a proposal, one token is drafted anyway, so that
 /// what drafting costs and earns stays measured.
 const EXPLORE_AFTER: usize = 16;
+
+/// After this many passes with proposals, one is made without, so that a plain
+/// pass's cost stays measured (one slow pass measured early would otherwise keep
+/// drafting chosen for good).
+const EXPLORE_PLAIN_AFTER: usize = 32;
 
 /// A draft this many tokens behind or fewer is drafting as usual (the token the
 /// target chose, and the last proposal taken): its seconds are a proposal's cost.
@@ -220,6 +227,7 @@ impl Adaptive {
             taken: 0.0,
             refused: 0.0,
             plain_run: 0,
+            drafted_run: 0,
             catch_up: Mean::default(),
             emits: Mean::default(),
         }
@@ -258,6 +266,17 @@ impl Adaptive {
         if lag > 0 {
             let proposals = n as f64 * self.propose.get().unwrap_or(0.0);
             self.catch_up.add((secs - proposals).max(0.0) / lag as f64);
+        }
+    }
+
+    /// A pass ran, with proposals (`true`) or without.
+    pub fn ran(&mut self, drafted: bool) {
+        if drafted {
+            self.plain_run = 0;
+            self.drafted_run += 1;
+        } else {
+            self.plain_run += 1;
+            self.drafted_run = 0;
         }
     }
 
@@ -365,6 +384,9 @@ impl Adaptive {
         if best.0 == 0 && self.plain_run >= EXPLORE_AFTER {
             return 1.min(self.max);
         }
+        if best.0 > 0 && self.drafted_run >= EXPLORE_PLAIN_AFTER {
+            return 0;
+        }
         best.0
     }
 }
@@ -438,10 +460,8 @@ pub fn decode(
         stats.drafted += proposal.len();
         if proposal.is_empty() {
             stats.plain_steps += 1;
-            lengths.plain_run += 1;
-        } else {
-            lengths.plain_run = 0;
         }
+        lengths.ran(!proposal.is_empty());
         // Rows of `run` kept in the cache: `next`, then each proposal chosen.
         let mut kept = 1;
         let mut chosen = None;
@@ -808,24 +828,49 @@ mod tests {
     #[test]
     fn a_draft_that_does_not_pay_is_dropped_and_tried_again_now_and_then() {
         let prompt = vec![3u32, 1, 4, 1, 5, 9, 2, 6];
-        let run = |wrong: usize, per_row_ms: u64, n: usize| {
+        // Costs are slept, so a pass's fixed part is long enough that a busy machine's
+        // scheduling (a millisecond or more) does not decide the length.
+        let run = |wrong: usize, base_ms: u64, per_row_ms: u64, n: usize| {
             let mut target = Rule::new(&prompt);
-            target.base = std::time::Duration::from_millis(1);
+            target.base = std::time::Duration::from_millis(base_ms);
             target.per_row = std::time::Duration::from_millis(per_row_ms);
             let (out, stats) = drafted(&mut target, &prompt, wrong, &mut Adaptive::new(4), n);
             assert_eq!(out, plain(&prompt, n));
             stats
         };
-        // Always wrong, every row as dear as a pass: plain steps, but for the first
-        // and one drafted token after every 16 plain steps.
-        let s = run(1, 2, 120);
+        // Always wrong, every row dearer than a pass's fixed part: plain steps, but
+        // for the first and one drafted token after every 16 plain steps (and, where
+        // a busy machine made a plain pass look slow, up to 32 drafted passes before
+        // a plain one is measured again).
+        let s = run(1, 2, 4, 240);
         assert_eq!(s.accepted, 0);
         assert!(s.plain_steps >= s.steps * 3 / 4, "{s:?}");
         assert!(s.passes[1] >= 2 && s.passes[4] <= 2, "{s:?}");
         // Always right, rows nearly free: the most every pass.
-        let s = run(0, 0, 120);
+        let s = run(0, 20, 0, 120);
         assert!(s.passes[4] >= s.steps * 3 / 4, "{s:?}");
         assert!(s.tokens_per_step() > 4.0, "{s:?}");
+    }
+
+    #[test]
+    fn one_slow_plain_pass_does_not_keep_drafting_chosen_for_good() {
+        // Proposals never taken, rows dear: a pass of r rows costs 1 + 2r; the one
+        // plain pass measured first took 8 (a busy machine), more than a pass of two
+        // rows. Plain passes are measured again now and then, and then chosen.
+        let mut a = Adaptive::new(1);
+        a.passed(1, 8.0);
+        let mut plain = 0;
+        for i in 0..200 {
+            let k = a.length(true);
+            a.passed(k + 1, 1.0 + 2.0 * (k + 1) as f64);
+            if k > 0 {
+                a.scored(false);
+            } else if i >= 100 {
+                plain += 1;
+            }
+            a.ran(k > 0);
+        }
+        assert!(plain >= 90, "{plain} plain passes of the last 100");
     }
 
     #[test]
