@@ -66,6 +66,24 @@ impl Columns<'_> {
         // `out` is borrowed mutably for as long as the tasks run.
         unsafe { *self.ptr.add(i * self.n + self.j0 + jj) = v }
     }
+
+    /// The block of `rows` output rows from `i` and `cols` of the task's columns from
+    /// `jj`, for a kernel to write with its own stores: a pointer to its first value
+    /// and the stride between rows, if the block lies inside the task's columns.
+    /// Writing through it is the caller's to keep inside the block.
+    #[inline]
+    pub fn block(
+        &mut self,
+        i: usize,
+        jj: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Option<(*mut f32, usize)> {
+        (i + rows <= self.m && self.j0 + jj + cols <= self.j1).then(|| {
+            // SAFETY (the offset): inside `out`, as checked.
+            (unsafe { self.ptr.add(i * self.n + self.j0 + jj) }, self.n)
+        })
+    }
 }
 
 /// `out`'s base pointer, shared by the tasks (each writes only its own columns).

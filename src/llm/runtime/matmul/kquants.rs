@@ -764,6 +764,7 @@ mod banded {
         bands: &Bands,
         band: usize,
         out: &mut [[[f32; Bands::ROWS]; B]; N],
+        dst: Option<(*mut f32, usize)>,
     ) {
         const R: usize = Bands::ROWS;
         let nb = bands.nb;
@@ -910,6 +911,37 @@ mod banded {
                 }
             }
         }
+        if let (4, Some((dst, stride))) = (N, dst) {
+            // Straight into the output: each band's four registers (a weight row's 16
+            // products each) transposed 4 × 4 within their 128-bit lanes, so that
+            // lane `l` of register `t` holds output row `4l + t`'s four columns. (Put
+            // through `out` and written one float at a time, a 1536-wide product
+            // spent ~8% of its time here.)
+            #[allow(clippy::needless_range_loop)] // `b` also places the band's rows
+            for b in 0..B {
+                let (a0, a1, a2, a3) = (acc[0][b], acc[1][b], acc[2][b], acc[3][b]);
+                let (t0, t1) = (_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+                let (t2, t3) = (_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+                let rows = [
+                    _mm512_shuffle_ps::<0x44>(t0, t2),
+                    _mm512_shuffle_ps::<0xEE>(t0, t2),
+                    _mm512_shuffle_ps::<0x44>(t1, t3),
+                    _mm512_shuffle_ps::<0xEE>(t1, t3),
+                ];
+                for (t, r) in rows.into_iter().enumerate() {
+                    // SAFETY: the caller's block holds `B` bands of 16 rows × 4 columns,
+                    // rows `stride` apart.
+                    unsafe {
+                        let at = |l: usize| dst.add(((b * R) + 4 * l + t) * stride);
+                        _mm_storeu_ps(at(0), _mm512_castps512_ps128(r));
+                        _mm_storeu_ps(at(1), _mm512_extractf32x4_ps::<1>(r));
+                        _mm_storeu_ps(at(2), _mm512_extractf32x4_ps::<2>(r));
+                        _mm_storeu_ps(at(3), _mm512_extractf32x4_ps::<3>(r));
+                    }
+                }
+            }
+            return;
+        }
         for i in 0..N {
             for b in 0..B {
                 // SAFETY: 16 writable floats.
@@ -953,7 +985,17 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
         if isa == Isa::Avx2 {
             avx2::banded(kind, w, v, bands, band, &mut lanes)
         } else {
-            banded::rows(kind, w, v, bands, band, &mut lanes)
+            // Whole bands of four weight rows go straight into the output.
+            let rows = B * Bands::ROWS;
+            let dst = if N == 4 {
+                out.block(band * Bands::ROWS, jj, rows, N)
+            } else {
+                None
+            };
+            banded::rows(kind, w, v, bands, band, &mut lanes, dst);
+            if dst.is_some() {
+                return;
+            }
         }
     };
     for (i, li) in lanes.iter().enumerate() {
@@ -1405,7 +1447,9 @@ mod tests {
                 let w = KWeight::from_blocks(kind, n, k, &raw);
                 let nb = k / QK_K;
                 let row_bytes = nb * kind.packed_bytes();
-                for m in 1..=17 {
+                // (32 rows and more: whole pairs of bands, written straight into the
+                // output by the AVX-512 kernel; 47: a pair and a part band.)
+                for m in (1..=17).chain([32, 47, 64]) {
                     let mut x = rnd(m * k, 100 * m as u64 + ki as u64);
                     // Row 0: all codes −127 (the first value sets the sign).
                     x[..k].fill(1.0);
