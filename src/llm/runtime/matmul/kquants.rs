@@ -755,7 +755,9 @@ mod banded {
     /// weight rows and each weight broadcast once for the `B` bands (instead of two
     /// loads per product register), and the integer sums are the same integers as one
     /// row and band at a time: the float epilogue, in the same order, gives the same
-    /// bits.
+    /// bits. With `N` = 4 and `dst` (a block of the output: its first value and row
+    /// stride, `B` bands of 16 rows × 4 columns), the products go there instead of
+    /// `out`, and it says so (`true`).
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,avx2")]
     pub(super) fn rows<const N: usize, const B: usize>(
         kind: KKind,
@@ -765,7 +767,7 @@ mod banded {
         band: usize,
         out: &mut [[[f32; Bands::ROWS]; B]; N],
         dst: Option<(*mut f32, usize)>,
-    ) {
+    ) -> bool {
         const R: usize = Bands::ROWS;
         let nb = bands.nb;
         let pb = kind.packed_bytes();
@@ -940,7 +942,7 @@ mod banded {
                     }
                 }
             }
-            return;
+            return true;
         }
         for i in 0..N {
             for b in 0..B {
@@ -948,6 +950,7 @@ mod banded {
                 unsafe { _mm512_storeu_ps(out[i][b].as_mut_ptr(), acc[i][b]) };
             }
         }
+        false
     }
 }
 
@@ -992,8 +995,7 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
             } else {
                 None
             };
-            banded::rows(kind, w, v, bands, band, &mut lanes, dst);
-            if dst.is_some() {
+            if banded::rows(kind, w, v, bands, band, &mut lanes, dst) {
                 return;
             }
         }
