@@ -985,19 +985,18 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
     );
     // SAFETY: the caller's.
     unsafe {
-        if isa == Isa::Avx2 {
-            avx2::banded(kind, w, v, bands, band, &mut lanes)
+        // Whole bands of the kernel's weight rows (four on AVX-512, two on AVX2) go
+        // straight into the output.
+        let rows = B * Bands::ROWS;
+        let direct = if isa == Isa::Avx2 {
+            let dst = (N == 2).then(|| out.block(band * Bands::ROWS, jj, rows, N));
+            avx2::banded(kind, w, v, bands, band, &mut lanes, dst.flatten())
         } else {
-            // Whole bands of four weight rows go straight into the output.
-            let rows = B * Bands::ROWS;
-            let dst = if N == 4 {
-                out.block(band * Bands::ROWS, jj, rows, N)
-            } else {
-                None
-            };
-            if banded::rows(kind, w, v, bands, band, &mut lanes, dst) {
-                return;
-            }
+            let dst = (N == 4).then(|| out.block(band * Bands::ROWS, jj, rows, N));
+            banded::rows(kind, w, v, bands, band, &mut lanes, dst.flatten())
+        };
+        if direct {
+            return;
         }
     };
     for (i, li) in lanes.iter().enumerate() {

@@ -262,7 +262,9 @@ fn row<const K: u8, const R: usize>(w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
 /// many groups as cannot overflow (values < 16: 8 groups, a 32-value run; < 32: 4;
 /// < 64: 2 — at most `8·2·15·128`, `4·2·31·128`, `2·2·63·128` < 2¹⁵): the same exact
 /// integers `s1` and `s2` (Q6_K: `s1` less `32·Σ scale·bsum`), then the same float
-/// epilogue per super-block and row, so the same bits as the reference.
+/// epilogue per super-block and row, so the same bits as the reference. With `N` = 2
+/// and `dst` (a block of the output: its first value and row stride, `B` bands of 16
+/// rows × 2 columns), the products go there instead of `out`, and it says so (`true`).
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn banded<const N: usize, const B: usize>(
     kind: KKind,
@@ -271,14 +273,17 @@ pub(super) fn banded<const N: usize, const B: usize>(
     bands: &Bands,
     band: usize,
     out: &mut [[[f32; Bands::ROWS]; B]; N],
-) {
+    dst: Option<(*mut f32, usize)>,
+) -> bool {
+    let mut direct = false;
     for b in 0..B {
-        match kind {
-            KKind::Q4K => banded_k::<Q4, N, B>(w, vals, bands, band, b, out),
-            KKind::Q5K => banded_k::<Q5, N, B>(w, vals, bands, band, b, out),
-            KKind::Q6K => banded_k::<Q6, N, B>(w, vals, bands, band, b, out),
-        }
+        direct = match kind {
+            KKind::Q4K => banded_k::<Q4, N, B>(w, vals, bands, band, b, out, dst),
+            KKind::Q5K => banded_k::<Q5, N, B>(w, vals, bands, band, b, out, dst),
+            KKind::Q6K => banded_k::<Q6, N, B>(w, vals, bands, band, b, out, dst),
+        };
     }
+    direct
 }
 
 /// [`banded`] for kind `K` and its band `band + b`.
@@ -291,7 +296,8 @@ fn banded_k<const K: u8, const N: usize, const B: usize>(
     band: usize,
     b: usize,
     out: &mut [[[f32; Bands::ROWS]; B]; N],
-) {
+    dst: Option<(*mut f32, usize)>,
+) -> bool {
     let band = band + b;
     const R: usize = Bands::ROWS;
     // Runs per super-block, groups of 4 values per run, groups summed as i16 before
@@ -403,10 +409,37 @@ fn banded_k<const K: u8, const N: usize, const B: usize>(
             }
         }
     }
+    if let (2, Some((dst, stride))) = (N, dst) {
+        // Straight into the output: the two weight rows' registers interleaved, so
+        // that each 64-bit half holds one output row's two columns (rows 0, 1 | 4, 5
+        // in `lo`, 2, 3 | 6, 7 in `hi`, of the register's 8).
+        for h in 0..2 {
+            let (a0, a1) = (acc[0][h], acc[1][h]);
+            let (lo, hi) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
+            for (t, v) in [lo, hi].into_iter().enumerate() {
+                let (l, u) = (
+                    _mm_castps_si128(_mm256_castps256_ps128(v)),
+                    _mm_castps_si128(_mm256_extractf128_ps::<1>(v)),
+                );
+                let first = b * R + 8 * h + 2 * t;
+                // SAFETY: the caller's block holds `B` bands of 16 rows × 2 columns,
+                // rows `stride` apart; unaligned 8-byte writes.
+                unsafe {
+                    let at = |r: usize| dst.add((first + r) * stride).cast::<i64>();
+                    std::ptr::write_unaligned(at(0), _mm_cvtsi128_si64(l));
+                    std::ptr::write_unaligned(at(1), _mm_extract_epi64::<1>(l));
+                    std::ptr::write_unaligned(at(4), _mm_cvtsi128_si64(u));
+                    std::ptr::write_unaligned(at(5), _mm_extract_epi64::<1>(u));
+                }
+            }
+        }
+        return true;
+    }
     for i in 0..N {
         for h in 0..2 {
             // SAFETY: 8 writable floats at 8h of 16.
             unsafe { _mm256_storeu_ps(out[i][b][8 * h..].as_mut_ptr(), acc[i][h]) };
         }
     }
+    false
 }
