@@ -413,6 +413,7 @@ fn banded_k<const K: u8, const N: usize, const B: usize>(
         // Straight into the output: the two weight rows' registers interleaved, so
         // that each 64-bit half holds one output row's two columns (rows 0, 1 | 4, 5
         // in `lo`, 2, 3 | 6, 7 in `hi`, of the register's 8).
+        #[allow(clippy::needless_range_loop)] // `h` also places the register's rows
         for h in 0..2 {
             let (a0, a1) = (acc[0][h], acc[1][h]);
             let (lo, hi) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
