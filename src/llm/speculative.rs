@@ -254,9 +254,10 @@ impl Adaptive {
     /// A pass of `rows` rows took `secs`.
     pub fn passed(&mut self, rows: usize, secs: f64) {
         self.count += 1;
-        if let Some(m) = self.pass.get_mut(rows.saturating_sub(1)) {
+        let at = rows.saturating_sub(1);
+        if let Some(m) = self.pass.get_mut(at) {
             m.add(secs);
-            self.last[rows - 1] = self.count;
+            self.last[at] = self.count;
         }
     }
 
