@@ -162,11 +162,9 @@ pub struct Adaptive {
     taken: f64,
     refused: f64,
     /// Passes made, and the pass count at the last pass of each width (index as
-    /// `pass`).
+    /// `pass`; index 0, a pass without proposals).
     count: usize,
     last: Vec<usize>,
-    /// Passes since the last one without.
-    drafted_run: usize,
     /// Seconds a draft takes per token to catch up with the sequence ([`Draft::lag`]).
     catch_up: Mean,
     /// Tokens a completion emits.
@@ -232,7 +230,6 @@ impl Adaptive {
             refused: 0.0,
             count: 0,
             last: vec![0; max + 1],
-            drafted_run: 0,
             catch_up: Mean::default(),
             emits: Mean::default(),
         }
@@ -274,15 +271,6 @@ impl Adaptive {
         if lag > 0 {
             let proposals = n as f64 * self.propose.get().unwrap_or(0.0);
             self.catch_up.add((secs - proposals).max(0.0) / lag as f64);
-        }
-    }
-
-    /// A pass ran, with proposals (`true`) or without.
-    pub fn ran(&mut self, drafted: bool) {
-        if drafted {
-            self.drafted_run += 1;
-        } else {
-            self.drafted_run = 0;
         }
     }
 
@@ -390,7 +378,7 @@ impl Adaptive {
         if best.0 < self.max && self.count - self.last[best.0 + 1] >= EXPLORE_AFTER {
             return best.0 + 1;
         }
-        if best.0 > 0 && self.drafted_run >= EXPLORE_PLAIN_AFTER {
+        if best.0 > 0 && self.count - self.last[0] >= EXPLORE_PLAIN_AFTER {
             return 0;
         }
         best.0
@@ -467,7 +455,6 @@ pub fn decode(
         if proposal.is_empty() {
             stats.plain_steps += 1;
         }
-        lengths.ran(!proposal.is_empty());
         // Rows of `run` kept in the cache: `next`, then each proposal chosen.
         let mut kept = 1;
         let mut chosen = None;
@@ -873,7 +860,6 @@ mod tests {
             for _ in 0..k {
                 a.scored(true);
             }
-            a.ran(k > 0);
             if i >= 100 && k == 4 {
                 widest += 1;
             }
@@ -897,7 +883,6 @@ mod tests {
             } else if i >= 100 {
                 plain += 1;
             }
-            a.ran(k > 0);
         }
         assert!(plain >= 90, "{plain} plain passes of the last 100");
     }

@@ -987,13 +987,14 @@ unsafe fn tile<'a, const N: usize, const B: usize>(
     unsafe {
         // Whole bands of the kernel's weight rows (four on AVX-512, two on AVX2) go
         // straight into the output.
-        let rows = B * Bands::ROWS;
+        let whole = if isa == Isa::Avx2 { 2 } else { 4 };
+        let dst = (N == whole)
+            .then(|| out.block(band * Bands::ROWS, jj, B * Bands::ROWS, N))
+            .flatten();
         let direct = if isa == Isa::Avx2 {
-            let dst = (N == 2).then(|| out.block(band * Bands::ROWS, jj, rows, N));
-            avx2::banded(kind, w, v, bands, band, &mut lanes, dst.flatten())
+            avx2::banded(kind, w, v, bands, band, &mut lanes, dst)
         } else {
-            let dst = (N == 4).then(|| out.block(band * Bands::ROWS, jj, rows, N));
-            banded::rows(kind, w, v, bands, band, &mut lanes, dst.flatten())
+            banded::rows(kind, w, v, bands, band, &mut lanes, dst)
         };
         if direct {
             return;
