@@ -487,15 +487,17 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     let (a, b) = (ids(&lite, q, &scoped), ids(&post, q, &scoped));
     assert_eq!(a, b);
     assert!(!b.is_empty());
-    // A database of the schema before BM25's postings were a list per term and
-    // document (version 4), or before each posting carried its chunk's length and
-    // document (version 3), is migrated in place: the lists come out byte for byte as
+    // A database of the schema before each term's document frequency had its table
+    // (version 5), before BM25's postings were a list per term and document
+    // (version 4), or before each posting carried its chunk's length and document
+    // (version 3), is migrated in place: the lists come out byte for byte as
     // the writes make them, and rank as before.
     drop(post);
     let mut sql = postgres::Client::connect(&pg.url, postgres::NoTls).unwrap();
     sql.batch_execute("CREATE TABLE written AS SELECT * FROM term_docs")
         .unwrap();
     for (version, older) in [
+        (5, ""),
         (4, ""),
         (
             3,
@@ -504,12 +506,22 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
              ALTER TABLE postings ADD PRIMARY KEY (term, chunk_id);",
         ),
     ] {
+        let lists_before = if version < 5 {
+            format!("{POSTINGS_FROM_LISTS} {older} DROP TABLE term_docs;")
+        } else {
+            String::new()
+        };
         sql.batch_execute(&format!(
-            "{POSTINGS_FROM_LISTS} {older} DROP TABLE term_docs;
+            "{lists_before} DROP TABLE term_stats;
              UPDATE quire_schema SET version = {version};"
         ))
         .unwrap();
         let post = pg_engine(&pgdir, &pg.url);
+        // Each term's document frequency is counted from its lists (`check` compares).
+        assert!(
+            post.store().check().unwrap().is_empty(),
+            "migrated from {version}"
+        );
         let (lists, off): (i64, i64) = {
             let r = sql
                 .query_one(

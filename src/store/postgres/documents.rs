@@ -88,11 +88,39 @@ impl Postgres {
             &[&id],
         )?;
         let (chunks, terms): (i64, i64) = (r.get(0), r.get(1));
+        let lists = tx.query(
+            "SELECT term, (octet_length(postings) / 16)::bigint FROM term_docs
+             WHERE doc_id = $1",
+            &[&id],
+        )?;
+        let mut gone: Vec<(String, i64)> = lists
+            .iter()
+            .map(|r| (r.get(0), -r.get::<_, i64>(1)))
+            .collect();
+        gone.sort_unstable();
+        Self::count_terms(tx, &gone)?;
         let n = tx.execute("DELETE FROM documents WHERE id = $1", &[&id])?;
         if n > 0 {
             Self::count(tx, -chunks, -terms)?;
         }
         Ok(n > 0)
+    }
+
+    /// Add each term's change of document frequency (chunks) to `term_stats`.
+    /// `changes` is in the order of the terms' bytes, as every writer's is, so two
+    /// transactions lock the rows they share in one order.
+    fn count_terms(tx: &mut Transaction<'_>, changes: &[(String, i64)]) -> Result<()> {
+        for part in changes.chunks(LIST_ROWS) {
+            let terms: Vec<&str> = part.iter().map(|(t, _)| t.as_str()).collect();
+            let dfs: Vec<i64> = part.iter().map(|(_, d)| *d).collect();
+            tx.execute(
+                "INSERT INTO term_stats (term, df)
+                 SELECT * FROM unnest($1::text[], $2::bigint[])
+                 ON CONFLICT (term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
+                &[&terms, &dfs],
+            )?;
+        }
+        Ok(())
     }
 
     fn count(tx: &mut Transaction<'_>, chunks: i64, terms: i64) -> Result<()> {
@@ -218,6 +246,11 @@ impl Postgres {
             }
         }
         Self::write_term_lists(tx, id, &lists)?;
+        let counts: Vec<(String, i64)> = lists
+            .iter()
+            .map(|(t, l)| (t.to_string(), (l.len() / search::POSTING_BYTES) as i64))
+            .collect();
+        Self::count_terms(tx, &counts)?;
         Ok(total_terms)
     }
 

@@ -17,7 +17,8 @@
 //!   the same words, stems, and CJK character unigrams and bigrams as the in-memory
 //!   index, so both stores rank alike (Postgres's `tsvector` parsers do not split
 //!   Chinese, and `ts_rank` is not BM25). The collection statistics (chunks, terms)
-//!   are kept in `meta`, updated in the transaction that writes or removes a document.
+//!   are kept in `meta` and each term's document frequency in `term_stats`, updated
+//!   in the transaction that writes or removes a document.
 //! - **Several processes.** A document is written in one transaction under an
 //!   advisory lock on its path. The queue is per process (`origin`: host and data
 //!   directory, since a queued path names a file on that machine); a row taken is
@@ -37,6 +38,7 @@ mod conversations;
 mod documents;
 mod folders;
 mod library;
+mod maxscore;
 mod queue;
 mod search;
 mod summaries;
@@ -158,6 +160,8 @@ const MIGRATIONS: &[&str] = &[
     search::POSTINGS_COVERED,
     // 5: BM25's postings a list per term and document, read a few rows a term.
     search::TERM_LISTS,
+    // 6: each term's document frequency, kept beside its lists (MaxScore's weights).
+    search::TERM_STATS,
 ];
 
 /// The advisory lock key the migrations run under ("quire" in ASCII).
@@ -232,6 +236,13 @@ impl Backend for Postgres {
                                 - (SELECT value FROM meta WHERE key = 'chunks'))
                           + abs((SELECT coalesce(sum(terms), 0)::bigint FROM chunks)
                                 - (SELECT value FROM meta WHERE key = 'terms'))",
+                ),
+                (
+                    "terms whose document frequency is off",
+                    "SELECT count(*) FROM (SELECT term, sum(octet_length(postings) / 16) AS df
+                                           FROM term_docs GROUP BY term) d
+                     FULL JOIN term_stats s USING (term)
+                     WHERE coalesce(d.df, 0) != coalesce(s.df, 0)",
                 ),
                 (
                     "vectors whose dimension is misrecorded",

@@ -8,11 +8,12 @@
 //! - **BM25:** the query analyzed as chunks are ([`crate::text::analyzer`]), then
 //!   Lucene's Okapi BM25: `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`, `score = Σ idf
 //!   · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avg_len))`, with N and the
-//!   average length from `meta`. The postings are kept a row per term and document
-//!   (`term_docs`), each row one list of (chunk, tf, chunk length): a question reads
-//!   its terms' rows by the primary key, a few hundred rows where it read one per
-//!   posting (tens of thousands, at 1.4 µs each in PostgreSQL's executor), and sums
-//!   the scores here. The same formula as the in-memory index, in double precision
+//!   average length from `meta` and each term's document frequency from
+//!   `term_stats`. The postings are kept a row per term and document (`term_docs`),
+//!   each row one list of (chunk, tf, chunk length), read by the primary key and
+//!   scored here. Not every row of a common term is read: [`super::maxscore`] reads
+//!   the rare terms whole and the others only in the documents that can still rank,
+//!   so a question's reads grow far slower than the library. The same formula as the in-memory index, in double precision
 //!   rather than single: scores agree to about 1e-6, so two chunks tied that closely
 //!   may swap.
 //!
@@ -22,9 +23,10 @@
 
 use std::collections::HashMap;
 
-use postgres::Client;
+use postgres::{Client, IsolationLevel, Transaction};
 
 use super::connection::{vector_text, Pool};
+use super::maxscore::{self, Reads};
 use crate::embed::Embedder;
 use crate::retrieve::{ChunkInfo, Corpus, DocFilter, Hit, Retriever, RetrieverKind, TermWeight};
 use crate::text::analyzer as text;
@@ -63,6 +65,21 @@ pub(super) const TERM_LISTS: &str = "CREATE TABLE term_docs (
          FROM postings GROUP BY term, doc_id;
      CREATE INDEX term_docs_by_doc ON term_docs(doc_id);
      DROP TABLE postings;";
+
+/// The migration that keeps each term's document frequency (in chunks) in a table
+/// of its own (version 6), so a question reads a term's weight in one row instead
+/// of counting its lists, and [`maxscore`] can leave the lists of common terms
+/// unread. The writes keep it with the lists, in the same transaction. Rows are
+/// updated in place by every document, hence the free space in each page.
+pub(super) const TERM_STATS: &str = "CREATE TABLE term_stats (
+         term TEXT PRIMARY KEY,
+         df   BIGINT NOT NULL
+     ) WITH (fillfactor = 70);
+     INSERT INTO term_stats (term, df)
+         SELECT term, sum(octet_length(postings) / 16) FROM term_docs GROUP BY term;";
+
+/// A BM25 ranking and the query's term weights.
+type Ranked = (Vec<Hit>, Vec<TermWeight>);
 
 /// The in-database retrievers of one PostgreSQL index.
 pub struct PgSearch {
@@ -140,80 +157,63 @@ impl PgSearch {
     /// The `k` chunks that rank best for `query` by BM25, best first; chunks sharing no
     /// term with it are never returned; ties go to the earlier chunk.
     ///
-    /// One statement reads the query's terms' lists (every document's, so that each
-    /// term's document frequency counts the whole library, as a scope's ranking
-    /// does in memory) with N and the total length from `meta`, in one snapshot; the
-    /// scores are summed here, term by term in the query's order.
+    /// In one read-only snapshot: N and the total length from `meta`, each term's
+    /// document frequency from `term_stats` (over the whole library, so that a
+    /// scope's ranking weighs terms as the in-memory index does), then the terms'
+    /// lists as [`maxscore::top_k`] asks for them: the rare terms whole, the common
+    /// ones only in the documents that can still rank.
     ///
-    /// With the ranking come the query's [`Self::term_weights`], counted from the same
-    /// lists: one read where the "not found" check made a second one of the same rows.
+    /// With the ranking come the query's [`Self::term_weights`], from the same counts.
     pub fn bm25(
         &self,
         query: &str,
         k: usize,
         filter: Option<&DocFilter>,
     ) -> Result<(Vec<Hit>, Vec<TermWeight>)> {
+        Ok(self.bm25_reads(query, k, filter)?.0)
+    }
+
+    /// [`Self::bm25`], and what it read.
+    pub fn bm25_reads(
+        &self,
+        query: &str,
+        k: usize,
+        filter: Option<&DocFilter>,
+    ) -> Result<(Ranked, Reads)> {
         let terms = query_terms(query);
-        if terms.is_empty() || k == 0 {
-            return Ok((Vec::new(), self.term_weights(query)?));
+        if terms.is_empty() {
+            return Ok(((Vec::new(), Vec::new()), Reads::default()));
         }
-        let rows = self.with(|c| {
-            Ok(c.query(
-                "SELECT t.term, t.doc_id, t.postings, m.n, m.total
-                 FROM term_docs t,
-                      (SELECT (SELECT value FROM meta WHERE key = 'chunks') AS n,
-                              (SELECT value FROM meta WHERE key = 'terms') AS total) m
-                 WHERE t.term = ANY($1)",
-                &[&terms],
-            )?)
-        })?;
-        let Some(first) = rows.first() else {
-            return Ok((Vec::new(), self.term_weights(query)?));
-        };
-        let (n, total): (i64, i64) = (first.get(3), first.get(4));
-        let mut lists: Vec<Vec<(i64, &[u8])>> = vec![Vec::new(); terms.len()];
-        for r in &rows {
-            let term: &str = r.get(0);
-            if let Some(i) = terms.iter().position(|t| t == term) {
-                lists[i].push((r.get(1), r.get(2)));
-            }
-        }
-        let bm = Bm25Stats::new(n as f64, total as f64);
-        let mut scores: HashMap<i64, f64> = HashMap::new();
-        let mut weights = Vec::with_capacity(terms.len());
-        for (list, term) in lists.iter_mut().zip(terms) {
-            // The same order whatever order the rows came in: the sums are exact.
-            list.sort_unstable_by_key(|(doc, _)| *doc);
-            let df: usize = list.iter().map(|(_, p)| p.len() / POSTING_BYTES).sum();
-            weights.push(TermWeight::new(term, df, n.max(0) as usize));
-            if df == 0 {
-                continue;
-            }
-            let w = bm.weight(df as f64);
-            for (doc, postings) in list.iter() {
-                if filter.is_some_and(|f| !f.allows(*doc)) {
-                    continue;
-                }
-                for (chunk, tf, len) in read_postings(postings)? {
-                    *scores.entry(chunk).or_insert(0.0) += bm.score(w, tf, len);
-                }
-            }
-        }
-        let mut hits: Vec<(i64, f64)> = scores.into_iter().collect();
-        let best = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if hits.len() > k {
-            hits.select_nth_unstable_by(k - 1, best);
-            hits.truncate(k);
-        }
-        hits.sort_unstable_by(best);
-        let hits = hits
-            .into_iter()
-            .map(|(chunk_id, score)| Hit {
-                chunk_id,
-                score: score as f32,
-            })
-            .collect();
-        Ok((hits, weights))
+        self.with(|c| {
+            let mut tx = c
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let (n, total, df) = statistics(&mut tx, &terms)?;
+            let bm = Bm25Stats::new(n as f64, total as f64);
+            let weights: Vec<TermWeight> = terms
+                .iter()
+                .zip(&df)
+                .map(|(t, &d)| TermWeight::new(t.clone(), d, n))
+                .collect();
+            let weighed: Vec<(&str, f64)> = terms
+                .iter()
+                .zip(&df)
+                .map(|(t, &d)| (t.as_str(), if d == 0 { 0.0 } else { bm.weight(d as f64) }))
+                .collect();
+            let allows = |doc: i64| filter.is_none_or(|f| f.allows(doc));
+            let (best, reads) = maxscore::top_k(&weighed, k, &bm, &allows, &mut TxLists(&mut tx))?;
+            tx.commit()?;
+            let hits = best
+                .into_iter()
+                .map(|(chunk_id, score)| Hit {
+                    chunk_id,
+                    score: score as f32,
+                })
+                .collect();
+            Ok(((hits, weights), reads))
+        })
     }
 
     /// Each distinct term of `query` with its weight over the whole library, as the
@@ -224,28 +224,57 @@ impl PgSearch {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let (n, chunks) = self.with(|c| {
-            let n: i64 = c
-                .query_one("SELECT value FROM meta WHERE key = 'chunks'", &[])?
-                .get(0);
-            // A list's length without reading it: it is stored uncompressed.
-            let rows = c.query(
-                "SELECT term, sum(octet_length(postings))::bigint FROM term_docs
-                 WHERE term = ANY($1) GROUP BY term",
-                &[&terms],
-            )?;
-            let chunks: HashMap<String, i64> = rows
-                .iter()
-                .map(|r| (r.get(0), r.get::<_, i64>(1) / POSTING_BYTES as i64))
-                .collect();
-            Ok((n.max(0) as usize, chunks))
-        })?;
+        let (n, _, df) = self.with(|c| statistics(&mut c.transaction()?, &terms))?;
         Ok(terms
             .into_iter()
-            .map(|term| {
-                let df = chunks.get(&term).map_or(0, |&c| c.max(0) as usize);
-                TermWeight::new(term, df, n)
-            })
+            .zip(df)
+            .map(|(term, df)| TermWeight::new(term, df, n))
+            .collect())
+    }
+}
+
+/// N (chunks), the total length in terms, and each term's document frequency (in
+/// chunks), as the writes keep them in `meta` and `term_stats`.
+fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<(usize, i64, Vec<usize>)> {
+    let r = tx.query_one(
+        "SELECT (SELECT value FROM meta WHERE key = 'chunks'),
+                (SELECT value FROM meta WHERE key = 'terms')",
+        &[],
+    )?;
+    let (n, total): (i64, i64) = (r.get(0), r.get(1));
+    let rows = tx.query(
+        "SELECT term, df FROM term_stats WHERE term = ANY($1)",
+        &[&terms],
+    )?;
+    let known: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let df = terms
+        .iter()
+        .map(|t| known.get(t).map_or(0, |&d| d.max(0) as usize))
+        .collect();
+    Ok((n.max(0) as usize, total, df))
+}
+
+/// The term lists in a transaction's snapshot.
+struct TxLists<'a, 'b>(&'a mut Transaction<'b>);
+
+impl maxscore::Lists for TxLists<'_, '_> {
+    fn whole(&mut self, term: &str) -> Result<Vec<(i64, Vec<u8>)>> {
+        let rows = self.0.query(
+            "SELECT doc_id, postings FROM term_docs WHERE term = $1",
+            &[&term],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn of_docs(&mut self, terms: &[&str], docs: &[i64]) -> Result<Vec<(String, i64, Vec<u8>)>> {
+        let rows = self.0.query(
+            "SELECT term, doc_id, postings FROM term_docs
+             WHERE term = ANY($1) AND doc_id = ANY($2)",
+            &[&terms, &docs],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
             .collect())
     }
 }
@@ -274,7 +303,7 @@ pub(super) fn push_posting(list: &mut Vec<u8>, chunk_id: i64, tf: i32, len: i32)
 }
 
 /// The postings of a list: (chunk, term frequency, chunk length).
-fn read_postings(list: &[u8]) -> Result<impl Iterator<Item = (i64, i32, i32)> + '_> {
+pub(super) fn read_postings(list: &[u8]) -> Result<impl Iterator<Item = (i64, i32, i32)> + '_> {
     if !list.len().is_multiple_of(POSTING_BYTES) {
         return Err(crate::Error::Invalid(format!(
             "a BM25 postings list of {} bytes (not a multiple of {POSTING_BYTES})",
@@ -295,14 +324,14 @@ fn read_postings(list: &[u8]) -> Result<impl Iterator<Item = (i64, i32, i32)> + 
 }
 
 /// Lucene's Okapi BM25 with the collection's statistics, in double precision.
-struct Bm25Stats {
+pub(super) struct Bm25Stats {
     n: f64,
     /// `b / avg_len`.
     per_term: f64,
 }
 
 impl Bm25Stats {
-    fn new(n: f64, total: f64) -> Self {
+    pub(super) fn new(n: f64, total: f64) -> Self {
         let avg = if n > 0.0 { total / n } else { 1.0 };
         Self {
             n,
@@ -311,12 +340,12 @@ impl Bm25Stats {
     }
 
     /// A term's weight, `idf · (k1 + 1)`, from its document frequency.
-    fn weight(&self, df: f64) -> f64 {
+    pub(super) fn weight(&self, df: f64) -> f64 {
         (1.0 + (self.n - df + 0.5) / (df + 0.5)).ln() * (f64::from(K1) + 1.0)
     }
 
     /// A posting's share of its chunk's score.
-    fn score(&self, weight: f64, tf: i32, len: i32) -> f64 {
+    pub(super) fn score(&self, weight: f64, tf: i32, len: i32) -> f64 {
         let (tf, k1) = (f64::from(tf), f64::from(K1));
         weight * tf / (tf + k1 * (1.0 - f64::from(B) + self.per_term * f64::from(len)))
     }
