@@ -25,6 +25,7 @@ pub mod embed;
 pub mod extract;
 pub mod ingest;
 pub mod library;
+pub mod library_search;
 pub mod llm;
 pub mod load;
 pub mod margins;

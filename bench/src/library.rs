@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use quire::engine::{Cancel, DocStatus, Engine, EngineConfig, IndexEvent, RetrieveOptions};
+use quire::engine::{
+    Cancel, DocStatus, Engine, EngineConfig, IndexEvent, RetrieveOptions, RetrieverKind,
+};
 use quire::{Error, Result};
 use serde::Serialize;
 
@@ -433,13 +435,25 @@ fn error_pct(eta: Option<f64>, actual: f64) -> Option<f64> {
 /// Time `queries` through the engine's retrieval as a question runs it (the
 /// settings' top k and fusion, the question alone: no LLM query variants).
 fn search(engine: &Engine, queries: &[String]) -> Result<SearchFigures> {
+    search_with(engine, queries, None)
+}
+
+/// [`search`] with the settings' retrievers, or `only` one of them.
+pub fn search_with(
+    engine: &Engine,
+    queries: &[String],
+    only: Option<RetrieverKind>,
+) -> Result<SearchFigures> {
     let s = engine.settings();
-    let opts = RetrieveOptions {
+    let mut opts = RetrieveOptions {
         top_k: s.top_k,
         fusion: s.fusion.parse()?,
         num_queries: 1,
         ..RetrieveOptions::default()
     };
+    if let Some(k) = only {
+        opts.retrievers = vec![k];
+    }
     let cancel = Cancel::new();
     let t = Instant::now();
     let first = &queries[0];

@@ -427,6 +427,28 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Search latency at library sizes too large to index in a session: `library`'s
+    /// documents written straight to the store (real chunks and BM25 lists,
+    /// stand-in vectors), the search timed at each size.
+    LibrarySearch {
+        /// Library sizes (documents), comma-separated; the store is filled up to each.
+        #[arg(long, default_value = "1000,3000,10000")]
+        sizes: String,
+        /// sqlite (a temporary data directory) or a postgres:// URL (a database of its
+        /// own: other documents there are removed; this library's are kept, so a run
+        /// can be resumed).
+        #[arg(long)]
+        store: String,
+        /// The library's seed (as `library`'s).
+        #[arg(long, default_value_t = 50)]
+        seed: u64,
+        /// Search queries timed at each size.
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Latency of one fused query over 10k, 100k and 1M synthetic chunks.
     RetrievalScale {
         /// Print one JSON object.
@@ -768,6 +790,30 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
                 queries,
             };
             let r = quire_bench::library::run(&opts, &mut |m| eprintln!("{m}"))?;
+            emit(&r, json)
+        }
+        BenchCmd::LibrarySearch {
+            sizes,
+            store,
+            seed,
+            queries,
+            json,
+        } => {
+            let sizes = sizes
+                .split(',')
+                .map(|s| {
+                    s.trim()
+                        .parse::<usize>()
+                        .map_err(|e| quire::Error::Invalid(format!("--sizes {s:?}: {e}")))
+                })
+                .collect::<quire::Result<Vec<_>>>()?;
+            let opts = quire_bench::library_search::Options {
+                sizes,
+                store,
+                seed,
+                queries,
+            };
+            let r = quire_bench::library_search::run(&opts, &mut |m| eprintln!("{m}"))?;
             emit(&r, json)
         }
         BenchCmd::ServeLoad(a) => serve_load(a),

@@ -49,7 +49,8 @@ use std::sync::{Arc, Mutex};
 use postgres::Client;
 
 use self::connection::{connect, off_runtime, shown, Conn};
-use self::search::PgSearch;
+pub use self::maxscore::Reads;
+pub use self::search::PgSearch;
 use crate::retrieve::Corpus;
 use crate::store::{Backend, CHECKS};
 use crate::{Error, Result};
