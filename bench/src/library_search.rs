@@ -101,9 +101,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
         .map_err(|e| Error::io(Path::new("tempdir"), e))?;
     let url = match opts.store.as_str() {
         "sqlite" => None,
-        u if u.starts_with("postgres://") || u.starts_with("postgresql://") => {
-            Some(u.to_string())
-        }
+        u if u.starts_with("postgres://") || u.starts_with("postgresql://") => Some(u.to_string()),
         other => {
             return Err(Error::Invalid(format!(
                 "--store {other:?}: sqlite or a postgres:// URL"
@@ -137,7 +135,9 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
         from = size;
         let t = Instant::now();
         if !todo.is_empty() {
-            fill(&engine, &pool, opts.seed, &todo, &*embedder, &model, progress)?;
+            fill(
+                &engine, &pool, opts.seed, &todo, &*embedder, &model, progress,
+            )?;
         }
         let fill_secs = t.elapsed().as_secs_f64();
         let docs = engine.documents()?;
@@ -452,12 +452,18 @@ mod tests {
     #[test]
     fn stand_in_vectors_are_unit_length_and_alike_for_alike_text() {
         let a = stand_in("the licensee may copy and distribute the program", 384);
-        let b = stand_in("the licensee may copy and distribute the program freely", 384);
+        let b = stand_in(
+            "the licensee may copy and distribute the program freely",
+            384,
+        );
         let c = stand_in("warranty of merchantability or fitness", 384);
         let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>();
         assert!((dot(&a, &a) - 1.0).abs() < 1e-5);
         assert!(dot(&a, &b) > 0.8, "{}", dot(&a, &b));
         assert!(dot(&a, &c) < 0.5, "{}", dot(&a, &c));
-        assert_eq!(stand_in("", 8), vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(
+            stand_in("", 8),
+            vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        );
     }
 }

@@ -832,3 +832,66 @@ fn a_question_refuses_vectors_another_process_made_with_another_model() {
     assert!(matches!(err, quire::Error::Conflict(_)), "{err}");
     assert!(err.to_string().contains("m3e-small"), "{err}");
 }
+
+/// A common term's list (a row in more than 256 documents) is kept between
+/// questions, and dropped when the index changes, also when another process
+/// changed it: the next question ranks what was written.
+#[test]
+fn postgres_bm25_keeps_a_common_terms_list_until_the_index_changes() {
+    use quire::store::postgres::PgSearch;
+    let pg = Postgres::start();
+    let mut s = Store::connect(&pg.url, "test:/a").unwrap();
+    let pages = [page(1, "p", false)];
+    let write = |s: &mut Store, i: usize, text: &str| {
+        s.insert_document(&NewDocument {
+            path: &format!("/lib/{i}.pdf"),
+            hash: &format!("h{i}"),
+            bytes: 1,
+            title: None,
+            pages: &pages,
+            chunks: &[chunk(1, text)],
+            embeddings: &[vec![1.0, i as f32]],
+            model: "m",
+        })
+        .unwrap();
+    };
+    for i in 0..300 {
+        write(
+            &mut s,
+            i,
+            &format!("shared library text number{i} and more words here"),
+        );
+    }
+    let search = PgSearch::new(&pg.url);
+    let (first, reads) = search.bm25_reads("shared", 3, None).unwrap();
+    assert_eq!(first.0.len(), 3);
+    assert_eq!((reads.rows, reads.cached_terms), (300, 0));
+    let (again, reads) = search.bm25_reads("shared", 3, None).unwrap();
+    assert_eq!(reads.cached_terms, 1, "{reads:?}");
+    let ids =
+        |r: &(Vec<quire::retrieve::Hit>, _)| r.0.iter().map(|h| h.chunk_id).collect::<Vec<_>>();
+    assert_eq!(ids(&first), ids(&again));
+    // Another process writes a short chunk that says "shared" three times: the
+    // next question reads the list again and ranks it first.
+    let mut other = Store::connect(&pg.url, "test:/b").unwrap();
+    write(&mut other, 300, "shared shared shared");
+    let (after, reads) = search.bm25_reads("shared", 3, None).unwrap();
+    assert_eq!((reads.rows, reads.cached_terms), (301, 0), "{reads:?}");
+    let doc_300 = |s: &Store| {
+        s.documents()
+            .unwrap()
+            .into_iter()
+            .find(|d| d.path == "/lib/300.pdf")
+            .unwrap()
+            .id
+    };
+    let newest = other.load_chunks_of(&[doc_300(&other)]).unwrap()[0].id;
+    assert_eq!(after.0[0].chunk_id, newest, "{after:?}");
+    // A removal too.
+    let gone = doc_300(&other);
+    assert!(other.remove_document(gone).unwrap());
+    let (last, reads) = search.bm25_reads("shared", 3, None).unwrap();
+    assert_eq!((reads.rows, reads.cached_terms), (300, 0), "{reads:?}");
+    assert_eq!(ids(&last), ids(&first));
+    assert!(s.check().unwrap().is_empty());
+}

@@ -38,6 +38,7 @@ mod conversations;
 mod documents;
 mod folders;
 mod library;
+mod list_cache;
 mod maxscore;
 mod queue;
 mod search;

@@ -22,11 +22,13 @@
 //! store's connection.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use postgres::{Client, IsolationLevel, Transaction};
 
 use super::connection::{vector_text, Pool};
-use super::maxscore::{self, Reads};
+use super::list_cache::ListCache;
+use super::maxscore::{self, Reads, TermList};
 use crate::embed::Embedder;
 use crate::retrieve::{ChunkInfo, Corpus, DocFilter, Hit, Retriever, RetrieverKind, TermWeight};
 use crate::text::analyzer as text;
@@ -84,12 +86,15 @@ type Ranked = (Vec<Hit>, Vec<TermWeight>);
 /// The in-database retrievers of one PostgreSQL index.
 pub struct PgSearch {
     pool: Pool,
+    /// The common terms' lists, kept between questions ([`ListCache`]).
+    cache: Mutex<ListCache>,
 }
 
 impl PgSearch {
     pub fn new(url: &str) -> Self {
         Self {
             pool: Pool::new(url),
+            cache: Mutex::new(ListCache::default()),
         }
     }
 
@@ -190,7 +195,12 @@ impl PgSearch {
                 .isolation_level(IsolationLevel::RepeatableRead)
                 .read_only(true)
                 .start()?;
-            let (n, total, df) = statistics(&mut tx, &terms)?;
+            let Statistics {
+                n,
+                total,
+                df,
+                generation,
+            } = statistics(&mut tx, &terms)?;
             let bm = Bm25Stats::new(n as f64, total as f64);
             let weights: Vec<TermWeight> = terms
                 .iter()
@@ -203,7 +213,14 @@ impl PgSearch {
                 .map(|(t, &d)| (t.as_str(), if d == 0 { 0.0 } else { bm.weight(d as f64) }))
                 .collect();
             let allows = |doc: i64| filter.is_none_or(|f| f.allows(doc));
-            let (best, reads) = maxscore::top_k(&weighed, k, &bm, &allows, &mut TxLists(&mut tx))?;
+            let mut lists = TxLists {
+                tx: &mut tx,
+                cache: &self.cache,
+                generation,
+                hits: 0,
+            };
+            let (best, mut reads) = maxscore::top_k(&weighed, k, &bm, &allows, &mut lists)?;
+            reads.cached_terms = lists.hits;
             tx.commit()?;
             let hits = best
                 .into_iter()
@@ -224,7 +241,7 @@ impl PgSearch {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let (n, _, df) = self.with(|c| statistics(&mut c.transaction()?, &terms))?;
+        let Statistics { n, df, .. } = self.with(|c| statistics(&mut c.transaction()?, &terms))?;
         Ok(terms
             .into_iter()
             .zip(df)
@@ -233,15 +250,27 @@ impl PgSearch {
     }
 }
 
-/// N (chunks), the total length in terms, and each term's document frequency (in
-/// chunks), as the writes keep them in `meta` and `term_stats`.
-fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<(usize, i64, Vec<usize>)> {
+/// What a ranking needs of the collection, as the writes keep it in `meta` and
+/// `term_stats`.
+struct Statistics {
+    /// Chunks (BM25's N).
+    n: usize,
+    /// Their total length in terms.
+    total: i64,
+    /// Each query term's document frequency, in chunks.
+    df: Vec<usize>,
+    /// The index's state (bumped by every write and removal).
+    generation: i64,
+}
+
+fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<Statistics> {
     let r = tx.query_one(
         "SELECT (SELECT value FROM meta WHERE key = 'chunks'),
-                (SELECT value FROM meta WHERE key = 'terms')",
+                (SELECT value FROM meta WHERE key = 'terms'),
+                (SELECT value FROM meta WHERE key = 'generation')",
         &[],
     )?;
-    let (n, total): (i64, i64) = (r.get(0), r.get(1));
+    let (n, total, generation): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
     let rows = tx.query(
         "SELECT term, df FROM term_stats WHERE term = ANY($1)",
         &[&terms],
@@ -251,31 +280,78 @@ fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<(usize, i64,
         .iter()
         .map(|t| known.get(t).map_or(0, |&d| d.max(0) as usize))
         .collect();
-    Ok((n.max(0) as usize, total, df))
+    Ok(Statistics {
+        n: n.max(0) as usize,
+        total,
+        df,
+        generation,
+    })
 }
 
-/// The term lists in a transaction's snapshot.
-struct TxLists<'a, 'b>(&'a mut Transaction<'b>);
+/// The term lists in a transaction's snapshot, the common ones from the cache when
+/// it holds them for this snapshot's generation.
+struct TxLists<'a, 'b> {
+    tx: &'a mut Transaction<'b>,
+    cache: &'a Mutex<ListCache>,
+    generation: i64,
+    /// Lists the cache gave.
+    hits: usize,
+}
+
+impl TxLists<'_, '_> {
+    fn cached(&self, term: &str) -> Option<Arc<TermList>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(self.generation, term)
+    }
+}
 
 impl maxscore::Lists for TxLists<'_, '_> {
-    fn whole(&mut self, term: &str) -> Result<Vec<(i64, Vec<u8>)>> {
-        let rows = self.0.query(
+    fn whole(&mut self, term: &str) -> Result<Arc<TermList>> {
+        if let Some(list) = self.cached(term) {
+            self.hits += 1;
+            return Ok(list);
+        }
+        let rows = self.tx.query(
             "SELECT doc_id, postings FROM term_docs WHERE term = $1",
             &[&term],
         )?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        let list = Arc::new(TermList::from_rows(
+            rows.iter()
+                .map(|r| (r.get::<_, i64>(0), r.get::<_, &[u8]>(1))),
+        )?);
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .put(self.generation, term, &list);
+        Ok(list)
     }
 
-    fn of_docs(&mut self, terms: &[&str], docs: &[i64]) -> Result<Vec<(String, i64, Vec<u8>)>> {
-        let rows = self.0.query(
-            "SELECT term, doc_id, postings FROM term_docs
-             WHERE term = ANY($1) AND doc_id = ANY($2)",
-            &[&terms, &docs],
-        )?;
-        Ok(rows
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
-            .collect())
+    fn of_docs(&mut self, terms: &[&str], docs: &[i64]) -> Result<Vec<maxscore::Run>> {
+        let mut runs = Vec::new();
+        let mut unread = Vec::new();
+        for &term in terms {
+            match self.cached(term) {
+                Some(list) => runs.extend(
+                    list.of_docs(docs)
+                        .map(|(doc, run)| (term.to_string(), doc, run.to_vec())),
+                ),
+                None => unread.push(term),
+            }
+        }
+        if !unread.is_empty() {
+            let rows = self.tx.query(
+                "SELECT term, doc_id, postings FROM term_docs
+                 WHERE term = ANY($1) AND doc_id = ANY($2)",
+                &[&unread, &docs],
+            )?;
+            for r in &rows {
+                let run = read_postings(r.get(2))?.collect();
+                runs.push((r.get(0), r.get(1), run));
+            }
+        }
+        Ok(runs)
     }
 }
 
