@@ -34,12 +34,16 @@ pub(super) struct TermList {
 impl TermList {
     /// The list from its rows (document, postings bytes), in document order.
     pub(super) fn from_rows<'a>(rows: impl IntoIterator<Item = (i64, &'a [u8])>) -> Result<Self> {
-        let mut list = Self::default();
+        let mut rows: Vec<(i64, &[u8])> = rows.into_iter().collect();
+        rows.sort_unstable_by_key(|r| r.0);
+        let mut list = Self {
+            rows: Vec::with_capacity(rows.len()),
+            postings: Vec::with_capacity(rows.iter().map(|r| r.1.len() / 16).sum()),
+        };
         for (doc, bytes) in rows {
             list.postings.extend(read_postings(bytes)?);
             list.rows.push((doc, list.postings.len() as u32));
         }
-        list.rows.sort_by_key(|r| r.0);
         Ok(list)
     }
 
@@ -405,6 +409,35 @@ mod tests {
             pruned_rows * 10 < all_rows * 8,
             "{pruned_rows} rows read of {all_rows}"
         );
+    }
+
+    #[test]
+    fn a_list_from_rows_in_any_order_gives_each_document_its_own_postings() {
+        let rows: Vec<(i64, Vec<u8>)> = [9i64, 2, 5]
+            .iter()
+            .map(|&d| {
+                let mut l = Vec::new();
+                for c in 0..d {
+                    push_posting(&mut l, d * 100 + c, 1, 10);
+                }
+                (d, l)
+            })
+            .collect();
+        let list = TermList::from_rows(rows.iter().map(|(d, l)| (*d, l.as_slice()))).unwrap();
+        let got: Vec<(i64, Vec<i64>)> = list
+            .iter()
+            .map(|(d, run)| (d, run.iter().map(|p| p.0).collect()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2, vec![200, 201]),
+                (5, (500..505).collect()),
+                (9, (900..909).collect())
+            ]
+        );
+        let some: Vec<i64> = list.of_docs(&[5, 7]).map(|(d, _)| d).collect();
+        assert_eq!(some, vec![5]);
     }
 
     #[test]

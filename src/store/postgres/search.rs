@@ -314,7 +314,7 @@ impl maxscore::Lists for TxLists<'_, '_> {
             return Ok(list);
         }
         let rows = self.tx.query(
-            "SELECT doc_id, postings FROM term_docs WHERE term = $1",
+            "SELECT doc_id, postings FROM term_docs WHERE term = $1 ORDER BY doc_id",
             &[&term],
         )?;
         let list = Arc::new(TermList::from_rows(
