@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use postgres::Transaction;
 
+use super::bm25;
 use super::collections;
 use super::connection::{text_vector, vector_text};
-use super::search;
 use super::{Postgres, MIGRATION_LOCK};
 use crate::store::{file_name, now_ms, DocumentRow, Documents, NewDocument, StoredChunk};
 use crate::text::analyzer as text;
@@ -153,7 +153,7 @@ impl Postgres {
     }
 
     /// Document `id`'s BM25 postings: a row per term, its postings in this document
-    /// as one list ([`search::push_posting`]), [`LIST_ROWS`] rows a statement.
+    /// as one list ([`bm25::push_posting`]), [`LIST_ROWS`] rows a statement.
     fn write_term_lists(
         tx: &mut Transaction<'_>,
         id: i64,
@@ -241,14 +241,14 @@ impl Postgres {
             for ((_, (_, (tf, len))), cid) in part.iter().zip(&cids) {
                 total_terms += len;
                 for (t, n) in tf {
-                    search::push_posting(lists.entry(t).or_default(), *cid, *n, *len as i32);
+                    bm25::push_posting(lists.entry(t).or_default(), *cid, *n, *len as i32);
                 }
             }
         }
         Self::write_term_lists(tx, id, &lists)?;
         let counts: Vec<(String, i64)> = lists
             .iter()
-            .map(|(t, l)| (t.to_string(), (l.len() / search::POSTING_BYTES) as i64))
+            .map(|(t, l)| (t.to_string(), (l.len() / bm25::POSTING_BYTES) as i64))
             .collect();
         Self::count_terms(tx, &counts)?;
         Ok(total_terms)

@@ -92,7 +92,7 @@ impl ListCache {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::search::push_posting;
+    use super::super::bm25::push_posting;
     use super::*;
 
     /// A list of `rows` documents, one posting each.

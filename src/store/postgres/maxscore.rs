@@ -5,10 +5,10 @@
 //! frequency factor `tf / (tf + k1 · norm)` is under 1). The terms are read whole in
 //! order of weight, rarest first. Once the k-th best score so far is above the sum of
 //! the weights of the terms not read yet, a chunk that none of the read terms found
-//! can no longer reach the top k: the other terms are then read only in the
-//! documents of the chunks that still can ([`Lists::of_docs`]), by the primary key.
-//! A common term (one row per document of the library) is then read in tens of
-//! documents instead of all of them.
+//! can no longer reach the top k: the other terms are then scored only in the
+//! documents of the chunks that still can. Those are the common terms, whose lists
+//! [`super::list_cache`] keeps between questions, so a question reads from the
+//! database mostly the lists of its rare terms.
 //!
 //! The top k is the exhaustive ranking's: only chunks whose score is certainly below
 //! the k-th are left out (with a margin of 1e-9 for the order the bounds were summed
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use super::search::{read_postings, Bm25Stats};
+use super::bm25::{read_postings, Bm25Stats};
 use crate::Result;
 
 /// One term's postings in every document, decoded: documents ascending, each with
@@ -81,46 +81,41 @@ impl TermList {
 pub(super) trait Lists {
     /// Every document's list of `term`.
     fn whole(&mut self, term: &str) -> Result<Arc<TermList>>;
-    /// The lists of `terms` in `docs` (ascending) only: (term, document, postings).
-    fn of_docs(&mut self, terms: &[&str], docs: &[i64]) -> Result<Vec<Run>>;
 }
-
-/// One term's postings in one document: (term, document, (chunk, tf, length)).
-pub(super) type Run = (String, i64, Vec<(i64, i32, i32)>);
 
 /// What one ranking read, for the bench and the log.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Reads {
-    /// Terms whose every list was used.
+    /// Terms scored in every document.
     pub whole_terms: usize,
-    /// Terms read only in the documents that could still rank.
+    /// Terms scored only in the documents that could still rank.
     pub probed_terms: usize,
-    /// Rows (a term's list in one document) used.
+    /// Rows (a term's list in one document) scored.
     pub rows: usize,
     /// Terms whose whole list came from the cache of common terms' lists.
     pub cached_terms: usize,
 }
-
-/// Above this many candidate documents, the remaining terms are read whole: a probe
-/// by so long a list of keys costs about what a whole read does.
-const MAX_PROBE_DOCS: usize = 4096;
 
 /// Relative slack on a bound, for the order its weights were summed in.
 const MARGIN: f64 = 1e-9;
 
 /// The `k` best chunks for `terms` (the query's distinct terms, with their weights
 /// `idf · (k1 + 1)`; a weight of 0 is a term no chunk has), best first, ties to the
-/// lower chunk id, and what was read. `allows` says which documents count (a
-/// scope); the others' postings are never scored.
+/// lower chunk id, and what was read. `ids` is the least and greatest chunk id of
+/// the `n` chunks, where known. `allows` says which documents count (a scope); the
+/// others' postings are never scored.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn top_k(
     terms: &[(&str, f64)],
     k: usize,
+    ids: Option<(i64, i64)>,
+    n: usize,
     bm: &Bm25Stats,
     allows: &dyn Fn(i64) -> bool,
     lists: &mut dyn Lists,
 ) -> Result<(Vec<(i64, f64)>, Reads)> {
     let mut reads = Reads::default();
-    let mut acc = Scores::default();
+    let mut acc = Scores::new(ids, n);
     if k == 0 {
         return Ok((Vec::new(), reads));
     }
@@ -157,32 +152,19 @@ pub(super) fn top_k(
         let mut docs = acc.docs();
         docs.sort_unstable();
         docs.dedup();
-        let rest_terms = &order[step..];
-        if docs.len() > MAX_PROBE_DOCS {
-            for &i in rest_terms {
-                let list = lists.whole(terms[i].0)?;
-                reads.whole_terms += 1;
-                reads.rows += list.rows();
-                for (doc, run) in list.of_docs(&docs) {
-                    for &(chunk, tf, len) in run {
-                        acc.add(chunk, doc, bm.score(terms[i].1, tf, len), false);
-                    }
-                }
-            }
-        } else if !docs.is_empty() {
-            reads.probed_terms += rest_terms.len();
-            let names: Vec<&str> = rest_terms.iter().map(|&i| terms[i].0).collect();
-            let rows = lists.of_docs(&names, &docs)?;
-            reads.rows += rows.len();
-            for (term, doc, run) in rows {
-                let Some(&(_, weight)) = terms.iter().find(|(t, _)| *t == term) else {
-                    continue;
-                };
-                if allows(doc) {
+        // The other terms scored in those chunks' documents only. Their lists are
+        // the common ones, which the cache keeps: a probe by document in the
+        // database (`term = ANY(…) AND doc_id = ANY(…)`) took 60 ms at 3,000
+        // documents, more than reading the list whole once.
+        for &i in &order[step..] {
+            let (term, weight) = terms[i];
+            let list = lists.whole(term)?;
+            reads.probed_terms += 1;
+            for (doc, run) in list.of_docs(&docs) {
+                reads.rows += 1;
+                for &(chunk, tf, len) in run {
                     // A chunk no read term found scores at most `rest`: below the k-th.
-                    for (chunk, tf, len) in run {
-                        acc.add(chunk, doc, bm.score(weight, tf, len), false);
-                    }
+                    acc.add(chunk, doc, bm.score(weight, tf, len), false);
                 }
             }
         }
@@ -208,45 +190,95 @@ impl Hasher for IdHasher {
     }
 }
 
-/// Each chunk's score so far, and its document.
+/// Each chunk's score so far, and its document: in an array indexed by chunk id
+/// where the ids are dense enough (a common term's postings come in id order, so
+/// the adds walk the array forward), in a map otherwise. A score of 0 is a chunk
+/// not seen; a chunk left out is marked below every score.
 #[derive(Default)]
 struct Scores {
-    by_chunk: HashMap<i64, (f64, i64), BuildHasherDefault<IdHasher>>,
+    base: i64,
+    dense: Vec<f64>,
+    dense_doc: Vec<i64>,
+    sparse: HashMap<i64, (f64, i64), BuildHasherDefault<IdHasher>>,
 }
 
+const LEFT_OUT: f64 = f64::NEG_INFINITY;
+
+/// Ids spanning more than this many per chunk are scored in the map.
+const MAX_SPREAD: i64 = 4;
+
 impl Scores {
+    /// Scores for chunk ids in `ids` (the least and the greatest), of `n` chunks.
+    fn new(ids: Option<(i64, i64)>, n: usize) -> Self {
+        let mut s = Self::default();
+        if let Some((lo, hi)) = ids {
+            let span = hi.saturating_sub(lo).saturating_add(1);
+            if span > 0 && span <= MAX_SPREAD * n as i64 + 65_536 {
+                s.base = lo;
+                s.dense = vec![0.0; span as usize];
+                s.dense_doc = vec![0; span as usize];
+            }
+        }
+        s
+    }
+
     /// Add a share to `chunk`'s score; a chunk not there is added only when `new`.
     fn add(&mut self, chunk: i64, doc: i64, share: f64, new: bool) {
-        if new {
-            self.by_chunk.entry(chunk).or_insert((0.0, doc)).0 += share;
-        } else if let Some(s) = self.by_chunk.get_mut(&chunk) {
+        let i = chunk.wrapping_sub(self.base);
+        if let Some(s) = usize::try_from(i).ok().and_then(|i| self.dense.get_mut(i)) {
+            if *s == LEFT_OUT || (*s == 0.0 && !new) {
+                return;
+            }
+            if *s == 0.0 {
+                self.dense_doc[i as usize] = doc;
+            }
+            *s += share;
+        } else if new {
+            self.sparse.entry(chunk).or_insert((0.0, doc)).0 += share;
+        } else if let Some(s) = self.sparse.get_mut(&chunk) {
             s.0 += share;
         }
     }
 
+    /// (chunk, score, document) of every chunk kept.
+    fn each(&self) -> impl Iterator<Item = (i64, f64, i64)> + '_ {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s > 0.0)
+            .map(|(i, s)| (self.base + i as i64, *s, self.dense_doc[i]));
+        dense.chain(self.sparse.iter().map(|(c, s)| (*c, s.0, s.1)))
+    }
+
     /// The k-th best score so far, when k chunks have one.
     fn kth(&self, k: usize) -> Option<f64> {
-        if self.by_chunk.len() < k {
+        let mut p: Vec<f64> = self.each().map(|(_, s, _)| s).collect();
+        if p.len() < k {
             return None;
         }
-        let mut p: Vec<f64> = self.by_chunk.values().map(|s| s.0).collect();
         let (_, kth, _) = p.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
         Some(*kth)
     }
 
     /// Keep only the chunks whose score so far passes `keep`.
     fn keep(&mut self, keep: impl Fn(f64) -> bool) {
-        self.by_chunk.retain(|_, s| keep(s.0));
+        for s in self.dense.iter_mut().filter(|s| **s > 0.0) {
+            if !keep(*s) {
+                *s = LEFT_OUT;
+            }
+        }
+        self.sparse.retain(|_, s| keep(s.0));
     }
 
     /// The documents of the chunks kept.
     fn docs(&self) -> Vec<i64> {
-        self.by_chunk.values().map(|s| s.1).collect()
+        self.each().map(|(_, _, d)| d).collect()
     }
 
     /// The `k` best, best first, ties to the lower id.
     fn best(self, k: usize) -> Vec<(i64, f64)> {
-        let mut hits: Vec<(i64, f64)> = self.by_chunk.into_iter().map(|(c, s)| (c, s.0)).collect();
+        let mut hits: Vec<(i64, f64)> = self.each().map(|(c, s, _)| (c, s)).collect();
         let best = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if hits.len() > k {
             hits.select_nth_unstable_by(k - 1, best);
@@ -260,11 +292,21 @@ impl Scores {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::search::push_posting;
+    use super::super::bm25::push_posting;
     use super::*;
 
     /// Lists in memory: `(term, doc) → postings`.
     struct Memory(Vec<(String, i64, Vec<u8>)>);
+
+    impl Memory {
+        fn max_chunk(&self) -> i64 {
+            self.0
+                .iter()
+                .flat_map(|(_, _, l)| read_postings(l).unwrap().map(|p| p.0))
+                .max()
+                .unwrap_or(0)
+        }
+    }
 
     impl Lists for Memory {
         fn whole(&mut self, term: &str) -> Result<Arc<TermList>> {
@@ -274,14 +316,6 @@ mod tests {
                     .filter(|(t, ..)| t == term)
                     .map(|(_, d, l)| (*d, l.as_slice())),
             )?))
-        }
-        fn of_docs(&mut self, terms: &[&str], docs: &[i64]) -> Result<Vec<Run>> {
-            Ok(self
-                .0
-                .iter()
-                .filter(|(t, d, _)| terms.contains(&t.as_str()) && docs.contains(d))
-                .map(|(t, d, l)| (t.clone(), *d, read_postings(l).unwrap().collect()))
-                .collect())
         }
     }
 
@@ -381,7 +415,14 @@ mod tests {
             let everything = |_: i64| true;
             let allows: &dyn Fn(i64) -> bool = if q % 3 == 0 { &scope } else { &everything };
             let want = exhaustive(&terms, k, &bm, allows, &mut lists);
-            let (got, reads) = top_k(&terms, k, &bm, allows, &mut lists).unwrap();
+            // The scores in an array for most queries, in the map for some, and
+            // both when the range given misses some chunks.
+            let ids = match q % 5 {
+                0 => None,
+                1 => Some((40, 600)),
+                _ => Some((1, lists.max_chunk())),
+            };
+            let (got, reads) = top_k(&terms, k, ids, 1000, &bm, allows, &mut lists).unwrap();
             assert_eq!(got.len(), want.len(), "query {q}: {names:?}");
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 // The same score to the last bits of a sum in another order; the same
@@ -445,13 +486,14 @@ mod tests {
         let mut rng = Rng(7);
         let (mut lists, bm, df) = library(&mut rng, 50);
         let w = bm.weight(df["t3"] as f64);
-        let (got, reads) = top_k(&[("t3", w)], 5, &bm, &|_| true, &mut lists).unwrap();
+        let (got, reads) = top_k(&[("t3", w)], 5, None, 0, &bm, &|_| true, &mut lists).unwrap();
         assert_eq!(got.len(), 5);
         assert_eq!((reads.whole_terms, reads.probed_terms), (1, 0));
-        let (got, reads) = top_k(&[("nothing", 0.0)], 5, &bm, &|_| true, &mut lists).unwrap();
+        let (got, reads) =
+            top_k(&[("nothing", 0.0)], 5, None, 0, &bm, &|_| true, &mut lists).unwrap();
         assert!(got.is_empty());
         assert_eq!(reads, Reads::default());
-        let (got, _) = top_k(&[("t3", w)], 0, &bm, &|_| true, &mut lists).unwrap();
+        let (got, _) = top_k(&[("t3", w)], 0, None, 0, &bm, &|_| true, &mut lists).unwrap();
         assert!(got.is_empty());
     }
 }

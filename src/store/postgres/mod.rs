@@ -32,6 +32,7 @@
 //! `connection.rs` (connections, the hop off the runtime, the retrievers' pool) and
 //! `search.rs` (retrieval in the database) beside them.
 
+mod bm25;
 mod collections;
 mod connection;
 mod conversations;
