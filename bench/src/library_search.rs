@@ -204,15 +204,7 @@ fn maxscore(url: &str, queries: &[String], k: usize) -> Result<(SearchFigures, f
             rows_read.push(reads.rows as f64);
         }
     }
-    Ok((
-        SearchFigures {
-            queries: ms.len(),
-            first_ms,
-            p50_ms: percentile(&mut ms, 0.5),
-            p99_ms: percentile(&mut ms, 0.99),
-        },
-        percentile(&mut rows_read, 0.5),
-    ))
+    Ok(figures(first_ms, ms, rows_read))
 }
 
 /// BM25 over PostgreSQL as the store ranked before MaxScore (its statement and its
@@ -276,15 +268,20 @@ fn exhaustive(url: &str, queries: &[String], k: usize) -> Result<(SearchFigures,
             rows_read.push(rows.len() as f64);
         }
     }
-    Ok((
+    Ok(figures(first_ms, ms, rows_read))
+}
+
+/// The timings (after a first query, timed apart) and the median rows read.
+fn figures(first_ms: f64, mut ms: Vec<f64>, mut rows: Vec<f64>) -> (SearchFigures, f64) {
+    (
         SearchFigures {
             queries: ms.len(),
             first_ms,
             p50_ms: percentile(&mut ms, 0.5),
             p99_ms: percentile(&mut ms, 0.99),
         },
-        percentile(&mut rows_read, 0.5),
-    ))
+        percentile(&mut rows, 0.5),
+    )
 }
 
 /// Document `i`'s path in the store.
