@@ -61,8 +61,6 @@ impl Engine {
         self.check_index_embedder()?;
         let embedder = self.embedder()?;
         let model = self.embedder_name();
-        // Other processes opening this directory leave our running files alone.
-        let _indexing = super::indexer_lock::indexing(&self.config.data_dir)?;
         let ocr = Ocr::detect(self.settings().ocr);
         let p = Pipeline {
             store: &self.db,

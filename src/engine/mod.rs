@@ -19,7 +19,6 @@ mod folder_diff;
 mod folder_watch;
 mod folders;
 mod index_cache;
-mod indexer_lock;
 mod indexing;
 mod library;
 mod llm_cache;
@@ -95,12 +94,10 @@ impl Engine {
             config.store.as_deref().or(Some(settings.store.as_str())),
             &config.data_dir,
         )?;
-        // What a killed or crashed run was indexing waits again (see `resume_indexing`),
-        // unless another process is indexing here now: those rows are its own. (A
-        // shared database knows which of its rows' processes are gone by itself.)
-        if store.shared() || indexer_lock::nobody_indexing(&config.data_dir)? {
-            store.requeue_interrupted()?;
-        }
+        // What a killed or crashed run was indexing waits again (see `spawn_resume`);
+        // the rows of a process indexing here now are its own (each store knows
+        // which rows' processes are gone).
+        store.requeue_interrupted()?;
         let engine = Self {
             config,
             db: Mutex::new(store),

@@ -25,6 +25,7 @@ pub mod documents;
 pub mod folders;
 pub mod library;
 pub mod postgres;
+mod process;
 pub mod queue;
 pub mod sqlite;
 mod states;
@@ -56,11 +57,6 @@ pub trait Backend:
     fn kind(&self) -> &'static str;
     /// Where it is, for messages: the file, or the server and database (no password).
     fn location(&self) -> String;
-    /// Whether other processes may be using the same index at once (a shared
-    /// server): the queue rows they run are theirs.
-    fn shared(&self) -> bool {
-        false
-    }
     /// The schema version.
     fn version(&self) -> Result<i64>;
     /// Problems that would make the index inconsistent; empty when all is well.

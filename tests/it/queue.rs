@@ -273,3 +273,43 @@ fn the_cli_cancels_one_file_of_a_running_batch_from_another_process() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not waiting or running"));
 }
+
+/// Opening an index requeues the running files of processes that are gone, and only
+/// those: a live process's (here this one's, which took a file through the store)
+/// stay its own, whatever any lock file says; the same pid with another start time is
+/// a process gone (a pid reused).
+#[test]
+fn opening_the_index_requeues_the_files_of_gone_processes_only() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let data = tmp.path().join("data");
+    let config = || EngineConfig::new(Some(data.clone())).expect("config");
+    drop(Engine::open(config()).expect("create"));
+    let db = data.join("index.sqlite");
+    let mut store = Store::open(&db).expect("store");
+    let ids = store
+        .enqueue(&[("/x/a.pdf".into(), 1), ("/x/b.pdf".into(), 2)])
+        .expect("enqueue");
+    let taken = store.claim().expect("claim").expect("a row");
+    assert_eq!(taken.id, ids[0]);
+    let states = |e: &Engine| -> Vec<String> {
+        e.queue()
+            .expect("queue")
+            .items
+            .into_iter()
+            .map(|r| r.state.to_string())
+            .collect()
+    };
+    // Taken by a live process: left running.
+    let e = Engine::open(config()).expect("open");
+    assert_eq!(states(&e), ["running", "queued"]);
+    drop(e);
+    // The same pid, started at another time: gone.
+    let conn = rusqlite::Connection::open(&db).expect("sqlite");
+    conn.execute(
+        "UPDATE queue SET owner = ?1 || ':1' WHERE id = ?2",
+        rusqlite::params![std::process::id(), ids[0]],
+    )
+    .expect("owner");
+    let e = Engine::open(config()).expect("open");
+    assert_eq!(states(&e), ["queued", "queued"]);
+}

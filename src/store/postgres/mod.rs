@@ -217,10 +217,6 @@ impl Backend for Postgres {
         shown(&self.url)
     }
 
-    fn shared(&self) -> bool {
-        true
-    }
-
     fn in_database(&self) -> Option<Arc<dyn Corpus>> {
         Some(self.search.clone())
     }

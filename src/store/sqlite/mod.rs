@@ -85,6 +85,8 @@ const MIGRATIONS: &[&str] = &[
     library::SCHEMA,
     // 5: each document's summary tree (the whole-document route's cache).
     summaries::SCHEMA,
+    // 6: the process that took each running queue row.
+    queue::OWNER,
 ];
 
 /// The SQLite index.

@@ -1,9 +1,12 @@
-//! The indexing queue in SQLite (see [`crate::store::queue`]): one table, the rows of
-//! the one process that indexes into this file.
+//! The indexing queue in SQLite (see [`crate::store::queue`]): one table. A running
+//! row names the process that took it (`owner`: its pid and start time), so that
+//! opening the index requeues exactly the rows of processes that are gone, whatever
+//! else is running (see [`crate::store::process`]).
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::Sqlite;
+use crate::store::process;
 use crate::store::{Queue, QueueRow, QueueState};
 use crate::Result;
 
@@ -24,6 +27,9 @@ pub(super) const SCHEMA: &str = "CREATE TABLE queue (
      );
      CREATE INDEX queue_by_state ON queue(state, id);
      ALTER TABLE pages ADD COLUMN ocr INTEGER NOT NULL DEFAULT 0;";
+
+/// Migration 6: the process that took a running row.
+pub(super) const OWNER: &str = "ALTER TABLE queue ADD COLUMN owner TEXT;";
 
 fn now_ms() -> i64 {
     crate::store::now_ms()
@@ -67,7 +73,8 @@ fn enqueue(conn: &mut Connection, files: &[(String, u64)]) -> Result<Vec<i64>> {
     Ok(ids)
 }
 
-/// Take the oldest waiting row: it becomes `running`. `None` when nothing waits.
+/// Take the oldest waiting row: it becomes `running`, this process's. `None` when
+/// nothing waits.
 fn claim(conn: &Connection) -> Result<Option<QueueRow>> {
     let id: Option<i64> = conn
         .query_row(
@@ -78,9 +85,10 @@ fn claim(conn: &Connection) -> Result<Option<QueueRow>> {
         .optional()?;
     let Some(id) = id else { return Ok(None) };
     conn.execute(
-        "UPDATE queue SET state = 'running', progress = 0, eta_secs = NULL, started_at = ?2
+        "UPDATE queue SET state = 'running', progress = 0, eta_secs = NULL, started_at = ?2,
+                          owner = ?3
          WHERE id = ?1",
-        params![id, now_ms()],
+        params![id, now_ms(), process::this()],
     )?;
     get(conn, id)
 }
@@ -156,20 +164,38 @@ fn finish(conn: &Connection, id: i64, doc_id: Option<i64>, error: Option<&str>) 
 /// A running row whose work was interrupted (not by the user) waits again.
 fn requeue(conn: &Connection, id: i64) -> Result<()> {
     conn.execute(
-        "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL, started_at = NULL
+        "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL, started_at = NULL,
+                          owner = NULL
          WHERE id = ?1 AND state = 'running'",
         [id],
     )?;
     Ok(())
 }
 
-/// Rows left `running` by a process that is gone wait again. Returns how many.
+/// Rows left `running` by a process that is gone (or by no known one: rows from
+/// before owners were kept) wait again; a live process's rows are its own. Returns
+/// how many.
 fn requeue_interrupted(conn: &Connection) -> Result<usize> {
-    Ok(conn.execute(
-        "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL, started_at = NULL
-         WHERE state = 'running'",
-        [],
-    )?)
+    let tx = conn.unchecked_transaction()?;
+    let running: Vec<(i64, Option<String>)> = {
+        let mut st = tx.prepare("SELECT id, owner FROM queue WHERE state = 'running'")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut n = 0;
+    for (id, owner) in running {
+        if owner.as_deref().is_some_and(process::alive) {
+            continue;
+        }
+        n += tx.execute(
+            "UPDATE queue SET state = 'queued', progress = 0, eta_secs = NULL,
+                              started_at = NULL, owner = NULL
+             WHERE id = ?1",
+            [id],
+        )?;
+    }
+    tx.commit()?;
+    Ok(n)
 }
 
 /// Cancel one row (`Some(id)`) or every waiting and running row (`None`). Returns the
@@ -242,7 +268,21 @@ mod tests {
         let a = claim(c).unwrap().unwrap();
         assert_eq!((a.id, a.state.as_str()), (ids[0], "running"));
         assert_eq!(waiting(c).unwrap(), 1);
-        // A process that died leaves it running: it waits again.
+        // Running in a live process (this one): its own, not requeued.
+        assert_eq!(requeue_interrupted(c).unwrap(), 0);
+        assert_eq!(waiting(c).unwrap(), 1);
+        // A process that died (here: the same pid with another start, a pid reused)
+        // leaves it running: it waits again.
+        c.execute(
+            "UPDATE queue SET owner = ?1 || ':1' WHERE id = ?2",
+            params![std::process::id(), ids[0]],
+        )
+        .unwrap();
+        assert_eq!(requeue_interrupted(c).unwrap(), 1);
+        assert_eq!(claim(c).unwrap().unwrap().id, ids[0]);
+        // A row from before owners were kept is a process gone too.
+        c.execute("UPDATE queue SET owner = NULL WHERE id = ?1", [ids[0]])
+            .unwrap();
         assert_eq!(requeue_interrupted(c).unwrap(), 1);
         assert_eq!(claim(c).unwrap().unwrap().id, ids[0]);
         finish(c, ids[0], Some(7), None).unwrap();
