@@ -96,6 +96,12 @@ pub fn with_width<R>(width: usize, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// The width [`with_width`] imposes on this thread now, if any: for a thread that
+/// runs part of this one's work (`with_width` it there too).
+pub fn forced_width() -> Option<usize> {
+    FORCED.with(Cell::get)
+}
+
 /// The widest pool: `RAYON_NUM_THREADS`, else the CPUs the affinity mask and the
 /// cgroup quota allow.
 pub fn max_threads() -> usize {

@@ -426,21 +426,32 @@ pub fn retrieve(
     let mut best = Vec::new();
     let mut term_weights = Vec::new();
     for (qi, q) in queries.iter().enumerate() {
+        cancel.check()?;
         let covered: Vec<bool> = retrievers.iter().map(|r| r.covers(q)).collect();
         let route = opts.route_by_language && covered.iter().any(|&c| c);
-        for (ri, r) in retrievers.iter().enumerate() {
-            cancel.check()?;
-            if route && !covered[ri] {
-                skipped.push((qi, ri));
-                continue;
-            }
-            let hits = if qi == 0 && term_weights.is_empty() {
-                let (hits, weights) = r.retrieve_weighed(q, candidates, opts.filter.as_ref())?;
-                term_weights = weights;
-                hits
+        let run: Vec<usize> = (0..retrievers.len())
+            .filter(|&ri| !(route && !covered[ri]))
+            .collect();
+        skipped.extend(
+            (0..retrievers.len())
+                .filter(|ri| !run.contains(ri))
+                .map(|ri| (qi, ri)),
+        );
+        // The user's question also weighs its terms (the first retriever that can).
+        let weigh = qi == 0;
+        let results = each_retriever(&run, |ri| {
+            let r = retrievers[ri];
+            if weigh {
+                r.retrieve_weighed(q, candidates, opts.filter.as_ref())
             } else {
-                r.retrieve(q, candidates, opts.filter.as_ref())?
-            };
+                Ok((r.retrieve(q, candidates, opts.filter.as_ref())?, Vec::new()))
+            }
+        });
+        for (ri, result) in run.into_iter().zip(results) {
+            let (hits, weights) = result?;
+            if term_weights.is_empty() {
+                term_weights = weights;
+            }
             if let Some(h) = hits.first() {
                 best.push(BestHit {
                     query: qi,
@@ -465,6 +476,35 @@ pub fn retrieve(
         skipped,
         best,
         term_weights,
+    })
+}
+
+/// `f` for each retriever of `run`, at once (the first on this thread, the others on
+/// threads of their own: a database's BM25 and its vector search wait on different
+/// connections, and the query's embedding runs beside BM25), the results in `run`'s
+/// order.
+fn each_retriever<T: Send>(run: &[usize], f: impl Fn(usize) -> Result<T> + Sync) -> Vec<Result<T>> {
+    let Some((&first, rest)) = run.split_first() else {
+        return Vec::new();
+    };
+    // A CPU width imposed on this thread holds on the others too.
+    let width = crate::cpu::pool::forced_width();
+    std::thread::scope(|s| {
+        let f = &f;
+        let others: Vec<_> = rest
+            .iter()
+            .map(|&ri| {
+                s.spawn(move || match width {
+                    Some(w) => crate::cpu::pool::with_width(w, || f(ri)),
+                    None => f(ri),
+                })
+            })
+            .collect();
+        let mut out = vec![f(first)];
+        for h in others {
+            out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        out
     })
 }
 
@@ -716,6 +756,92 @@ mod tests {
         let r = search("苹果派", &vector_only);
         assert!(r.skipped.is_empty());
         assert_eq!(r.nodes.len(), 3);
+    }
+
+    /// A retriever that says it started and waits (up to 10 s) for the other one
+    /// to say so too: two of them finish only when they run at once.
+    struct Meets {
+        name: &'static str,
+        me: std::sync::mpsc::SyncSender<()>,
+        other: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+        hit: i64,
+        fail: bool,
+    }
+    impl Retriever for Meets {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn retrieve(&self, _q: &str, _k: usize, _f: Option<&DocFilter>) -> Result<Vec<Hit>> {
+            self.me
+                .send(())
+                .map_err(|_| Error::Invalid("gone".into()))?;
+            let other = self.other.lock().unwrap_or_else(|e| e.into_inner());
+            other
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .map_err(|_| Error::Invalid(format!("{} ran alone", self.name)))?;
+            if self.fail {
+                return Err(Error::Invalid(format!("{} failed", self.name)));
+            }
+            Ok(vec![Hit {
+                chunk_id: self.hit,
+                score: 1.0,
+            }])
+        }
+    }
+
+    fn meeting(fail: [bool; 2]) -> [Meets; 2] {
+        let (a_tx, a_rx) = std::sync::mpsc::sync_channel(1);
+        let (b_tx, b_rx) = std::sync::mpsc::sync_channel(1);
+        [
+            Meets {
+                name: "a",
+                me: a_tx,
+                other: std::sync::Mutex::new(b_rx),
+                hit: 1,
+                fail: fail[0],
+            },
+            Meets {
+                name: "b",
+                me: b_tx,
+                other: std::sync::Mutex::new(a_rx),
+                hit: 2,
+                fail: fail[1],
+            },
+        ]
+    }
+
+    #[test]
+    fn a_querys_retrievers_run_at_once_and_fuse_in_their_order() {
+        let [a, b] = meeting([false, false]);
+        let refs: [&dyn Retriever; 2] = [&a, &b];
+        let r = retrieve(
+            "q",
+            &refs,
+            None,
+            &RetrieveOptions::default(),
+            &Cancel::new(),
+        )
+        .unwrap();
+        assert_eq!(r.retrievers, ["a", "b"]);
+        let best: Vec<(usize, i64)> = r.best.iter().map(|h| (h.retriever, h.chunk_id)).collect();
+        assert_eq!(best, [(0, 1), (1, 2)]);
+        // Equal reciprocal ranks: the first retriever's hit first.
+        let ids: Vec<i64> = r.nodes.iter().map(|n| n.chunk_id).collect();
+        assert_eq!(ids, [1, 2]);
+        // An error is the search's, the first retriever's before the second's.
+        for (fail, want) in [([false, true], "b failed"), ([true, true], "a failed")] {
+            let [a, b] = meeting(fail);
+            let refs: [&dyn Retriever; 2] = [&a, &b];
+            let e = retrieve(
+                "q",
+                &refs,
+                None,
+                &RetrieveOptions::default(),
+                &Cancel::new(),
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains(want), "{e}");
+        }
     }
 
     /// Writes the same variants for every prompt.
