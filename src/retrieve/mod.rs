@@ -430,7 +430,7 @@ pub fn retrieve(
         let covered: Vec<bool> = retrievers.iter().map(|r| r.covers(q)).collect();
         let route = opts.route_by_language && covered.iter().any(|&c| c);
         let run: Vec<usize> = (0..retrievers.len())
-            .filter(|&ri| !(route && !covered[ri]))
+            .filter(|&ri| !route || covered[ri])
             .collect();
         skipped.extend(
             (0..retrievers.len())
