@@ -394,6 +394,12 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     {
         let from = Store::open(&dir.path().join("lite/index.sqlite")).unwrap();
         let mut to = Store::connect(&pg.url, "test").unwrap();
+        // Three documents merged into a block, the fourth waiting: both ways of
+        // reading a list are ranked.
+        postgres::Client::connect(&pg.url, postgres::NoTls)
+            .unwrap()
+            .batch_execute("UPDATE meta SET value = 3 WHERE key = 'block_docs'")
+            .unwrap();
         copy(&from, &mut to);
         assert_eq!(from.load_chunks().unwrap(), to.load_chunks().unwrap());
         assert!(to.check().unwrap().is_empty(), "{:?}", to.check());
@@ -487,8 +493,8 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     let (a, b) = (ids(&lite, q, &scoped), ids(&post, q, &scoped));
     assert_eq!(a, b);
     assert!(!b.is_empty());
-    // A database of the schema before each term's document frequency had its table
-    // (version 5), before BM25's postings were a list per term and document
+    // A database of the schema before the lists were merged by block (version 6),
+    // before each term's document frequency had its table (version 5), before BM25's postings were a list per term and document
     // (version 4), or before each posting carried its chunk's length and document
     // (version 3), is migrated in place: the lists come out byte for byte as
     // the writes make them, and rank as before.
@@ -497,6 +503,7 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
     sql.batch_execute("CREATE TABLE written AS SELECT * FROM term_docs")
         .unwrap();
     for (version, older) in [
+        (6, ""),
         (5, ""),
         (4, ""),
         (
@@ -506,13 +513,18 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
              ALTER TABLE postings ADD PRIMARY KEY (term, chunk_id);",
         ),
     ] {
+        let stats_before = if version < 6 {
+            "DROP TABLE term_stats;"
+        } else {
+            ""
+        };
         let lists_before = if version < 5 {
             format!("{POSTINGS_FROM_LISTS} {older} DROP TABLE term_docs;")
         } else {
             String::new()
         };
         sql.batch_execute(&format!(
-            "{lists_before} DROP TABLE term_stats;
+            "{BLOCKS_BEFORE} {lists_before} {stats_before}
              UPDATE quire_schema SET version = {version};"
         ))
         .unwrap();
@@ -550,6 +562,12 @@ fn postgres_retrieval_ranks_the_corpus_as_sqlite_does() {
         assert_eq!(ids(&lite, q, &scoped), ids(&post, q, &scoped));
     }
 }
+
+/// The schema before the lists were merged by block (version 6).
+const BLOCKS_BEFORE: &str = "DROP TABLE term_blocks, dead_docs;
+     DROP SEQUENCE term_blocks_ids;
+     ALTER TABLE documents DROP COLUMN block;
+     DELETE FROM meta WHERE key = 'block_docs';";
 
 /// The version-4 `postings` table (a row per posting, with its chunk's length and
 /// document) made from the lists, to migrate again.
@@ -894,4 +912,195 @@ fn postgres_bm25_keeps_a_common_terms_list_until_the_index_changes() {
     assert_eq!((reads.rows, reads.cached_terms), (300, 0), "{reads:?}");
     assert_eq!(ids(&last), ids(&first));
     assert!(s.check().unwrap().is_empty());
+}
+
+/// BM25's top `k` for `query` computed here from the documents' own lists
+/// (`term_docs`, what the writes write) and the statistics: what the blocks must
+/// rank alike. (chunk, score), best first, ties to the lower id.
+fn bm25_from_document_lists(sql: &mut postgres::Client, query: &str, k: usize) -> Vec<(i64, f64)> {
+    use quire::text::bm25::{B, K1};
+    let mut terms: Vec<String> = Vec::new();
+    quire::text::analyzer::analyze(query, |t| {
+        if !terms.iter().any(|x| x == t) {
+            terms.push(t.to_string());
+        }
+    });
+    let r = sql
+        .query_one(
+            "SELECT (SELECT value FROM meta WHERE key = 'chunks'),
+                    (SELECT value FROM meta WHERE key = 'terms')",
+            &[],
+        )
+        .unwrap();
+    let (n, total): (i64, i64) = (r.get(0), r.get(1));
+    let (n, avg) = (n as f64, total as f64 / n as f64);
+    let (k1, b) = (f64::from(K1), f64::from(B));
+    let mut scores: BTreeMap<i64, f64> = BTreeMap::new();
+    for term in &terms {
+        let rows = sql
+            .query("SELECT postings FROM term_docs WHERE term = $1", &[term])
+            .unwrap();
+        let lists: Vec<Vec<u8>> = rows.iter().map(|r| r.get(0)).collect();
+        let df = lists.iter().map(|l| l.len() / 16).sum::<usize>() as f64;
+        let w = (1.0 + (n - df + 0.5) / (df + 0.5)).ln() * (k1 + 1.0);
+        for p in lists.iter().flat_map(|l| l.chunks_exact(16)) {
+            let id = i64::from_be_bytes(p[..8].try_into().unwrap());
+            let tf = f64::from(i32::from_be_bytes(p[8..12].try_into().unwrap()));
+            let len = f64::from(i32::from_be_bytes(p[12..].try_into().unwrap()));
+            *scores.entry(id).or_default() += w * tf / (tf + k1 * (1.0 - b + b * len / avg));
+        }
+    }
+    let mut best: Vec<(i64, f64)> = scores.into_iter().collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    best.truncate(k);
+    best
+}
+
+#[test]
+fn postgres_bm25_merges_lists_by_block_and_ranks_as_the_documents_lists_do() {
+    use quire::store::postgres::PgSearch;
+    let pg = Postgres::start();
+    let mut s = Store::connect(&pg.url, "test:/a").unwrap();
+    let mut sql = postgres::Client::connect(&pg.url, postgres::NoTls).unwrap();
+    sql.batch_execute("UPDATE meta SET value = 8 WHERE key = 'block_docs'")
+        .unwrap();
+    let pages = [page(1, "p", false)];
+    let words = ["licence", "source", "patent", "notice", "warranty", "copy"];
+    let text = |i: usize, v: usize| {
+        format!(
+            "{} {} {} document{i} version{v} and the shared words {}",
+            words[i % 6],
+            words[(i * 7 + v) % 6],
+            words[(i + 3) % 6],
+            "shared ".repeat(1 + i % 3)
+        )
+    };
+    let write = |s: &mut Store, i: usize, v: usize| {
+        let (a, b) = (
+            text(i, v),
+            format!("second chunk of {i}: {}", words[(i + v) % 6]),
+        );
+        s.insert_document(&NewDocument {
+            path: &format!("/lib/{i}.pdf"),
+            hash: &format!("h{i}.{v}"),
+            bytes: 1,
+            title: None,
+            pages: &pages,
+            chunks: &[chunk(1, &a), chunk(1, &b)],
+            embeddings: &[vec![1.0, i as f32], vec![i as f32, 1.0]],
+            model: "m",
+        })
+        .unwrap();
+    };
+    let layout = |sql: &mut postgres::Client| -> (i64, i64, i64, i64) {
+        let r = sql
+            .query_one(
+                "SELECT (SELECT count(*) FROM documents WHERE block IS NULL),
+                        (SELECT count(DISTINCT block) FROM documents),
+                        (SELECT count(DISTINCT block) FROM term_blocks),
+                        (SELECT count(*) FROM dead_docs)",
+                &[],
+            )
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2), r.get(3))
+    };
+    let queries = [
+        "shared licence",
+        "patent notice warranty",
+        "document3 copy",
+        "source version0 shared",
+        "second chunk licence",
+        "document7",
+    ];
+    // Each ranking, from a search of its own (no list kept from before), as the
+    // documents' lists rank.
+    let same = |sql: &mut postgres::Client, when: &str| {
+        let search = PgSearch::new(&pg.url);
+        for q in queries {
+            let (got, _) = search.bm25(q, 5, None).unwrap();
+            let want = bm25_from_document_lists(sql, q, 5);
+            assert_eq!(got.len(), want.len(), "{when}: {q}");
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.chunk_id, w.0, "{when}: {q}: {got:?} {want:?}");
+                assert!((f64::from(g.score) - w.1).abs() < 1e-4, "{when}: {q}");
+            }
+        }
+    };
+    for i in 0..10 {
+        write(&mut s, i, 0);
+    }
+    // A block of eight, two documents waiting.
+    assert_eq!(layout(&mut sql), (2, 1, 1, 0));
+    same(&mut sql, "merged");
+    let id = |s: &Store, i: usize| {
+        s.documents()
+            .unwrap()
+            .into_iter()
+            .find(|d| d.path == format!("/lib/{i}.pdf"))
+            .unwrap()
+            .id
+    };
+    // A merged document removed: its postings stay in the block, skipped.
+    let gone = id(&s, 1);
+    let gone_chunks: Vec<i64> = s
+        .load_chunks_of(&[gone])
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert!(s.remove_document(gone).unwrap());
+    assert_eq!(layout(&mut sql), (2, 1, 1, 1));
+    same(&mut sql, "one removed");
+    let (hits, _) = PgSearch::new(&pg.url)
+        .bm25("document1 shared", 20, None)
+        .unwrap();
+    assert!(
+        !hits.iter().any(|h| gone_chunks.contains(&h.chunk_id)),
+        "{hits:?}"
+    );
+    assert!(s.check().unwrap().is_empty(), "{:?}", s.check());
+    // A quarter of the block gone: it is taken apart, and its six documents left
+    // are merged again with the two that were waiting.
+    let second = id(&s, 2);
+    assert!(s.remove_document(second).unwrap());
+    assert_eq!(layout(&mut sql), (0, 1, 1, 0));
+    same(&mut sql, "block merged again");
+    // A document written again (another text): the old one dead in its block, the
+    // new one waiting; another process sees the same.
+    write(&mut s, 6, 1);
+    assert_eq!(layout(&mut sql), (1, 1, 1, 1));
+    same(&mut sql, "one rewritten");
+    for i in 10..17 {
+        write(&mut s, i, 0);
+    }
+    assert_eq!(layout(&mut sql), (0, 2, 2, 1));
+    same(&mut sql, "a second block");
+    let other = Store::connect(&pg.url, "test:/b").unwrap();
+    assert!(other.check().unwrap().is_empty(), "{:?}", other.check());
+    // A scope: only its documents' chunks, in blocks or not.
+    let scope = quire::retrieve::DocFilter::new([id(&s, 0), id(&s, 6)]);
+    let (hits, _) = PgSearch::new(&pg.url)
+        .bm25("shared second document0 document6", 10, Some(&scope))
+        .unwrap();
+    let allowed: Vec<i64> = s
+        .load_chunks_of(&[id(&s, 0), id(&s, 6)])
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(hits.len(), 4, "{hits:?}");
+    assert!(
+        hits.iter().all(|h| allowed.contains(&h.chunk_id)),
+        "{hits:?}"
+    );
+    // A block whose bytes were damaged is found by the check.
+    sql.batch_execute(
+        "UPDATE term_blocks SET postings = substring(postings FROM 1 FOR 12)
+         WHERE ctid = (SELECT ctid FROM term_blocks
+                       WHERE block NOT IN (SELECT block FROM dead_docs)
+                       AND octet_length(postings) > 40 LIMIT 1)",
+    )
+    .unwrap();
+    let problems = s.check().unwrap();
+    assert!(problems.iter().any(|p| p.contains("block")), "{problems:?}");
 }

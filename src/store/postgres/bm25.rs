@@ -39,6 +39,50 @@ pub(super) fn read_postings(list: &[u8]) -> Result<impl Iterator<Item = (i64, i3
     }))
 }
 
+/// Bytes before each document's postings in a block's list (`term_blocks.postings`):
+/// the document's id (8) and its postings' count (4), big-endian (`int8send`,
+/// `int4send`, as the merge writes them in SQL).
+pub(super) const BLOCK_HEADER: usize = 12;
+
+/// Append document `doc`'s list (`postings`, [`push_posting`]'s bytes) to a block's.
+#[cfg(test)]
+pub(super) fn push_block_doc(block: &mut Vec<u8>, doc: i64, postings: &[u8]) {
+    block.extend_from_slice(&doc.to_be_bytes());
+    block.extend_from_slice(&((postings.len() / POSTING_BYTES) as i32).to_be_bytes());
+    block.extend_from_slice(postings);
+}
+
+/// A block's list split by document: (document, its postings' bytes).
+pub(super) fn read_block(block: &[u8]) -> Result<Vec<(i64, &[u8])>> {
+    let bad = || {
+        crate::Error::Invalid(format!(
+            "a BM25 block of {} bytes that does not split into documents",
+            block.len()
+        ))
+    };
+    let mut docs = Vec::new();
+    let mut rest = block;
+    while !rest.is_empty() {
+        if rest.len() < BLOCK_HEADER {
+            return Err(bad());
+        }
+        let (mut doc, mut n) = ([0; 8], [0; 4]);
+        doc.copy_from_slice(&rest[..8]);
+        n.copy_from_slice(&rest[8..BLOCK_HEADER]);
+        let bytes = usize::try_from(i32::from_be_bytes(n))
+            .ok()
+            .and_then(|n| n.checked_mul(POSTING_BYTES))
+            .filter(|&b| b <= rest.len() - BLOCK_HEADER)
+            .ok_or_else(bad)?;
+        docs.push((
+            i64::from_be_bytes(doc),
+            &rest[BLOCK_HEADER..BLOCK_HEADER + bytes],
+        ));
+        rest = &rest[BLOCK_HEADER + bytes..];
+    }
+    Ok(docs)
+}
+
 /// Lucene's Okapi BM25 with the collection's statistics, in double precision.
 pub(super) struct Bm25Stats {
     n: f64,
@@ -83,6 +127,31 @@ mod tests {
         // The bytes `int8send(7) || int4send(3) || int4send(120)` make in the migration.
         assert_eq!(&list[..16], b"\0\0\0\0\0\0\0\x07\0\0\0\x03\0\0\0\x78");
         assert!(read_postings(&list[..20]).is_err());
+    }
+
+    #[test]
+    fn a_block_reads_back_each_documents_list() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        push_posting(&mut a, 10, 1, 5);
+        push_posting(&mut a, 11, 2, 6);
+        push_posting(&mut b, 40, 3, 7);
+        let mut block = Vec::new();
+        push_block_doc(&mut block, 3, &a);
+        push_block_doc(&mut block, 9, &b);
+        assert_eq!(block.len(), 2 * BLOCK_HEADER + 3 * POSTING_BYTES);
+        let docs = read_block(&block).unwrap();
+        assert_eq!(docs, vec![(3, a.as_slice()), (9, b.as_slice())]);
+        // The bytes `int8send(3) || int4send(2) || …` the merge makes in SQL.
+        assert_eq!(&block[..12], b"\0\0\0\0\0\0\0\x03\0\0\0\x02");
+        // Cut short, or a count past the end: an error, not a panic.
+        assert!(read_block(&block[..block.len() - 1]).is_err());
+        assert!(read_block(&block[..5]).is_err());
+        let mut lying = block.clone();
+        lying[11] = 0x7f;
+        assert!(read_block(&lying).is_err());
+        lying[8] = 0xff;
+        assert!(read_block(&lying).is_err());
+        assert!(read_block(&[]).unwrap().is_empty());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use postgres::Transaction;
 
+use super::blocks;
 use super::bm25;
 use super::collections;
 use super::connection::{text_vector, vector_text};
@@ -83,6 +84,7 @@ impl Postgres {
 
     /// Delete document `id` and take its chunks out of the BM25 statistics.
     fn delete_document(tx: &mut Transaction<'_>, id: i64) -> Result<bool> {
+        blocks::before_delete(tx, id)?;
         let r = tx.query_one(
             "SELECT count(*), coalesce(sum(terms), 0)::bigint FROM chunks WHERE doc_id = $1",
             &[&id],
@@ -396,6 +398,7 @@ impl Documents for Postgres {
             let total_terms = Self::write_chunks(&mut tx, id, doc, &terms)?;
             Self::count(&mut tx, doc.chunks.len() as i64, total_terms)?;
             tx.commit()?;
+            blocks::merge_quietly(c);
             Ok(id)
         })
     }
@@ -447,6 +450,7 @@ impl Documents for Postgres {
             )?;
             let gone = Self::delete_document(&mut tx, id)?;
             tx.commit()?;
+            blocks::merge_quietly(c);
             Ok(gone)
         })
     }

@@ -15,11 +15,11 @@
 //! in). A chunk's score is summed in reading order (rarest term first), so it may
 //! differ from a sum in the query's order in the last bits.
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use super::bm25::{read_postings, Bm25Stats};
+use super::bm25::{read_block, read_postings, Bm25Stats};
 use crate::Result;
 
 /// One term's postings in every document, decoded: documents ascending, each with
@@ -45,6 +45,28 @@ impl TermList {
             list.rows.push((doc, list.postings.len() as u32));
         }
         Ok(list)
+    }
+
+    /// The list from the rows a question reads ([`super::blocks`]): a block's
+    /// (`None`: several documents' lists, [`read_block`]) or one document's, in any
+    /// order. Documents in `dead` (ascending: removed since their block was merged)
+    /// are left out.
+    pub(super) fn from_parts<'a>(
+        parts: impl IntoIterator<Item = (Option<i64>, &'a [u8])>,
+        dead: &[i64],
+    ) -> Result<Self> {
+        let mut rows: Vec<(i64, &[u8])> = Vec::new();
+        for (doc, bytes) in parts {
+            match doc {
+                Some(doc) => rows.push((doc, bytes)),
+                None => rows.extend(
+                    read_block(bytes)?
+                        .into_iter()
+                        .filter(|(d, _)| dead.binary_search(d).is_err()),
+                ),
+            }
+        }
+        Self::from_rows(rows)
     }
 
     /// Rows (documents) in the list.
@@ -126,7 +148,11 @@ pub(super) fn top_k(
     let mut threshold = None;
     while step < order.len() {
         let rest: f64 = order[step..].iter().map(|&i| terms[i].1).sum();
-        if let Some(t) = acc.kth(k) {
+        // No chunk scores above the weights read so far: while the rest is not below
+        // them, the k-th best cannot be above the rest either, and is not looked for.
+        let read: f64 = order[..step].iter().map(|&i| terms[i].1).sum();
+        let kth = (rest * (1.0 + MARGIN) < read).then(|| acc.kth(k)).flatten();
+        if let Some(t) = kth {
             if rest * (1.0 + MARGIN) < t {
                 threshold = Some((t, rest));
                 break;
@@ -251,14 +277,11 @@ impl Scores {
         dense.chain(self.sparse.iter().map(|(c, s)| (*c, s.0, s.1)))
     }
 
-    /// The k-th best score so far, when k chunks have one.
+    /// The k-th best score so far, when k chunks have one: the least of a heap of
+    /// the k best, which most scores pass by with one comparison.
     fn kth(&self, k: usize) -> Option<f64> {
-        let mut p: Vec<f64> = self.each().map(|(_, s, _)| s).collect();
-        if p.len() < k {
-            return None;
-        }
-        let (_, kth, _) = p.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
-        Some(*kth)
+        let top = top_k_of(self.each().map(|(c, s, _)| (c, s)), k);
+        (top.len() == k).then(|| top.peek().map_or(0.0, |w| w.0 .1))
     }
 
     /// Keep only the chunks whose score so far passes `keep`.
@@ -278,15 +301,56 @@ impl Scores {
 
     /// The `k` best, best first, ties to the lower id.
     fn best(self, k: usize) -> Vec<(i64, f64)> {
-        let mut hits: Vec<(i64, f64)> = self.each().map(|(c, s, _)| (c, s)).collect();
-        let best = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if hits.len() > k {
-            hits.select_nth_unstable_by(k - 1, best);
-            hits.truncate(k);
-        }
-        hits.sort_unstable_by(best);
+        let mut hits: Vec<(i64, f64)> = top_k_of(self.each().map(|(c, s, _)| (c, s)), k)
+            .into_iter()
+            .map(|w| w.0)
+            .collect();
+        hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits
     }
+}
+
+/// A (chunk, score) ordered worst first: the lower score, then the higher id (ties
+/// go to the lower id), so that a max-heap of them has the worst of the best on top.
+struct Worst((i64, f64));
+
+impl PartialEq for Worst {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+impl Eq for Worst {}
+impl PartialOrd for Worst {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Worst {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .0
+             .1
+            .total_cmp(&self.0 .1)
+            .then(self.0 .0.cmp(&other.0 .0))
+    }
+}
+
+/// The `k` best of `scores` (higher score, then lower id), the worst of them on top.
+fn top_k_of(scores: impl Iterator<Item = (i64, f64)>, k: usize) -> BinaryHeap<Worst> {
+    let mut top = BinaryHeap::with_capacity(k + 1);
+    if k == 0 {
+        return top;
+    }
+    for hit in scores {
+        if top.len() < k {
+            top.push(Worst(hit));
+        } else if let Some(mut worst) = top.peek_mut() {
+            if Worst(hit) < *worst {
+                *worst = Worst(hit);
+            }
+        }
+    }
+    top
 }
 
 #[cfg(test)]
@@ -479,6 +543,51 @@ mod tests {
         );
         let some: Vec<i64> = list.of_docs(&[5, 7]).map(|(d, _)| d).collect();
         assert_eq!(some, vec![5]);
+    }
+
+    #[test]
+    fn a_list_from_blocks_and_rows_is_the_list_from_rows_less_the_dead() {
+        use super::super::bm25::push_block_doc;
+        let lists: Vec<(i64, Vec<u8>)> = (1..=7i64)
+            .map(|d| {
+                let mut l = Vec::new();
+                for c in 0..d {
+                    push_posting(&mut l, d * 100 + c, (c + 1) as i32, 10 + d as i32);
+                }
+                (d, l)
+            })
+            .collect();
+        // Documents 1-3 and 5-6 in two blocks, 4 and 7 not merged; 2 and 6 removed.
+        let block = |docs: &[i64]| {
+            let mut b = Vec::new();
+            for d in docs {
+                push_block_doc(&mut b, *d, &lists[*d as usize - 1].1);
+            }
+            b
+        };
+        let (b1, b2) = (block(&[1, 2, 3]), block(&[5, 6]));
+        let parts = vec![
+            (Some(7), lists[6].1.as_slice()),
+            (None, b2.as_slice()),
+            (Some(4), lists[3].1.as_slice()),
+            (None, b1.as_slice()),
+        ];
+        let got = TermList::from_parts(parts, &[2, 6]).unwrap();
+        let want = TermList::from_rows(
+            lists
+                .iter()
+                .filter(|(d, _)| *d != 2 && *d != 6)
+                .map(|(d, l)| (*d, l.as_slice())),
+        )
+        .unwrap();
+        let flat = |l: &TermList| {
+            l.iter()
+                .map(|(d, run)| (d, run.to_vec()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flat(&got), flat(&want));
+        assert_eq!(got.rows(), 5);
+        assert!(TermList::from_parts([(None, &b1[..7])], &[]).is_err());
     }
 
     #[test]

@@ -18,7 +18,9 @@
 //!   index, so both stores rank alike (Postgres's `tsvector` parsers do not split
 //!   Chinese, and `ts_rank` is not BM25). The collection statistics (chunks, terms)
 //!   are kept in `meta` and each term's document frequency in `term_stats`, updated
-//!   in the transaction that writes or removes a document.
+//!   in the transaction that writes or removes a document. A question reads the
+//!   lists merged by block of documents (`term_blocks`, [`blocks`]): a few rows a
+//!   term where a common term had a row in every document.
 //! - **Several processes.** A document is written in one transaction under an
 //!   advisory lock on its path. The queue is per process (`origin`: host and data
 //!   directory, since a queued path names a file on that machine); a row taken is
@@ -32,6 +34,7 @@
 //! `connection.rs` (connections, the hop off the runtime, the retrievers' pool) and
 //! `search.rs` (retrieval in the database) beside them.
 
+mod blocks;
 mod bm25;
 mod collections;
 mod connection;
@@ -165,6 +168,8 @@ const MIGRATIONS: &[&str] = &[
     search::TERM_LISTS,
     // 6: each term's document frequency, kept beside its lists (MaxScore's weights).
     search::TERM_STATS,
+    // 7: the lists merged by block of documents, read a few rows a term.
+    blocks::SCHEMA,
 ];
 
 /// The advisory lock key the migrations run under ("quire" in ASCII).
@@ -186,8 +191,12 @@ impl Postgres {
     /// engine does, [`crate::store::Queue::requeue_interrupted`]).
     pub fn connect(url: &str, origin: &str) -> Result<Self> {
         let mut client = Conn::new(connect(url)?);
-        off_runtime(|| migrate(&mut client))
-            .map_err(|e| Error::Postgres(format!("{}: {e}", shown(url))))?;
+        off_runtime(|| {
+            migrate(&mut client)?;
+            blocks::merge_quietly(&mut client);
+            Ok::<_, Error>(())
+        })
+        .map_err(|e| Error::Postgres(format!("{}: {e}", shown(url))))?;
         Ok(Self {
             client: Mutex::new(client),
             url: url.to_string(),
@@ -242,6 +251,10 @@ impl Backend for Postgres {
                                            FROM term_docs GROUP BY term) d
                      FULL JOIN term_stats s USING (term)
                      WHERE coalesce(d.df, 0) != coalesce(s.df, 0)",
+                ),
+                (
+                    "BM25 block lists that differ from their documents' lists",
+                    blocks::CHECK,
                 ),
                 (
                     "vectors whose dimension is misrecorded",

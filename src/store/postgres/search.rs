@@ -10,7 +10,8 @@
 //!   · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avg_len))`, with N and the
 //!   average length from `meta` and each term's document frequency from
 //!   `term_stats`. The postings are kept a row per term and document (`term_docs`),
-//!   each row one list of (chunk, tf, chunk length), read by the primary key and
+//!   each row one list of (chunk, tf, chunk length), merged by block of documents
+//!   ([`super::blocks`]: a term's list is a few rows), read by the primary key and
 //!   scored here. Not every row of a common term is read: [`super::maxscore`] reads
 //!   the rare terms whole and the others only in the documents that can still rank,
 //!   so a question's reads grow far slower than the library. The same formula as the in-memory index, in double precision
@@ -26,6 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use postgres::{Client, IsolationLevel, Transaction};
 
+use super::blocks;
 use super::bm25::Bm25Stats;
 use super::connection::{vector_text, Pool};
 use super::list_cache::ListCache;
@@ -201,6 +203,8 @@ impl PgSearch {
                 df,
                 generation,
                 ids,
+                unmerged,
+                dead,
             } = statistics(&mut tx, &terms)?;
             let bm = Bm25Stats::new(n as f64, total as f64);
             let weights: Vec<TermWeight> = terms
@@ -218,6 +222,8 @@ impl PgSearch {
                 tx: &mut tx,
                 cache: &self.cache,
                 generation,
+                unmerged: &unmerged,
+                dead: &dead,
                 hits: 0,
             };
             let (best, mut reads) = maxscore::top_k(&weighed, k, ids, n, &bm, &allows, &mut lists)?;
@@ -264,6 +270,10 @@ struct Statistics {
     generation: i64,
     /// The least and the greatest chunk id, when there are chunks.
     ids: Option<(i64, i64)>,
+    /// The documents whose lists are not merged yet, and the merged ones removed
+    /// ([`blocks::layout`]).
+    unmerged: Vec<i64>,
+    dead: Vec<i64>,
 }
 
 fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<Statistics> {
@@ -285,12 +295,15 @@ fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<Statistics> 
         .iter()
         .map(|t| known.get(t).map_or(0, |&d| d.max(0) as usize))
         .collect();
+    let (unmerged, dead) = blocks::layout(tx)?;
     Ok(Statistics {
         n: n.max(0) as usize,
         total,
         df,
         generation,
         ids,
+        unmerged,
+        dead,
     })
 }
 
@@ -300,6 +313,9 @@ struct TxLists<'a, 'b> {
     tx: &'a mut Transaction<'b>,
     cache: &'a Mutex<ListCache>,
     generation: i64,
+    /// The documents not merged into blocks, and the merged ones removed.
+    unmerged: &'a [i64],
+    dead: &'a [i64],
     /// Lists the cache gave.
     hits: usize,
 }
@@ -319,13 +335,18 @@ impl maxscore::Lists for TxLists<'_, '_> {
             self.hits += 1;
             return Ok(list);
         }
+        // The term's block rows, and its rows in the documents not merged yet.
+        // Unordered: the list sorts them by document.
         let rows = self.tx.query(
-            "SELECT doc_id, postings FROM term_docs WHERE term = $1 ORDER BY doc_id",
-            &[&term],
+            "SELECT NULL::bigint, postings FROM term_blocks WHERE term = $1
+             UNION ALL
+             SELECT doc_id, postings FROM term_docs WHERE term = $1 AND doc_id = ANY($2)",
+            &[&term, &self.unmerged],
         )?;
-        let list = Arc::new(TermList::from_rows(
+        let list = Arc::new(TermList::from_parts(
             rows.iter()
-                .map(|r| (r.get::<_, i64>(0), r.get::<_, &[u8]>(1))),
+                .map(|r| (r.get::<_, Option<i64>>(0), r.get::<_, &[u8]>(1))),
+            self.dead,
         )?);
         self.cache
             .lock()
