@@ -301,12 +301,12 @@ impl Scores {
 
     /// The `k` best, best first, ties to the lower id.
     fn best(self, k: usize) -> Vec<(i64, f64)> {
-        let mut hits: Vec<(i64, f64)> = top_k_of(self.each().map(|(c, s, _)| (c, s)), k)
+        // Ascending in `Worst`'s order is best first.
+        top_k_of(self.each().map(|(c, s, _)| (c, s)), k)
+            .into_sorted_vec()
             .into_iter()
             .map(|w| w.0)
-            .collect();
-        hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits
+            .collect()
     }
 }
 

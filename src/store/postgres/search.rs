@@ -203,8 +203,6 @@ impl PgSearch {
                 df,
                 generation,
                 ids,
-                unmerged,
-                dead,
             } = statistics(&mut tx, &terms)?;
             let bm = Bm25Stats::new(n as f64, total as f64);
             let weights: Vec<TermWeight> = terms
@@ -222,8 +220,7 @@ impl PgSearch {
                 tx: &mut tx,
                 cache: &self.cache,
                 generation,
-                unmerged: &unmerged,
-                dead: &dead,
+                layout: None,
                 hits: 0,
             };
             let (best, mut reads) = maxscore::top_k(&weighed, k, ids, n, &bm, &allows, &mut lists)?;
@@ -270,10 +267,6 @@ struct Statistics {
     generation: i64,
     /// The least and the greatest chunk id, when there are chunks.
     ids: Option<(i64, i64)>,
-    /// The documents whose lists are not merged yet, and the merged ones removed
-    /// ([`blocks::layout`]).
-    unmerged: Vec<i64>,
-    dead: Vec<i64>,
 }
 
 fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<Statistics> {
@@ -295,15 +288,12 @@ fn statistics(tx: &mut Transaction<'_>, terms: &[String]) -> Result<Statistics> 
         .iter()
         .map(|t| known.get(t).map_or(0, |&d| d.max(0) as usize))
         .collect();
-    let (unmerged, dead) = blocks::layout(tx)?;
     Ok(Statistics {
         n: n.max(0) as usize,
         total,
         df,
         generation,
         ids,
-        unmerged,
-        dead,
     })
 }
 
@@ -313,9 +303,9 @@ struct TxLists<'a, 'b> {
     tx: &'a mut Transaction<'b>,
     cache: &'a Mutex<ListCache>,
     generation: i64,
-    /// The documents not merged into blocks, and the merged ones removed.
-    unmerged: &'a [i64],
-    dead: &'a [i64],
+    /// The documents not merged into blocks and the merged ones removed
+    /// ([`blocks::layout`]), read with the first list the cache does not give.
+    layout: Option<(Vec<i64>, Vec<i64>)>,
     /// Lists the cache gave.
     hits: usize,
 }
@@ -335,18 +325,22 @@ impl maxscore::Lists for TxLists<'_, '_> {
             self.hits += 1;
             return Ok(list);
         }
+        let (unmerged, dead) = &*match &mut self.layout {
+            Some(layout) => layout,
+            none => none.insert(blocks::layout(self.tx)?),
+        };
         // The term's block rows, and its rows in the documents not merged yet.
         // Unordered: the list sorts them by document.
         let rows = self.tx.query(
             "SELECT NULL::bigint, postings FROM term_blocks WHERE term = $1
              UNION ALL
              SELECT doc_id, postings FROM term_docs WHERE term = $1 AND doc_id = ANY($2)",
-            &[&term, &self.unmerged],
+            &[&term, unmerged],
         )?;
         let list = Arc::new(TermList::from_parts(
             rows.iter()
                 .map(|r| (r.get::<_, Option<i64>>(0), r.get::<_, &[u8]>(1))),
-            self.dead,
+            dead,
         )?);
         self.cache
             .lock()
