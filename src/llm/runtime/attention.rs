@@ -505,20 +505,22 @@ fn values_impl<const W: bool>(
 /// after the exponential, as `expf(-inf)` makes them.
 #[inline(always)]
 fn softmax_f16<const W: bool>(x: &mut [f32], first: usize, total: usize, max: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if W {
+        // SAFETY: `W` is set only by AVX-512 F/BW/VL code.
+        let sum = unsafe { wide::exp_minus_sum(x, first, total, max) };
+        let inv = (1.0 / sum) as f32;
+        for (c, chunk) in x.chunks_exact_mut(LANES).enumerate() {
+            let valid = total.saturating_sub(c * LANES).min(LANES);
+            // SAFETY: as above.
+            unsafe { wide::scale_to_f16(chunk, valid, inv) };
+        }
+        return;
+    }
     let mut sum = 0f64;
     for (c, chunk) in x.chunks_exact_mut(LANES).enumerate() {
         let valid = total.saturating_sub(c * LANES).min(LANES);
         let masked = first.saturating_sub(c * LANES).min(LANES);
-        #[cfg(target_arch = "x86_64")]
-        if W {
-            // SAFETY: `W` is set only by `attend_512`, compiled for AVX-512 F/BW/VL.
-            unsafe { wide::exp_minus(chunk, valid, max) };
-        } else {
-            for x in chunk[..valid].iter_mut() {
-                *x = expf(*x - max);
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
         for x in chunk[..valid].iter_mut() {
             *x = expf(*x - max);
         }
@@ -527,18 +529,8 @@ fn softmax_f16<const W: bool>(x: &mut [f32], first: usize, total: usize, max: f3
         sum += f64::from(reduce16(lanes));
     }
     let inv = (1.0 / sum) as f32;
-    #[cfg(target_arch = "x86_64")]
-    if W {
-        for (c, chunk) in x.chunks_exact_mut(LANES).enumerate() {
-            let valid = total.saturating_sub(c * LANES).min(LANES);
-            // SAFETY: as above.
-            unsafe { wide::scale_to_f16(chunk, valid, inv) };
-        }
-    }
-    if !W || cfg!(not(target_arch = "x86_64")) {
-        for x in x[..total].iter_mut() {
-            *x = to_f16(*x * inv).to_f32();
-        }
+    for x in x[..total].iter_mut() {
+        *x = to_f16(*x * inv).to_f32();
     }
 }
 

@@ -275,17 +275,44 @@ pub(crate) unsafe fn swiglu16(gate: &[f32], up: &[f32], out: &mut [f32]) -> usiz
     full
 }
 
-/// `x[i] = expf(x[i] − max)` for the first `valid` of 16 values.
+/// The first half of [`softmax_f16`](super::attention::softmax_f16) over a row of
+/// 16-value chunks: `x[i] = expf(x[i] − max)` for `i < total`, zero before `first`,
+/// and the f64 sum of each chunk's 16-lane sum, in chunk order. Sixteen chunks' lane
+/// sums are taken at once ([`reduce16x16`]: the same pairs in the same order), then
+/// added one by one, so the sum has the bits of one chunk at a time.
 #[inline(always)]
-pub(crate) unsafe fn exp_minus(x: &mut [f32], valid: usize, max: f32) {
-    debug_assert!(x.len() >= 16 && valid <= 16);
-    // SAFETY: 16 values at `x` (chunks of 16); AVX-512F (callers).
+pub(crate) unsafe fn exp_minus_sum(x: &mut [f32], first: usize, total: usize, max: f32) -> f64 {
+    let chunks = x.len() / 16;
+    let mut sum = 0f64;
+    // SAFETY: chunk `c < chunks` is 16 values of `x`; AVX-512F (callers).
     unsafe {
-        let k: __mmask16 = ((1u32 << valid) - 1) as u16;
-        let v = _mm512_loadu_ps(x.as_ptr());
-        let e = expf(_mm512_sub_ps(v, _mm512_set1_ps(max)));
-        _mm512_mask_storeu_ps(x.as_mut_ptr(), k, e);
+        let m = _mm512_set1_ps(max);
+        let mut c = 0;
+        while c < chunks {
+            let n = (chunks - c).min(16);
+            let mut regs = [_mm512_setzero_ps(); 16];
+            for (t, reg) in regs.iter_mut().enumerate().take(n) {
+                let base = (c + t) * 16;
+                let valid = total.saturating_sub(base).min(16);
+                let masked = first.saturating_sub(base).min(16);
+                let keep: __mmask16 = ((1u32 << valid) - 1) as u16;
+                let zero: __mmask16 = ((1u32 << masked) - 1) as u16;
+                let at = x.as_mut_ptr().add(base);
+                let v = _mm512_loadu_ps(at);
+                let e = _mm512_mask_blend_ps(keep, v, expf(_mm512_sub_ps(v, m)));
+                let r = _mm512_maskz_mov_ps(!zero, e);
+                _mm512_storeu_ps(at, r);
+                *reg = r;
+            }
+            let mut lane = [0f32; 16];
+            _mm512_storeu_ps(lane.as_mut_ptr(), reduce16x16(&regs));
+            for s in &lane[..n] {
+                sum += f64::from(*s);
+            }
+            c += n;
+        }
     }
+    sum
 }
 
 /// [`round_f16`](super::ops::round_f16) of the whole 16-value chunks of `x`; returns
