@@ -1,7 +1,8 @@
 //! The leaves of a document's summary tree: its chunks, in order and whole, packed
 //! into LlamaIndex's tree_summarize prompt (the summary template) asked
 //! LlamaIndex's DocumentSummaryIndex question, so that every chunk reaches exactly
-//! one leaf prompt; and whether a document fits one prompt whole. The levels above
+//! one leaf prompt, the overlap of neighbouring chunks read once; and whether a
+//! document fits one prompt whole. The levels above
 //! the leaves are tree_summarize itself ([`super::modes::Builtin`]).
 
 use std::ops::Range;
@@ -20,9 +21,58 @@ pub fn leaf_template(summary: &Template) -> Template {
     summary.partial([("query_str", SUMMARY_QUERY)])
 }
 
-/// Consecutive texts packed, whole and in order, so that each group joined by blank
-/// lines fills `template` at most; a text too long for the prompt alone makes a group
-/// of its own (cut to fit by the caller's repack). Every text is in exactly one group.
+/// Whether a sentence or a word can end or start beside `c`.
+fn is_break(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '.' | '!' | '?' | ';' | '。' | '！' | '？' | '；')
+}
+
+/// Bytes at the start of `next` that repeat the end of `prev`: the overlap of
+/// neighbouring chunks. It is whole sentences, so it starts after a break in `prev`
+/// and ends at one (a space, a full stop, 。); 0 when the texts do not overlap (a
+/// page break) or share only a few characters by chance.
+pub fn overlap(prev: &str, next: &str) -> usize {
+    const MIN: usize = 12;
+    let most = prev.len().min(next.len());
+    (MIN..=most)
+        .rev()
+        .filter(|&k| next.is_char_boundary(k) && prev.is_char_boundary(prev.len() - k))
+        .find(|&k| {
+            let ends = next[..k].chars().next_back().is_some_and(is_break)
+                || next[k..].chars().next().is_none_or(is_break);
+            let starts = prev[..prev.len() - k]
+                .chars()
+                .next_back()
+                .is_none_or(is_break);
+            ends && starts && prev.ends_with(&next[..k])
+        })
+        .unwrap_or(0)
+}
+
+/// Consecutive chunk texts as one text, each overlap with the text before it read
+/// once: `next` goes on after `prev`'s end from where their overlap stops, and texts
+/// that do not overlap are joined by a blank line. Every text is in the result whole.
+pub fn join_in_order(texts: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, t) in texts.iter().enumerate() {
+        if i == 0 {
+            out.push_str(t);
+            continue;
+        }
+        match overlap(texts[i - 1], t) {
+            0 => {
+                out.push_str("\n\n");
+                out.push_str(t);
+            }
+            k => out.push_str(&t[k..]),
+        }
+    }
+    out
+}
+
+/// Consecutive texts packed, whole and in order, so that each group joined by
+/// [`join_in_order`] fills `template` at most; a text too long for the prompt alone
+/// makes a group of its own (cut to fit by the caller's repack). Every text is in
+/// exactly one group.
 pub fn pack_in_order(
     helper: &PromptHelper<'_>,
     template: &Template,
@@ -35,12 +85,18 @@ pub fn pack_in_order(
     let mut used = 0;
     for (i, t) in texts.iter().enumerate() {
         let n = helper.count(t)?;
-        if i > start && used + sep + n > room {
+        // What the text adds after the one before it in the same group.
+        let more = match i.checked_sub(1).map(|p| overlap(texts[p], t)) {
+            None => n,
+            Some(0) => sep + n,
+            Some(k) => helper.count(&t[k..])?,
+        };
+        if i > start && used + more > room {
             groups.push(start..i);
             start = i;
             used = 0;
         }
-        used += if i > start { sep + n } else { n };
+        used += if i > start { more } else { n };
     }
     if start < texts.len() {
         groups.push(start..texts.len());
@@ -85,6 +141,100 @@ mod tests {
         assert_eq!(next, texts.len());
         assert!(!fits_whole(&helper, &t, &refs).unwrap());
         assert!(fits_whole(&helper, &t, &refs[..2]).unwrap());
+    }
+
+    #[test]
+    fn neighbouring_chunks_are_joined_with_their_overlap_read_once() {
+        let a = "First sentence here. Second one follows. Third is shared by both.";
+        let b = "Third is shared by both. Fourth is new. Fifth ends it.";
+        assert_eq!(overlap(a, b), "Third is shared by both.".len());
+        let joined = join_in_order(&[a, b]);
+        assert_eq!(
+            joined,
+            "First sentence here. Second one follows. Third is shared by both. Fourth is new. Fifth ends it."
+        );
+        assert!(joined.contains(a) && joined.contains(b));
+        assert_eq!(joined.matches("Third").count(), 1);
+        // Chinese sentences, no spaces: the overlap ends at 。
+        let a = "第一句话在这里。第二句话也在这里。第三句由两块共有。";
+        let b = "第三句由两块共有。第四句是新的。";
+        let joined = join_in_order(&[a, b]);
+        assert_eq!(
+            joined,
+            "第一句话在这里。第二句话也在这里。第三句由两块共有。第四句是新的。"
+        );
+        // Texts that do not overlap (a page break) are joined by a blank line, as
+        // before; nor do a few shared characters, or a match inside a word, count.
+        assert_eq!(
+            join_in_order(&["One page.", "Next page."]),
+            "One page.\n\nNext page."
+        );
+        assert_eq!(
+            overlap("It ends with the word. Done.", "Done. And more text here."),
+            0
+        );
+        let a = "the shared tail of a longword continues";
+        let b = "ongword continues and then the next words come";
+        assert_eq!(overlap(a, b), 0, "the overlap starts inside a word of a");
+        assert_eq!(join_in_order(&[]), "");
+    }
+
+    #[test]
+    fn overlapping_texts_pack_more_into_a_leaf_and_each_is_in_one_group() {
+        let count = |s: &str| -> Result<usize> { Ok(s.split_whitespace().count()) };
+        let helper = PromptHelper::new(300, 50, &count);
+        let t = leaf_template(&Templates::default().summary);
+        // Each text repeats the last sentence of the one before it.
+        let sentence = |i: usize| format!("Sentence number {i} says something new. ");
+        let texts: Vec<String> = (0..60)
+            .map(|i| {
+                (i * 4..i * 4 + 5)
+                    .map(sentence)
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        for w in refs.windows(2) {
+            assert!(overlap(w[0], w[1]) > 0);
+        }
+        let groups = pack_in_order(&helper, &t, &refs).unwrap();
+        let mut next = 0;
+        for g in &groups {
+            assert_eq!(g.start, next);
+            next = g.end;
+            let joined = join_in_order(&refs[g.clone()]);
+            // Every text of the group whole, no sentence twice, within the room.
+            assert!(refs[g.clone()].iter().all(|r| joined.contains(r)));
+            assert_eq!(
+                joined.matches("says").count(),
+                joined.matches("Sentence").count()
+            );
+            let room = helper.chunk_size(&t, 1, DEFAULT_PADDING).unwrap();
+            assert!(
+                count(&joined).unwrap() <= room,
+                "{} > {room}",
+                count(&joined).unwrap()
+            );
+        }
+        assert_eq!(next, refs.len());
+        // Packed the same greedy way but joined plainly, the same texts take more
+        // groups.
+        let room = helper.chunk_size(&t, 1, DEFAULT_PADDING).unwrap();
+        let (mut plain_groups, mut used) = (1, 0);
+        for n in refs.iter().map(|r| count(r).unwrap()) {
+            if used > 0 && used + n > room {
+                (plain_groups, used) = (plain_groups + 1, n);
+            } else {
+                used += n;
+            }
+        }
+        assert!(
+            groups.len() < plain_groups,
+            "{} vs {plain_groups}",
+            groups.len()
+        );
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Whole-document questions through the engine with a real model (SmolLM2): a
 //! document longer than the model's window is read map-reduce, every chunk reaching
-//! exactly one leaf prompt (LlamaIndex's tree_summarize prompt), with the pages read
+//! exactly one leaf prompt (LlamaIndex's tree_summarize prompt; neighbours' overlap
+//! read once), with the pages read
 //! said as it goes; Stop (`Engine::cancel`) stops the reading and the leaves read so
 //! far are kept for the next question; another question starts from the kept summary
 //! tree; re-indexing the document drops it. A short document goes in whole.
 
 use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig, RouteChoice, Scope};
 use quire::llm::Cancel;
-use quire::synth::summary_tree::{leaf_template, SUMMARY_QUERY};
+use quire::synth::summary_tree::{join_in_order, leaf_template, SUMMARY_QUERY};
 use quire::synth::Templates;
 use quire::Error;
 
@@ -86,13 +87,14 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path());
     let pdf = dir.path().join("notes.pdf");
-    // About 8,000 tokens: just over one leaf of SmolLM2's 8,192-token window.
-    util::topic_pdf(&pdf, "glacier erosion", 10);
+    // About 16,000 tokens: more than SmolLM2's 8,192-token window, and more leaves
+    // than one batch.
+    util::topic_pdf(&pdf, "glacier erosion", 20);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "notes.pdf");
 
-    // 1. Read map-reduce (the question's kind decides it); Stop after the first leaf:
-    //    the answer stops, the leaf read is kept.
+    // 1. Read map-reduce (the question's kind decides it); Stop once pages are read
+    //    (the first batch of leaves): the answer stops, the leaves read are kept.
     let mut stopped = Vec::new();
     let mut ask_id = None;
     let out = engine.ask(
@@ -119,9 +121,10 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     let route = route_of(&stopped);
     assert_eq!(route.route, "whole");
     assert_eq!(route.how, "map_reduce");
-    assert_eq!(route.label, "Read all 10 pages of notes.pdf");
+    assert_eq!(route.label, "Read all 20 pages of notes.pdf");
     assert_eq!(route.cue.as_deref(), Some("summarize"));
-    assert_eq!(leaf_prompts(&stopped).len(), 1);
+    let first_batch = leaf_prompts(&stopped).len();
+    assert!(first_batch >= 1);
     assert!(!stopped.iter().any(|e| matches!(e, AskEvent::Done { .. })));
     // The pages read so far, with the time left once a leaf is read.
     let reading: Vec<(u32, u32, Option<f64>)> = stopped
@@ -139,7 +142,7 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     assert!(
         reading
             .iter()
-            .any(|r| r.0 > 0 && r.0 < 10 && r.1 == 10 && r.2.is_some()),
+            .any(|r| r.0 > 0 && r.0 < 20 && r.1 == 20 && r.2.is_some()),
         "{reading:?}"
     );
     assert_eq!(engine.store().summary_trees_of(doc).unwrap(), 1);
@@ -149,11 +152,13 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     assert_eq!(route_of(&events).how, "map_reduce");
     let mut prompts = leaf_prompts(&stopped);
     prompts.extend(leaf_prompts(&events));
-    assert!(prompts.len() >= 2, "{} leaves", prompts.len());
+    assert!(prompts.len() > first_batch, "{} leaves", prompts.len());
     // Each leaf is LlamaIndex's tree_summarize prompt asked the summary query, over
-    // whole chunks in order; every chunk is in exactly one leaf.
+    // whole chunks in order, the overlap of neighbours read once; every chunk is in
+    // exactly one leaf.
     let leaf = leaf_template(&Templates::default().summary);
     let chunks = chunk_texts(&engine, doc);
+    let (mut read, mut plain) = (0, 0);
     let mut next = 0;
     for p in &prompts {
         assert!(p.contains(SUMMARY_QUERY));
@@ -162,10 +167,14 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
             next += 1;
         }
         assert!(next > start, "a leaf without the next chunk");
-        let vars = [("context_str".to_string(), chunks[start..next].join("\n\n"))].into();
+        let group: Vec<&str> = chunks[start..next].iter().map(String::as_str).collect();
+        let joined = join_in_order(&group);
+        (read, plain) = (read + joined.len(), plain + group.join("\n\n").len());
+        let vars = [("context_str".to_string(), joined)].into();
         assert_eq!(p, &leaf.format(&vars));
     }
     assert_eq!(next, chunks.len(), "every chunk reaches a leaf");
+    assert!(read < plain, "no overlap read once: {read} vs {plain}");
     for c in &chunks {
         assert_eq!(prompts.iter().filter(|p| p.contains(c.as_str())).count(), 1);
     }
@@ -175,7 +184,7 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
         } => Some((*pages_read, *pages)),
         _ => None,
     });
-    assert_eq!(last, Some((10, 10)));
+    assert_eq!(last, Some((20, 20)));
     assert!(events.iter().any(
         |e| matches!(e, AskEvent::Step { label, is_final: true, .. } if label.starts_with("summarize"))
     ));
