@@ -112,9 +112,10 @@ pub fn split(pages: &[ExtractedPage], emb: &dyn Embedder, cfg: &SplitConfig) -> 
         }
         i = k;
     }
-    for page in pages {
+    for (page, prose) in pages.iter().zip(&texts) {
         for t in &page.tables {
-            table_chunks(page, t, emb, budget.min(TABLE_TOKENS), max, &mut out)?;
+            let cap = budget.min(TABLE_TOKENS);
+            table_chunks(page, prose, t, emb, cap, max, &mut out)?;
         }
     }
     // Tables in their place among the prose (whose chunks are already in order).
@@ -141,11 +142,12 @@ fn prose(page: &ExtractedPage) -> Cow<'_, str> {
 /// Non-empty lines of a page looked at on each side of a table for its caption.
 const CAPTION_LINES: usize = 2;
 
-/// The caption of table `t` on its page, one line: the first of the
-/// [`CAPTION_LINES`] non-empty lines above the table, then below it, that reads as a
-/// caption (`Table 1: …`, `Tab. 2`, letter-spaced `Ta b l e 1`, `表 8.4: …`), else
-/// the line just above it when it introduces the table (ends in `:`); none else.
-fn caption(page: &ExtractedPage, t: &quire_pdf::Table) -> Option<String> {
+/// The caption of table `t` on its page: the first of the [`CAPTION_LINES`]
+/// non-empty lines above the table, then below it, that reads as a caption
+/// (`Table 1: …`, `Tab. 2`, letter-spaced `Ta b l e 1`, `表 8.4: …`), else what
+/// titles it in `prose` (the page without its tables' rows) just above it
+/// ([`title_above`]); none else.
+fn caption(page: &ExtractedPage, prose: &str, t: &quire_pdf::Table) -> Option<String> {
     let start = t.spans.iter().map(|s| s.0).min()?;
     let end = t.spans.iter().map(|s| s.1).max()?;
     let text = &page.text;
@@ -170,12 +172,61 @@ fn caption(page: &ExtractedPage, t: &quire_pdf::Table) -> Option<String> {
         .iter()
         .chain(&below)
         .find(|l| fits(l) && is_caption(l))
-        .or_else(|| {
-            above
-                .first()
-                .filter(|l| fits(l) && (l.ends_with(':') || l.ends_with('：')))
-        })
         .cloned()
+        .or_else(|| {
+            // Only the prose after the table before it on the page: a title above
+            // that one is that one's.
+            let after = page
+                .tables
+                .iter()
+                .flat_map(|o| o.spans.iter().map(|s| s.1))
+                .filter(|&e| e <= start)
+                .max()
+                .unwrap_or(0);
+            title_above(prose.get(after..start)?)
+        })
+}
+
+/// Lines of prose looked at above a table for its title.
+const TITLE_LINES: usize = 3;
+/// The most characters of a title above a table, and of one heading line in it.
+const TITLE_CHARS: usize = 160;
+const HEADING_CHARS: usize = 80;
+
+/// What titles a table in the prose just above it (`above`: the page up to the
+/// table, without its tables' rows): the nearest non-empty lines, up to
+/// [`TITLE_LINES`] and [`TITLE_CHARS`], while each reads as a heading (short, not
+/// ending a sentence: "Motion", "2.2.2. Maxima-mode", a running page header) or as
+/// the line that introduces the table (ends in `:`, the last taken), in page order,
+/// as one line (a caption is one: `table_kind` and the UI read it so), joined by " — ".
+/// A table's rows say what they hold, not what they are about: "Go to the end of the
+/// form." is found by "Maxima mode … Motion". None when the line above ends a
+/// sentence.
+fn title_above(above: &str) -> Option<String> {
+    let mut lines = Vec::new();
+    let mut chars = 0;
+    for l in above
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(TITLE_LINES)
+    {
+        let n = l.chars().count();
+        let intro = l.ends_with(':') || l.ends_with('：');
+        let heading = n <= HEADING_CHARS
+            && !l.ends_with(['.', '!', '?', ';', ',', '。', '！', '？', '；', '，', '、']);
+        if !(intro || heading) || chars + n > TITLE_CHARS {
+            break;
+        }
+        chars += n;
+        lines.push(l);
+        if intro {
+            break;
+        }
+    }
+    lines.reverse();
+    (!lines.is_empty()).then(|| lines.join(" — "))
 }
 
 /// Whether `line` starts as a table's caption: `Table`, `Tab.` (letter-spaced too)
@@ -210,6 +261,7 @@ fn markdown_row(cells: &[String], ncols: usize) -> String {
 /// window even alone is cut as text.
 fn table_chunks(
     page: &ExtractedPage,
+    prose: &str,
     t: &quire_pdf::Table,
     emb: &dyn Embedder,
     budget: usize,
@@ -222,7 +274,7 @@ fn table_chunks(
     }
     let head = format!(
         "{}{}\n|{}",
-        caption(page, t).map_or(String::new(), |c| format!("{c}\n\n")),
+        caption(page, prose, t).map_or(String::new(), |c| format!("{c}\n\n")),
         markdown_row(&t.header, ncols),
         " --- |".repeat(ncols)
     );
@@ -729,7 +781,7 @@ mod tests {
             &["Key Value", "x 1"],
         );
         assert_eq!(
-            caption(&p, &p.tables[0]).as_deref(),
+            caption(&p, &prose(&p), &p.tables[0]).as_deref(),
             Some("Table 8.4: Counter formats")
         );
         // Letter-spaced, and Chinese.
@@ -743,11 +795,76 @@ mod tests {
             &["Key Value", "x 1"],
         );
         assert_eq!(
-            caption(&p, &p.tables[0]).as_deref(),
+            caption(&p, &prose(&p), &p.tables[0]).as_deref(),
             Some("Maxima mode has these commands:")
         );
         // A plain sentence above it is not a caption.
         let p = table("It ends here.\nKey Value\nx 1", &["Key Value", "x 1"]);
-        assert_eq!(caption(&p, &p.tables[0]), None);
+        assert_eq!(caption(&p, &prose(&p), &p.tables[0]), None);
+    }
+
+    #[test]
+    fn a_table_is_titled_by_the_headings_just_above_it_and_not_by_another_tables() {
+        let text = "CHAPTER 2. INTERFACES 12\nIt sends lines to Maxima.\n\
+                    Maxima mode has the following commands:\nMotion\n\
+                    Key Description\nM-C-e Go to the end of the form.\n\
+                    Process\nKey Description\nC-cC-k Kill the Maxima process.\n\
+                    It ends here.\nComments\nKey Description\nC-c : Uncomment the region.\n";
+        let mut p = page(13, text);
+        for rows in [
+            ["Key Description", "M-C-e Go to the end of the form."],
+            ["Key Description\nC-cC-k", "C-cC-k Kill the Maxima process."],
+            ["Key Description\nC-c :", "C-c : Uncomment the region."],
+        ] {
+            let a = text.find(rows[0]).unwrap();
+            let b = text.find(rows[1]).unwrap();
+            p.tables.push(quire_pdf::Table {
+                header: vec!["Key".into(), "Description".into()],
+                rows: vec![vec!["k".into(), "d".into()]],
+                spans: vec![(a, a + "Key Description".len()), (b, b + rows[1].len())],
+            });
+        }
+        let titles: Vec<Option<String>> = p
+            .tables
+            .iter()
+            .map(|t| caption(&p, &prose(&p), t))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                // The line that introduces it, and its heading.
+                Some("Maxima mode has the following commands: — Motion".to_string()),
+                // Not the heading of the table above it.
+                Some("Process".to_string()),
+                // Not the sentence above its heading.
+                Some("Comments".to_string()),
+            ]
+        );
+        // Each chunk still reads as a table under its one-line caption.
+        let chunks = split(&[p], &Words(64), &SplitConfig::default()).unwrap();
+        let tables: Vec<&Chunk> = chunks
+            .iter()
+            .filter(|c| crate::retrieve::table_kind(&c.text).is_some())
+            .collect();
+        assert_eq!(tables.len(), 3, "{chunks:#?}");
+        assert!(tables[1]
+            .text
+            .starts_with("Process\n\n| Key | Description |"));
+        // A running page header and a section heading above a table at the page's top.
+        let p = {
+            let text = "CHAPTER 2. INTERFACES 25\n2.4 Emaxima mode\nKey Value\nx 1";
+            let mut p = page(25, text);
+            let a = text.find("Key Value").unwrap();
+            p.tables.push(quire_pdf::Table {
+                header: vec!["a".into(), "b".into()],
+                rows: vec![vec!["c".into(), "d".into()]],
+                spans: vec![(a, a + 9), (a + 10, a + 13)],
+            });
+            p
+        };
+        assert_eq!(
+            caption(&p, &prose(&p), &p.tables[0]).as_deref(),
+            Some("CHAPTER 2. INTERFACES 25 — 2.4 Emaxima mode")
+        );
     }
 }
