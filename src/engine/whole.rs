@@ -20,6 +20,7 @@ use crate::retrieve::RetrieveOptions;
 use crate::store::{DocStatus, DocumentRow, StoredChunk, SummaryLeaf, SummaryTree};
 use crate::synth::summary_tree::{fits_whole, join_in_order, leaf_template, pack_in_order};
 use crate::synth::{Blocks, Node, PromptHelper, ResponseMode, Template};
+use crate::text::overlap::overlaps;
 use crate::{Error, Result};
 
 /// At most this many documents are read whole for one question; a whole-document
@@ -39,6 +40,11 @@ pub const LEAF_BATCH: usize = 3;
 /// 40-page manual with the default 0.5B took 146 s in leaves of 8,192 tokens, 125 s
 /// of 4,096, 115 s of 3,072 and 124 s of 2,048 (more leaves, more to generate).
 pub const LEAF_WINDOW: usize = 3072;
+
+/// The window a leaf's prompt is packed to with a model of `window` tokens.
+fn leaf_window(window: usize) -> usize {
+    window.min(LEAF_WINDOW)
+}
 
 /// What a whole-document question reads.
 enum Target {
@@ -219,7 +225,7 @@ impl AnswerRun<'_> {
     /// The key a document's leaves are kept under: what made them (its content, the
     /// model, its window, the leaf prompt and generation settings).
     fn leaf_key(&self, doc_hash: &str, leaf: &Template, window: usize) -> String {
-        let window = window.min(LEAF_WINDOW);
+        let window = leaf_window(window);
         let settings = self.given.settings;
         let model = self
             .llm
@@ -229,7 +235,7 @@ impl AnswerRun<'_> {
         let mut h = Sha256::new();
         h.update(
             format!(
-                "{model}\n{window}\n{LEAF_TOKENS}\njoined once\n{}\n{}\n{:?}\n{}",
+                "{model}\n{window}\n{LEAF_TOKENS}\njoined once (8 bytes)\n{}\n{}\n{:?}\n{}",
                 settings.temperature,
                 settings.repeat_penalty,
                 settings.template_vars,
@@ -324,13 +330,13 @@ impl AnswerRun<'_> {
 
         // Map: every chunk in a leaf, the kept leaves first.
         let leaf = leaf_template(&templates.summary);
-        let leaf_window = window.min(LEAF_WINDOW);
-        let leaf_helper = PromptHelper::new(leaf_window, LEAF_TOKENS, &count);
+        let leaf_helper = PromptHelper::new(leaf_window(window), LEAF_TOKENS, &count);
         let mut plans = Vec::new();
         let mut all_kept = true;
         for (row, chunks) in &docs {
             let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
-            let groups = pack_in_order(&leaf_helper, &leaf, &texts)?;
+            let overlaps = overlaps(&texts);
+            let groups = pack_in_order(&leaf_helper, &leaf, &texts, &overlaps)?;
             let key = self.leaf_key(&row.hash, &leaf, window);
             let mut tree = given
                 .engine
@@ -348,7 +354,7 @@ impl AnswerRun<'_> {
                 .count();
             tree.leaves.truncate(keep);
             all_kept &= keep == groups.len();
-            plans.push((key, groups, tree));
+            plans.push((key, groups, overlaps, tree));
         }
         view.how = if all_kept { "cached" } else { "map_reduce" }.into();
         self.show_route(view)?;
@@ -357,22 +363,20 @@ impl AnswerRun<'_> {
         let t0 = Instant::now();
         let (mut read_before, mut new_pages) = (0u32, 0u32);
         let mut nodes = Vec::new();
-        for ((row, chunks), (key, groups, mut tree)) in docs.iter().zip(plans) {
+        for ((row, chunks), (key, groups, overlaps, mut tree)) in docs.iter().zip(plans) {
             let kept_to = tree.leaves.last().map_or(0, |l| l.page_end);
             self.reading(&row.file_name, read_before + kept_to, pages, None)?;
             let todo: Vec<usize> = (tree.leaves.len()..groups.len()).collect();
             for batch in todo.chunks(LEAF_BATCH) {
+                let mut leaves = Vec::with_capacity(batch.len());
                 let mut labels = Vec::with_capacity(batch.len());
                 let mut contexts = Vec::with_capacity(batch.len());
                 for &gi in batch {
                     let g = groups[gi].clone();
                     let (first, last) = (&chunks[g.start], &chunks[g.end - 1]);
-                    contexts.push(join_in_order(
-                        &chunks[g]
-                            .iter()
-                            .map(|c| c.text.as_str())
-                            .collect::<Vec<_>>(),
-                    ));
+                    let texts: Vec<&str> =
+                        chunks[g.clone()].iter().map(|c| c.text.as_str()).collect();
+                    contexts.push(join_in_order(&texts, &overlaps[g]));
                     labels.push(if first.page_start == last.page_end {
                         format!("read {} page {}", row.file_name, first.page_start)
                     } else {
@@ -380,6 +384,13 @@ impl AnswerRun<'_> {
                             "read {} pages {}–{}",
                             row.file_name, first.page_start, last.page_end
                         )
+                    });
+                    leaves.push(SummaryLeaf {
+                        first_chunk: first.id,
+                        last_chunk: last.id,
+                        page_start: first.page_start,
+                        page_end: last.page_end,
+                        text: String::new(),
                     });
                 }
                 let t = &leaf;
@@ -392,17 +403,10 @@ impl AnswerRun<'_> {
                 })?;
                 let before = tree.leaves.last().map_or(0, |l| l.page_end);
                 let mut last_page = before;
-                for (&gi, text) in batch.iter().zip(texts) {
-                    let g = &groups[gi];
-                    let (first, last) = (&chunks[g.start], &chunks[g.end - 1]);
-                    tree.leaves.push(SummaryLeaf {
-                        first_chunk: first.id,
-                        last_chunk: last.id,
-                        page_start: first.page_start,
-                        page_end: last.page_end,
-                        text: text.trim().to_string(),
-                    });
-                    last_page = last.page_end;
+                for (mut leaf_done, text) in leaves.into_iter().zip(texts) {
+                    leaf_done.text = text.trim().to_string();
+                    last_page = leaf_done.page_end;
+                    tree.leaves.push(leaf_done);
                 }
                 tree.complete = tree.leaves.len() == groups.len();
                 given.engine.store().put_summary_tree(row.id, &key, &tree)?;

@@ -11,6 +11,7 @@
 
 use super::terms::{content_terms, coverage};
 use super::{sentence_weights, span_of, windows, Passage, Span};
+use crate::text::overlap::after_overlap;
 
 /// How many quotes at most.
 pub const MAX_QUOTES: usize = 3;
@@ -340,20 +341,6 @@ fn window_cosines(
             .fold(0.0, f32::max);
     }
     out
-}
-
-/// What of `next` (the chunk after `before`'s) is new: chunks overlap by whole
-/// sentences, so the longest start of `next` that `before` ends with is left out.
-pub(crate) fn after_overlap<'t>(before: &str, next: &'t str) -> &'t str {
-    let before = before.trim_end();
-    let next = next.trim_start();
-    let cut = next
-        .char_indices()
-        .map(|(i, c)| i + c.len_utf8())
-        .rev()
-        .find(|&k| k >= 8 && before.ends_with(&next[..k]))
-        .unwrap_or(0);
-    next[cut..].trim_start()
 }
 
 /// The quotes as the `extractive` mode's answer: one per line, `> text (file, p. N)`.

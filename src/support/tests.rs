@@ -321,17 +321,3 @@ Names are required. Logs record everything. Mirrors are checked daily. Other too
     assert!(later.text.contains("Logs record"), "{q:?}");
     assert!(!later.text.contains("Other tools"), "{q:?}");
 }
-
-#[test]
-fn the_overlap_of_two_chunks_is_left_out_once() {
-    use super::quotes::after_overlap;
-    assert_eq!(
-        after_overlap("A b. Shared end.", "Shared end. New."),
-        "New."
-    );
-    assert_eq!(after_overlap("A b.", "Nothing shared."), "Nothing shared.");
-    assert_eq!(
-        after_overlap("共同的句子。", "共同的句子。新的。"),
-        "新的。"
-    );
-}

@@ -21,44 +21,19 @@ pub fn leaf_template(summary: &Template) -> Template {
     summary.partial([("query_str", SUMMARY_QUERY)])
 }
 
-/// Whether a sentence or a word can end or start beside `c`.
-fn is_break(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '.' | '!' | '?' | ';' | '。' | '！' | '？' | '；')
-}
-
-/// Bytes at the start of `next` that repeat the end of `prev`: the overlap of
-/// neighbouring chunks. It is whole sentences, so it starts after a break in `prev`
-/// and ends at one (a space, a full stop, 。); 0 when the texts do not overlap (a
-/// page break) or share only a few characters by chance.
-pub fn overlap(prev: &str, next: &str) -> usize {
-    const MIN: usize = 12;
-    let most = prev.len().min(next.len());
-    (MIN..=most)
-        .rev()
-        .filter(|&k| next.is_char_boundary(k) && prev.is_char_boundary(prev.len() - k))
-        .find(|&k| {
-            let ends = next[..k].chars().next_back().is_some_and(is_break)
-                || next[k..].chars().next().is_none_or(is_break);
-            let starts = prev[..prev.len() - k]
-                .chars()
-                .next_back()
-                .is_none_or(is_break);
-            ends && starts && prev.ends_with(&next[..k])
-        })
-        .unwrap_or(0)
-}
-
 /// Consecutive chunk texts as one text, each overlap with the text before it read
-/// once: `next` goes on after `prev`'s end from where their overlap stops, and texts
-/// that do not overlap are joined by a blank line. Every text is in the result whole.
-pub fn join_in_order(texts: &[&str]) -> String {
+/// once (`overlaps`: [`overlaps`](crate::text::overlap::overlaps) of `texts`; the
+/// first's is not read): a text goes
+/// on after the one before it from where their overlap stops, and texts that do not
+/// overlap are joined by a blank line. Every text is in the result whole.
+pub fn join_in_order(texts: &[&str], overlaps: &[usize]) -> String {
     let mut out = String::new();
-    for (i, t) in texts.iter().enumerate() {
+    for (i, (t, &k)) in texts.iter().zip(overlaps).enumerate() {
         if i == 0 {
             out.push_str(t);
             continue;
         }
-        match overlap(texts[i - 1], t) {
+        match k {
             0 => {
                 out.push_str("\n\n");
                 out.push_str(t);
@@ -70,26 +45,27 @@ pub fn join_in_order(texts: &[&str]) -> String {
 }
 
 /// Consecutive texts packed, whole and in order, so that each group joined by
-/// [`join_in_order`] fills `template` at most; a text too long for the prompt alone
-/// makes a group of its own (cut to fit by the caller's repack). Every text is in
-/// exactly one group.
+/// [`join_in_order`] (`overlaps`: [`overlaps`](crate::text::overlap::overlaps) of `texts`) fills `template` at most;
+/// a text too long for the prompt alone makes a group of its own (cut to fit by the
+/// caller's repack). Every text is in exactly one group.
 pub fn pack_in_order(
     helper: &PromptHelper<'_>,
     template: &Template,
     texts: &[&str],
+    overlaps: &[usize],
 ) -> Result<Vec<Range<usize>>> {
     let room = helper.chunk_size(template, 1, DEFAULT_PADDING)?;
     let sep = helper.count("\n\n")?;
     let mut groups = Vec::new();
     let mut start = 0;
     let mut used = 0;
-    for (i, t) in texts.iter().enumerate() {
+    for (i, (t, &k)) in texts.iter().zip(overlaps).enumerate() {
         let n = helper.count(t)?;
         // What the text adds after the one before it in the same group.
-        let more = match i.checked_sub(1).map(|p| overlap(texts[p], t)) {
-            None => n,
-            Some(0) => sep + n,
-            Some(k) => helper.count(&t[k..])?,
+        let more = match k {
+            _ if i == 0 => n,
+            0 => sep + n,
+            k => helper.count(&t[k..])?,
         };
         if i > start && used + more > room {
             groups.push(start..i);
@@ -120,6 +96,11 @@ pub fn fits_whole(helper: &PromptHelper<'_>, template: &Template, texts: &[&str]
 mod tests {
     use super::*;
     use crate::synth::Templates;
+    use crate::text::overlap::{overlap, overlaps};
+
+    fn join(texts: &[&str]) -> String {
+        join_in_order(texts, &overlaps(texts))
+    }
 
     #[test]
     fn every_text_is_in_exactly_one_group_in_order() {
@@ -130,7 +111,7 @@ mod tests {
             .map(|i| format!("chunk {i} ").repeat(20 + i % 7))
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let groups = pack_in_order(&helper, &t, &refs).unwrap();
+        let groups = pack_in_order(&helper, &t, &refs, &overlaps(&refs)).unwrap();
         assert!(groups.len() > 2, "{groups:?}");
         let mut next = 0;
         for g in &groups {
@@ -147,8 +128,7 @@ mod tests {
     fn neighbouring_chunks_are_joined_with_their_overlap_read_once() {
         let a = "First sentence here. Second one follows. Third is shared by both.";
         let b = "Third is shared by both. Fourth is new. Fifth ends it.";
-        assert_eq!(overlap(a, b), "Third is shared by both.".len());
-        let joined = join_in_order(&[a, b]);
+        let joined = join(&[a, b]);
         assert_eq!(
             joined,
             "First sentence here. Second one follows. Third is shared by both. Fourth is new. Fifth ends it."
@@ -158,25 +138,18 @@ mod tests {
         // Chinese sentences, no spaces: the overlap ends at 。
         let a = "第一句话在这里。第二句话也在这里。第三句由两块共有。";
         let b = "第三句由两块共有。第四句是新的。";
-        let joined = join_in_order(&[a, b]);
+        let joined = join(&[a, b]);
         assert_eq!(
             joined,
             "第一句话在这里。第二句话也在这里。第三句由两块共有。第四句是新的。"
         );
         // Texts that do not overlap (a page break) are joined by a blank line, as
-        // before; nor do a few shared characters, or a match inside a word, count.
+        // before (what counts as an overlap: `text::overlap`'s tests).
         assert_eq!(
-            join_in_order(&["One page.", "Next page."]),
+            join(&["One page.", "Next page."]),
             "One page.\n\nNext page."
         );
-        assert_eq!(
-            overlap("It ends with the word. Done.", "Done. And more text here."),
-            0
-        );
-        let a = "the shared tail of a longword continues";
-        let b = "ongword continues and then the next words come";
-        assert_eq!(overlap(a, b), 0, "the overlap starts inside a word of a");
-        assert_eq!(join_in_order(&[]), "");
+        assert_eq!(join(&[]), "");
     }
 
     #[test]
@@ -199,12 +172,12 @@ mod tests {
         for w in refs.windows(2) {
             assert!(overlap(w[0], w[1]) > 0);
         }
-        let groups = pack_in_order(&helper, &t, &refs).unwrap();
+        let groups = pack_in_order(&helper, &t, &refs, &overlaps(&refs)).unwrap();
         let mut next = 0;
         for g in &groups {
             assert_eq!(g.start, next);
             next = g.end;
-            let joined = join_in_order(&refs[g.clone()]);
+            let joined = join(&refs[g.clone()]);
             // Every text of the group whole, no sentence twice, within the room.
             assert!(refs[g.clone()].iter().all(|r| joined.contains(r)));
             assert_eq!(

@@ -1,10 +1,13 @@
 //! Text facts that several rooms share, kept below them all: writing systems (the
 //! embedder's language check, the analyzer), the BM25 analyzer that turns chunks and
 //! queries into index terms ([`analyzer`]: the in-memory index, the PostgreSQL store
-//! and the support check read text the same way), and BM25's constants ([`bm25`]:
-//! the in-memory index and the PostgreSQL store rank the same way).
+//! and the support check read text the same way), BM25's constants ([`bm25`]:
+//! the in-memory index and the PostgreSQL store rank the same way), and where
+//! neighbouring chunks overlap ([`overlap`]: the summary leaves and the quotes read it
+//! once).
 
 pub mod analyzer;
+pub mod overlap;
 
 /// Okapi BM25's parameters, as Lucene sets them.
 pub mod bm25 {

@@ -10,6 +10,7 @@ use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig, RouteChoice, Sco
 use quire::llm::Cancel;
 use quire::synth::summary_tree::{join_in_order, leaf_template, SUMMARY_QUERY};
 use quire::synth::Templates;
+use quire::text::overlap::overlaps;
 use quire::Error;
 
 use crate::util;
@@ -168,7 +169,7 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
         }
         assert!(next > start, "a leaf without the next chunk");
         let group: Vec<&str> = chunks[start..next].iter().map(String::as_str).collect();
-        let joined = join_in_order(&group);
+        let joined = join_in_order(&group, &overlaps(&group));
         (read, plain) = (read + joined.len(), plain + group.join("\n\n").len());
         let vars = [("context_str".to_string(), joined)].into();
         assert_eq!(p, &leaf.format(&vars));
