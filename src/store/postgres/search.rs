@@ -2,9 +2,11 @@
 //!
 //! - **Vector:** cosine similarity by pgvector, through the HNSW index of the
 //!   vectors' dimension (`hnsw.ef_search` at least 200, or ten times the hits
-//!   asked), so a query reads a few hundred rows of the graph. A query restricted to
-//!   some documents (a scope) is ranked exactly over their chunks instead: an HNSW scan
-//!   filtered afterwards could return fewer hits than asked.
+//!   asked), so a query reads a few hundred rows of the graph. A library of at most
+//!   [`EXACT_UP_TO`] chunks is ranked exactly instead (HNSW can miss a neighbour; a
+//!   scan of that many is a few milliseconds), and so is a query restricted to some
+//!   documents (a scope): an HNSW scan filtered afterwards could return fewer hits
+//!   than asked.
 //! - **BM25:** the query analyzed as chunks are ([`crate::text::analyzer`]), then
 //!   Lucene's Okapi BM25: `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`, `score = Σ idf
 //!   · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avg_len))`, with N and the
@@ -40,6 +42,19 @@ use crate::Result;
 /// Hits read past the `k` asked, so that chunks tied with the k-th (the same text
 /// twice) are ordered by id, as the in-memory index orders them.
 const TIE_SLACK: i64 = 8;
+
+/// Up to this many chunks in the library, a question's vectors are ranked exactly
+/// (every vector read: a few milliseconds at this size) rather than through HNSW,
+/// which can miss a neighbour: a small library ranks as the SQLite index does.
+const EXACT_UP_TO: i64 = 10_000;
+
+/// The chunks in the library, as the writes keep the count in `meta` (BM25's N).
+fn chunks_kept(c: &mut Client) -> Result<i64> {
+    Ok(
+        c.query_opt("SELECT value FROM meta WHERE key = 'chunks'", &[])?
+            .map_or(0, |r| r.get(0)),
+    )
+}
 
 /// The migration that puts each chunk's length and document in its postings and
 /// makes the primary key cover them (version 4; [`TERM_LISTS`] replaces its table).
@@ -111,6 +126,14 @@ impl PgSearch {
         let q = vector_text(query);
         self.with(|c| {
             let rows = match filter {
+                None if chunks_kept(c)? <= EXACT_UP_TO => c.query(
+                    "SELECT e.chunk_id, 1 - (e.vector <=> $1::text::vector)
+                     FROM embeddings e
+                     WHERE e.dims = $3
+                     ORDER BY e.vector <=> $1::text::vector, e.chunk_id
+                     LIMIT $2",
+                    &[&q, &(k as i64 + TIE_SLACK), &dims],
+                )?,
                 None => {
                     let mut tx = c.transaction()?;
                     tx.batch_execute(&format!(
@@ -364,12 +387,9 @@ fn query_terms(query: &str) -> Vec<String> {
 impl Corpus for PgSearch {
     fn chunks_indexed(&self) -> Result<usize> {
         self.with(|c| {
-            // The count the writes keep in `meta` (BM25's N): a count(*) of the
-            // embeddings scanned the table on every question.
-            let n: i64 = c
-                .query_one("SELECT value FROM meta WHERE key = 'chunks'", &[])?
-                .get(0);
-            Ok(n.max(0) as usize)
+            // The count the writes keep in `meta`: a count(*) of the embeddings
+            // scanned the table on every question.
+            Ok(chunks_kept(c)?.max(0) as usize)
         })
     }
 
