@@ -327,7 +327,12 @@ pub fn quality(
                 })
             });
             ranks.push(rank.map(|r| r + 1));
-            navigation.push(r.nodes.iter().position(|n| n.kind.is_some()).map(|r| r + 1));
+            navigation.push(
+                r.nodes
+                    .iter()
+                    .position(|n| n.kind.is_some_and(|k| k.is_navigation()))
+                    .map(|r| r + 1),
+            );
         }
         let (set, half) = split.place(&q.id).unwrap_or(("other", "none"));
         per_question.push(QuestionResult {

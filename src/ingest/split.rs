@@ -112,11 +112,15 @@ pub fn split(pages: &[ExtractedPage], emb: &dyn Embedder, cfg: &SplitConfig) -> 
         }
         i = k;
     }
+    // The numbered section a page's tables sit in, carried over from the pages
+    // before it until the next heading.
+    let cap = budget.min(TABLE_TOKENS);
+    let mut section: Option<&str> = None;
     for (page, prose) in pages.iter().zip(&texts) {
         for t in &page.tables {
-            let cap = budget.min(TABLE_TOKENS);
-            table_chunks(page, prose, t, emb, cap, max, &mut out)?;
+            table_chunks(page, prose, t, section, emb, cap, max, &mut out)?;
         }
+        section = last_section(prose).or(section);
     }
     // Tables in their place among the prose (whose chunks are already in order).
     out.sort_by_key(|c| (c.page_start, c.char_start));
@@ -142,13 +146,37 @@ fn prose(page: &ExtractedPage) -> Cow<'_, str> {
 /// Non-empty lines of a page looked at on each side of a table for its caption.
 const CAPTION_LINES: usize = 2;
 
-/// The caption of table `t` on its page: the first of the [`CAPTION_LINES`]
-/// non-empty lines above the table, then below it, that reads as a caption
-/// (`Table 1: …`, `Tab. 2`, letter-spaced `Ta b l e 1`, `表 8.4: …`), else what
-/// titles it in `prose` (the page without its tables' rows) just above it
-/// ([`title_above`]); none else.
-fn caption(page: &ExtractedPage, prose: &str, t: &quire_pdf::Table) -> Option<String> {
+/// The title of table `t` on its page: its caption — the first of the
+/// [`CAPTION_LINES`] non-empty lines above the table, then below it, that reads as
+/// one (`Table 1: …`, `Tab. 2`, letter-spaced `Ta b l e 1`, `表 8.4: …`) —, else
+/// what titles it in `prose` (the page without its tables' rows) just above it
+/// ([`title_above`]); under the numbered section it sits in (the last heading
+/// above it on the page, else `section`, the one carried from the pages before)
+/// when the title does not name it already. None when there is nothing of these.
+fn caption(
+    page: &ExtractedPage,
+    prose: &str,
+    t: &quire_pdf::Table,
+    section: Option<&str>,
+) -> Option<String> {
     let start = t.spans.iter().map(|s| s.0).min()?;
+    let section = prose.get(..start).and_then(last_section).or(section);
+    let title = own_caption(page, prose, t, start);
+    match (section, title) {
+        (Some(s), Some(t)) if !t.contains(s) => Some(format!("{s} — {t}")),
+        (Some(s), None) => Some(s.to_string()),
+        (_, t) => t,
+    }
+}
+
+/// [`caption`] without the section: the caption beside table `t` (starting at byte
+/// `start` of the page), else its title above.
+fn own_caption(
+    page: &ExtractedPage,
+    prose: &str,
+    t: &quire_pdf::Table,
+    start: usize,
+) -> Option<String> {
     let end = t.spans.iter().map(|s| s.1).max()?;
     let text = &page.text;
     let lines = |s: &str| -> Vec<String> {
@@ -229,6 +257,34 @@ fn title_above(above: &str) -> Option<String> {
     (!lines.is_empty()).then(|| lines.join(" — "))
 }
 
+/// Whether `line` is a numbered section heading: two or more levels of numbers,
+/// then a capital or a letter of a script without case ("2.2.2.Maxima-mode",
+/// "6.5.1. Native Bonds", "3.6.1 列格式"), short and not ending a sentence. Not a
+/// list item ("1. Install it"), a version or a measure ("1.5 cm").
+fn is_section_heading(line: &str) -> bool {
+    let line = line.trim();
+    let rest = line.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let number = &line[..line.len() - rest.len()];
+    let levels = number.split('.').filter(|p| !p.is_empty()).count();
+    let first = rest.trim_start().chars().next();
+    levels >= 2
+        && number.starts_with(|c: char| c.is_ascii_digit())
+        && !number.contains("..")
+        && first.is_some_and(|c| {
+            c.is_uppercase() || (c.is_alphabetic() && !c.is_lowercase() && !c.is_ascii())
+        })
+        && line.chars().count() <= HEADING_CHARS
+        && !line.ends_with(['.', '!', '?', ';', ',', '。', '！', '？', '；', '，', '、'])
+}
+
+/// The last numbered section heading ([`is_section_heading`]) in `text`.
+fn last_section(text: &str) -> Option<&str> {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| is_section_heading(l))
+}
+
 /// Whether `line` starts as a table's caption: `Table`, `Tab.` (letter-spaced too)
 /// or `表` before a number.
 fn is_caption(line: &str) -> bool {
@@ -257,12 +313,15 @@ fn markdown_row(cells: &[String], ncols: usize) -> String {
 }
 
 /// The chunks of one table: Markdown, the header and its separator first, then as
-/// many whole rows as fit in `budget` (at least one); a row too long for the model's
+/// many whole rows as fit in `budget` (the title aside: it takes none of the rows'
+/// room; at least one row); a row too long for the model's
 /// window even alone is cut as text.
+#[allow(clippy::too_many_arguments)]
 fn table_chunks(
     page: &ExtractedPage,
     prose: &str,
     t: &quire_pdf::Table,
+    section: Option<&str>,
     emb: &dyn Embedder,
     budget: usize,
     max: usize,
@@ -272,9 +331,15 @@ fn table_chunks(
     if ncols == 0 {
         return Ok(());
     }
+    let title = caption(page, prose, t, section);
+    // The title is not the rows' room: `budget` is the header's and the rows'.
+    let budget = match &title {
+        Some(c) => (budget + emb.count_tokens(c)?.saturating_sub(2)).min(max.saturating_sub(2)),
+        None => budget,
+    };
     let head = format!(
         "{}{}\n|{}",
-        caption(page, prose, t).map_or(String::new(), |c| format!("{c}\n\n")),
+        title.map_or(String::new(), |c| format!("{c}\n\n")),
         markdown_row(&t.header, ncols),
         " --- |".repeat(ncols)
     );
@@ -781,7 +846,7 @@ mod tests {
             &["Key Value", "x 1"],
         );
         assert_eq!(
-            caption(&p, &prose(&p), &p.tables[0]).as_deref(),
+            caption(&p, &prose(&p), &p.tables[0], None).as_deref(),
             Some("Table 8.4: Counter formats")
         );
         // Letter-spaced, and Chinese.
@@ -795,12 +860,12 @@ mod tests {
             &["Key Value", "x 1"],
         );
         assert_eq!(
-            caption(&p, &prose(&p), &p.tables[0]).as_deref(),
+            caption(&p, &prose(&p), &p.tables[0], None).as_deref(),
             Some("Maxima mode has these commands:")
         );
         // A plain sentence above it is not a caption.
         let p = table("It ends here.\nKey Value\nx 1", &["Key Value", "x 1"]);
-        assert_eq!(caption(&p, &prose(&p), &p.tables[0]), None);
+        assert_eq!(caption(&p, &prose(&p), &p.tables[0], None), None);
     }
 
     #[test]
@@ -827,7 +892,7 @@ mod tests {
         let titles: Vec<Option<String>> = p
             .tables
             .iter()
-            .map(|t| caption(&p, &prose(&p), t))
+            .map(|t| caption(&p, &prose(&p), t, None))
             .collect();
         assert_eq!(
             titles,
@@ -867,8 +932,115 @@ mod tests {
             p
         };
         assert_eq!(
-            caption(&p, &prose(&p), &p.tables[0]).as_deref(),
+            caption(&p, &prose(&p), &p.tables[0], None).as_deref(),
             Some("CHAPTER 2. INTERFACES 25 — 2.4 Emaxima mode")
         );
+    }
+
+    #[test]
+    fn a_table_is_titled_under_the_numbered_section_it_sits_in() {
+        for yes in [
+            "2.2.2.Maxima-mode",
+            "6.5.1. Native Bonds",
+            "3.6.1 列格式",
+            "10.2 Customization",
+        ] {
+            assert!(is_section_heading(yes), "{yes}");
+        }
+        for no in [
+            "1. Install the package",
+            "1.5 cm wide",
+            "4.17 2022/01/23",
+            "2.1. It ends here.",
+            "6.5.1.",
+            ". . . . 2.3 Tables",
+            "Version 4.8 (2014/08/08)",
+        ] {
+            assert!(!is_section_heading(no), "{no}");
+        }
+        let table = |number: u32, text: &str| {
+            let mut p = page(number, text);
+            let a = text.find("Key Description").unwrap();
+            let b = text.find("C-c").unwrap();
+            p.tables.push(quire_pdf::Table {
+                header: vec!["Key".into(), "Description".into()],
+                rows: vec![vec!["C-c :".into(), "Uncomment the region.".into()]],
+                spans: vec![(a, a + "Key Description".len()), (b, text.len())],
+            });
+            p
+        };
+        // On its page: the section, then its own title.
+        let p = table(
+            13,
+            "2.2.2.Maxima-mode\nThis mode sends lines to Maxima.\nComments\nKey Description\nC-c : Uncomment the region.",
+        );
+        assert_eq!(
+            caption(&p, &prose(&p), &p.tables[0], Some("2.1 Old")).as_deref(),
+            Some("2.2.2.Maxima-mode — Comments")
+        );
+        // Carried from the pages before, and not named twice.
+        let later = table(
+            14,
+            "It goes on.\nKey Description\nC-c : Uncomment the region.",
+        );
+        let first = page(12, "2.2 Emacs\nText.\n2.2.2.Maxima-mode\nIt is basic.");
+        let chunks = split(&[first, later], &Words(64), &SplitConfig::default()).unwrap();
+        let t = chunks.iter().find(|c| c.text.contains("| --- |")).unwrap();
+        assert!(t.text.starts_with("2.2.2.Maxima-mode\n\n| Key |"), "{t:?}");
+        let p = table(
+            20,
+            "2.4 Emaxima mode\nKey Description\nC-c : Uncomment the region.",
+        );
+        assert_eq!(
+            caption(&p, &prose(&p), &p.tables[0], None).as_deref(),
+            Some("2.4 Emaxima mode")
+        );
+    }
+
+    #[test]
+    fn a_tables_title_takes_none_of_its_rows_room() {
+        // A long title: rows fill the same room as without one.
+        let rows: Vec<String> = (0..12).map(|i| format!("k{i} value number {i}")).collect();
+        let body = rows.join("\n");
+        let mk = |above: &str| {
+            let text = format!("{above}\nKey Value\n{body}");
+            let mut p = page(3, &text);
+            let a = text.find("Key Value").unwrap();
+            let b = text.find("k0").unwrap();
+            p.tables.push(quire_pdf::Table {
+                header: vec!["Key".into(), "Value".into()],
+                rows: rows
+                    .iter()
+                    .map(|r| {
+                        let (k, v) = r.split_once(' ').unwrap();
+                        vec![k.to_string(), v.to_string()]
+                    })
+                    .collect(),
+                spans: std::iter::once((a, a + 9))
+                    .chain((0..12).map(|_| (b, text.len())))
+                    .collect(),
+            });
+            p
+        };
+        let count = |p: ExtractedPage| {
+            split(
+                &[p],
+                &Words(400),
+                &SplitConfig {
+                    chunk_tokens: 30,
+                    overlap_tokens: 0,
+                },
+            )
+            .unwrap()
+            .iter()
+            .filter(|c| c.text.contains("| --- |"))
+            .count()
+        };
+        let plain = count(mk("It ends here."));
+        let titled = count(mk(
+            "A long heading of many many words that names this table",
+        ));
+        assert!(plain > 1);
+        assert_eq!(titled, plain);
     }
 }
