@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { citationParts, queryTerms } from "../../ui/js/dom.js";
-import { normalize, pageText, locate, findAll, itemRanges, passageText, tableCells } from "../../ui/js/locate.js";
+import { normalize, pageText, locate, findAll, itemRanges, passageText, tableCells, quoteTable } from "../../ui/js/locate.js";
 
 test("a table chunk is found on the page by its rows, without the Markdown or its header", () => {
   const md = "| Option | Default | Meaning |\n| --- | --- | --- |\n| bookmarks | true | 是否生成书签 |\n| a\\|b | x | y |";
@@ -28,6 +28,16 @@ test("a table chunk under its caption: the caption apart, the rows alone marked"
   assert.equal(tableCells("| a | b |\n| --- | --- |\n| c | d |").caption, "");
   // Prose that merely starts with a line is not a table.
   assert.equal(tableCells("A line.\n\nMore prose | with a pipe."), null);
+});
+
+test("a quote of a table's rows is a table, read on into the table's next chunk without its head again", () => {
+  const head = "2.3 Options — Table 1: Options\n\n| Option | Type |\n| --- | --- |";
+  const quote = `${head}\n| inkcolor | name |\n| blotter | boolean |\n${head}\n| nibstyle | choice |`;
+  assert.deepEqual(quoteTable(quote), { caption: "2.3 Options — Table 1: Options", header: ["Option", "Type"],
+    rows: [["inkcolor", "name"], ["blotter", "boolean"], ["nibstyle", "choice"]] });
+  // Reading on into prose: shown as text.
+  assert.equal(quoteTable(`${head}\n| inkcolor | name |\nLoad it with the usual command.`), null);
+  assert.equal(quoteTable("Plain words. And more."), null);
 });
 
 test("citation markers become citations, whole once streamed", () => {

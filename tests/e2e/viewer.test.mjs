@@ -150,19 +150,27 @@ test("a table source shows as a table and the viewer marks its row", async () =>
   const pdf = join(dir, "tables.pdf");
   const rows = [["quillwidth", "length", "The width of the quill margin"], ["inkcolor", "name", "The colour of the ink pot"],
     ["blotter", "boolean", "Whether a blotter dries each page"], ["nibstyle", "choice", "The nib: broad, fine or italic"]];
-  makePdf(pdf, [["The scriptorium package takes these options, each described below.", "Table 1: Options of the scriptorium package.", "",
+  makePdf(pdf, [["2.3 Package options", "The scriptorium package takes these options, each described below.", "Table 1: Options of the scriptorium package.", "",
     [[72, "Option"], [200, "Type"], [300, "Meaning"]], ...rows.map((r) => [[72, r[0]], [200, r[1]], [300, r[2]]]),
     "", "Load it with the usual command; the options go between brackets."]]);
   await upload(pdf, "tables");
   await retrieve("Which scriptorium option sets the colour of the ink pot?");
   const src = page.locator("#sources li.source", { has: page.locator('.src-kind[data-kind="table"]') }).first();
   await src.waitFor();
-  // Drawn as a table under its caption: the header, then the rows, cells as text.
-  assert.equal(await src.locator("table.md-table caption").textContent(), "Table 1: Options of the scriptorium package.");
+  // Drawn as a table under its caption, named with the numbered section it sits in:
+  // the header, then the rows, cells as text.
+  assert.equal(await src.locator("table.md-table caption").textContent(),
+    "2.3 Package options — Table 1: Options of the scriptorium package.");
   assert.deepEqual(await src.locator("table.md-table th").allTextContents(), ["Option", "Type", "Meaning"]);
   const cells = await src.locator("table.md-table td").allTextContents();
   assert.ok(cells.includes("inkcolor") && cells.includes("The colour of the ink pot"), cells.join("|"));
   assert.equal(await src.locator(".src-kind").textContent(), "table");
+  // "From your documents" quotes the rows as a table too: no Markdown shown.
+  const quoted = page.locator(".quote blockquote.quote-table table.md-table").first();
+  await quoted.waitFor();
+  assert.deepEqual(await quoted.locator("th").allTextContents(), ["Option", "Type", "Meaning"]);
+  assert.ok((await quoted.locator("td").allTextContents()).includes("The colour of the ink pot"));
+  assert.ok(!(await page.locator(".quote-list").textContent()).includes("| --- |"));
   await page.screenshot({ path: join(shots, "14-table-source.png") });
   await page.click("#theme-btn");
   await page.screenshot({ path: join(shots, "14-table-source-dark.png") });

@@ -95,3 +95,13 @@ export function langOf(text) {
   if (!/\p{Script=Han}/u.test(text)) return undefined;
   return /[\p{Script=Hiragana}\p{Script=Katakana}]/u.test(text) ? "ja" : "zh-Hans";
 }
+
+/** A table's cells (`{ caption, header, rows }`, as locate.js's `tableCells` reads a
+ *  table chunk) as a table under its caption, `terms` marked (text only: the cells
+ *  come from the document). */
+export function tableView({ caption, header, rows }, terms = []) {
+  return el("table", { class: "md-table" },
+    caption ? el("caption", {}, highlighted(caption, terms)) : null,
+    el("thead", {}, el("tr", {}, header.map((c) => el("th", {}, highlighted(c, terms))))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, header.map((_, i) => el("td", {}, highlighted(r[i] || "", terms)))))));
+}

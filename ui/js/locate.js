@@ -25,6 +25,22 @@ export function tableCells(text) {
   return { caption, header: cells(lines[0]), rows: lines.slice(2).filter(row).map(cells) };
 }
 
+/** A quote's table — `{ caption, header, rows }` as [`tableCells`] gives them — when the
+ *  quote is a table chunk's rows, read on into the next chunk of the same table or not
+ *  (whose caption, header and `| --- |` line are left out); null for any other quote,
+ *  and for one that reads on into prose (shown as it is then). */
+export function quoteTable(text) {
+  const t = tableCells(text);
+  if (!t) return null;
+  const lines = String(text).split("\n");
+  const isRow = (l) => l.startsWith("| ") && l.endsWith(" |");
+  const body = lines.slice(lines.findIndex(isRow));
+  if (body.some((l) => l.trim() && !isRow(l) && l.trim() !== t.caption)) return null;
+  const same = (r) => r.length === t.header.length && r.every((c, i) => c === t.header[i]);
+  const rule = (r) => r.every((c) => /^-+$/.test(c));
+  return { ...t, rows: t.rows.filter((r) => !same(r) && !rule(r)) };
+}
+
 /** The text of a passage as the page shows it: a table chunk becomes its rows alone,
  *  cells apart by spaces, so that the rows, not the header above them, are marked;
  *  other text is kept. */

@@ -4,7 +4,7 @@
 // (drawn as a table, cells as text) and the citations
 // that name it; a citation `[N]` selects its source and opens the
 // page. Source text is untrusted: it is shown through ./dom.js as text only.
-import { el, clear, highlighted, queryTerms, langOf } from "./dom.js";
+import { el, clear, highlighted, queryTerms, langOf, tableView } from "./dom.js";
 import { openDocument } from "./viewer.js";
 import { tableCells } from "./locate.js";
 
@@ -62,15 +62,6 @@ export function showSources(view) {
       el("div", { class: "src-ranks" }, ranks),
       text));
   }
-}
-
-/** A table chunk's cells as a table under its caption (text only: they come from the
- *  document). */
-function tableView({ caption, header, rows }, terms) {
-  return el("table", { class: "md-table" },
-    caption ? el("caption", {}, highlighted(caption, terms)) : null,
-    el("thead", {}, el("tr", {}, header.map((c) => el("th", {}, highlighted(c, terms))))),
-    el("tbody", {}, rows.map((r) => el("tr", {}, header.map((_, i) => el("td", {}, highlighted(r[i] || "", terms)))))));
 }
 
 /** A source's text with the query's terms marked, and each numbered piece a citation

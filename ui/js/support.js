@@ -6,8 +6,8 @@
 // that names the wrong source carries the check's note. "From your documents" lists
 // the quotes (the `quotes` event): the source sentences that best answer the question.
 // Text only through ./dom.js: sentences, quotes and notes are untrusted.
-import { el } from "./dom.js";
-import { normalize, locate } from "./locate.js";
+import { el, tableView } from "./dom.js";
+import { normalize, locate, quoteTable } from "./locate.js";
 
 /** What each verdict shows: the class, the tag's words (none for "supported"), and
  *  the words a screen reader and a tooltip give. */
@@ -206,6 +206,12 @@ export function summaryChip(support) {
   return el("span", { class: `support-summary ${sum.tone}`, title: more ? `${sum.text}; ${more}` : sum.text }, sum.text);
 }
 
+/** A quote as it reads: a table's rows as a table under its header, else its text. */
+function quoteBody(text) {
+  const t = quoteTable(text);
+  return t ? el("blockquote", { class: "quote-table" }, tableView(t)) : el("blockquote", {}, text);
+}
+
 /** "From your documents": each quote with its file and page, a link into the viewer.
  *  `lead`: shown above the answer, with a line saying why. */
 export function quotesView(quotes, open, { lead = false, why = "" } = {}) {
@@ -213,7 +219,7 @@ export function quotesView(quotes, open, { lead = false, why = "" } = {}) {
   const list = el("ol", { class: "quote-list" });
   for (const q of quotes) {
     list.append(el("li", { class: "quote", dataset: { file: q.file, page: q.page } },
-      el("blockquote", {}, q.text),
+      quoteBody(q.text),
       el("button", { type: "button", class: "quote-open", title: `Open ${q.file} at page ${q.page}, the passage highlighted`,
         onclick: () => open(q) },
       el("span", { class: "quote-file" }, q.file), ", ", el("span", { class: "quote-page" }, `p. ${q.page}`))));
