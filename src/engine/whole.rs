@@ -235,7 +235,7 @@ impl AnswerRun<'_> {
         let mut h = Sha256::new();
         h.update(
             format!(
-                "{model}\n{window}\n{LEAF_TOKENS}\njoined once (8 bytes)\n{}\n{}\n{:?}\n{}",
+                "{model}\n{window}\n{LEAF_TOKENS}\njoined once (8 bytes, table heads)\n{}\n{}\n{:?}\n{}",
                 settings.temperature,
                 settings.repeat_penalty,
                 settings.template_vars,

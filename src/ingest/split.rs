@@ -150,8 +150,9 @@ const CAPTION_LINES: usize = 2;
 /// [`CAPTION_LINES`] non-empty lines above the table, then below it, that reads as
 /// one (`Table 1: …`, `Tab. 2`, letter-spaced `Ta b l e 1`, `表 8.4: …`) —, else
 /// what titles it in `prose` (the page without its tables' rows) just above it
-/// ([`title_above`]); under the numbered section it sits in (the last heading
-/// above it on the page, else `section`, the one carried from the pages before)
+/// ([`title_above`]); under the numbered section it sits in (a heading in its header
+/// row, else the last heading above it on the page, else `section`, the one carried
+/// from the pages before)
 /// when the title does not name it already. None when there is nothing of these.
 fn caption(
     page: &ExtractedPage,
@@ -160,7 +161,15 @@ fn caption(
     section: Option<&str>,
 ) -> Option<String> {
     let start = t.spans.iter().map(|s| s.0).min()?;
-    let section = prose.get(..start).and_then(last_section).or(section);
+    // A heading the detector took into the header row is the nearest section.
+    let in_header = t
+        .header
+        .iter()
+        .map(|c| c.trim())
+        .find(|c| is_section_heading(c));
+    let section = in_header
+        .or_else(|| prose.get(..start).and_then(last_section))
+        .or(section);
     let title = own_caption(page, prose, t, start);
     match (section, title) {
         (Some(s), Some(t)) if !t.contains(s) => Some(format!("{s} — {t}")),
@@ -275,6 +284,20 @@ fn is_section_heading(line: &str) -> bool {
         })
         && line.chars().count() <= HEADING_CHARS
         && !line.ends_with(['.', '!', '?', ';', ',', '。', '！', '？', '；', '，', '、'])
+        && !is_contents_entry(line)
+}
+
+/// Whether `line` reads as a table of contents' entry rather than its heading: dot
+/// leaders, or a page number after the title.
+fn is_contents_entry(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    line.contains("..")
+        || line.contains(". .")
+        || line.contains('…')
+        || (words.len() > 2
+            && words
+                .last()
+                .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit())))
 }
 
 /// The last numbered section heading ([`is_section_heading`]) in `text`.
@@ -955,6 +978,10 @@ mod tests {
             "6.5.1.",
             ". . . . 2.3 Tables",
             "Version 4.8 (2014/08/08)",
+            // Contents entries: dot leaders, a page number after the title.
+            "10.3. Standalone Names . . . . . . . 29",
+            "6.4. Charges and Other Superscripts 8",
+            "2.2.1 Installing the Maxima Emacs Mode........ 11",
         ] {
             assert!(!is_section_heading(no), "{no}");
         }
@@ -994,6 +1021,16 @@ mod tests {
         assert_eq!(
             caption(&p, &prose(&p), &p.tables[0], None).as_deref(),
             Some("2.4 Emaxima mode")
+        );
+        // A heading taken into the header row is the section, not the one before it.
+        let mut p = table(
+            2,
+            "2.2 Integrals\nText.\nKey Description\nC-c : Uncomment the region.",
+        );
+        p.tables[0].header = vec!["2.3 General".into(), "symbols".into()];
+        assert_eq!(
+            caption(&p, &prose(&p), &p.tables[0], None).as_deref(),
+            Some("2.3 General")
         );
     }
 

@@ -16,7 +16,16 @@ fn is_break(c: char) -> bool {
 /// chunks. It is whole sentences, so it starts after a break in `prev` and ends at
 /// one (a space, a full stop, 。), and is at least [`MIN`] bytes; 0 when the texts do
 /// not overlap (a page break) or share only a few characters or a word's end.
+///
+/// A table's chunk after a chunk of the same table repeats that table's head (its
+/// title, header and `| --- |` line): the head is its overlap then, so that the rows
+/// read on from the rows before them.
 pub fn overlap(prev: &str, next: &str) -> usize {
+    if let (Some(a), Some(b)) = (table_head(prev), table_head(next)) {
+        if a == b {
+            return b.len();
+        }
+    }
     let prev = prev.trim_end();
     let body = next.trim_start();
     let lead = next.len() - body.len();
@@ -36,6 +45,30 @@ pub fn overlap(prev: &str, next: &str) -> usize {
         .map_or(0, |k| lead + k)
 }
 
+/// A table chunk's head: its text up to the end of its `| --- |` line, the line
+/// after its header row (under a title line and a blank line, or none), as
+/// `ingest::split` writes table chunks; none for other text.
+fn table_head(text: &str) -> Option<&str> {
+    let row = |l: &str| l.starts_with("| ") && l.ends_with(" |");
+    let rule = |l: &str| {
+        l.strip_prefix('|')
+            .is_some_and(|r| !r.is_empty() && r.split_terminator('|').all(|c| c == " --- "))
+    };
+    let mut lines = text.split('\n');
+    let mut end = 0;
+    let mut first = lines.next()?;
+    if !row(first) {
+        end += first.len() + 1;
+        if !lines.next()?.is_empty() {
+            return None;
+        }
+        end += 1;
+        first = lines.next()?;
+    }
+    let sep = lines.next()?;
+    (row(first) && rule(sep)).then(|| &text[..end + first.len() + 1 + sep.len()])
+}
+
 /// What of `next` (the chunk after `prev`'s) is new: `next` from where their
 /// [`overlap`] stops, leading whitespace trimmed.
 pub fn after_overlap<'t>(prev: &str, next: &'t str) -> &'t str {
@@ -52,6 +85,29 @@ pub fn overlaps(texts: &[&str]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tables_head_repeated_is_the_overlap() {
+        let head = "2.3 Options — Table 1: Options\n\n| Option | Type |\n| --- | --- |";
+        let a = format!("{head}\n| inkcolor | name |\n| blotter | boolean |");
+        let b = format!("{head}\n| nibstyle | choice |");
+        assert_eq!(overlap(&a, &b), head.len());
+        assert_eq!(after_overlap(&a, &b), "| nibstyle | choice |");
+        // Without a title, too.
+        let plain = "| Key | Value |\n| --- | --- |";
+        assert_eq!(
+            overlap(
+                &format!("{plain}\n| a | 1 |"),
+                &format!("{plain}\n| b | 2 |")
+            ),
+            plain.len()
+        );
+        // Another table's head, or prose: not an overlap.
+        assert_eq!(overlap(&a, &format!("{plain}\n| b | 2 |")), 0);
+        assert_eq!(overlap("Prose ends here.", &b), 0);
+        assert_eq!(table_head("Just a line.\n\nMore prose."), None);
+        assert_eq!(table_head("| a | b |\n| c | d |"), None);
+    }
 
     #[test]
     fn whole_sentences_repeated_are_the_overlap() {
