@@ -152,8 +152,7 @@ const CAPTION_LINES: usize = 2;
 /// what titles it in `prose` (the page without its tables' rows) just above it
 /// ([`title_above`]); under the numbered section it sits in (a heading in its header
 /// row, else the last heading above it on the page, else `section`, the one carried
-/// from the pages before)
-/// when the title does not name it already. None when there is nothing of these.
+/// from the pages before) when the title does not name it already. None when there is nothing of these.
 fn caption(
     page: &ExtractedPage,
     prose: &str,
@@ -224,6 +223,9 @@ fn own_caption(
         })
 }
 
+/// What a line that ends a sentence (or a clause) ends with: not a heading.
+const SENTENCE_ENDS: [char; 11] = ['.', '!', '?', ';', ',', '。', '！', '？', '；', '，', '、'];
+
 /// Lines of prose looked at above a table for its title.
 const TITLE_LINES: usize = 3;
 /// The most characters of a title above a table, and of one heading line in it.
@@ -251,8 +253,7 @@ fn title_above(above: &str) -> Option<String> {
     {
         let n = l.chars().count();
         let intro = l.ends_with(':') || l.ends_with('：');
-        let heading = n <= HEADING_CHARS
-            && !l.ends_with(['.', '!', '?', ';', ',', '。', '！', '？', '；', '，', '、']);
+        let heading = n <= HEADING_CHARS && !l.ends_with(SENTENCE_ENDS);
         if !(intro || heading) || chars + n > TITLE_CHARS {
             break;
         }
@@ -283,7 +284,7 @@ fn is_section_heading(line: &str) -> bool {
             c.is_uppercase() || (c.is_alphabetic() && !c.is_lowercase() && !c.is_ascii())
         })
         && line.chars().count() <= HEADING_CHARS
-        && !line.ends_with(['.', '!', '?', ';', ',', '。', '！', '？', '；', '，', '、'])
+        && !line.ends_with(SENTENCE_ENDS)
         && !is_contents_entry(line)
 }
 

@@ -51,21 +51,7 @@ impl PageKind {
 /// makes them: a header row, its `| --- |` separator, rows), under its caption when it
 /// has one (a line of text, then an empty line).
 pub fn table_kind(text: &str) -> Option<PageKind> {
-    let mut lines = text.lines().peekable();
-    let row = |l: &str| l.starts_with("| ") && l.ends_with(" |");
-    if lines.peek().is_some_and(|l| !row(l)) {
-        lines.next();
-        if lines.next().is_some_and(|l| !l.trim().is_empty()) {
-            return None;
-        }
-    }
-    let head = lines.next().is_some_and(row);
-    let sep = lines.next().is_some_and(|l| {
-        l.starts_with("| ---")
-            && l.split('|')
-                .all(|c| c.trim().is_empty() || c.trim() == "---")
-    });
-    (head && sep).then_some(PageKind::Table)
+    crate::text::table_head(text).map(|_| PageKind::Table)
 }
 
 impl std::fmt::Display for PageKind {

@@ -4,10 +4,37 @@
 //! and the support check read text the same way), BM25's constants ([`bm25`]:
 //! the in-memory index and the PostgreSQL store rank the same way), and where
 //! neighbouring chunks overlap ([`overlap`]: the summary leaves and the quotes read it
-//! once).
+//! once), and a table chunk's head ([`table_head`]).
 
 pub mod analyzer;
 pub mod overlap;
+
+/// A table chunk's head, as `ingest::split` writes table chunks: its caption line and
+/// an empty line when it has a caption, its header row (`| a | b |`) and the `| --- |`
+/// line under it — the text up to that line's end; none for text of another shape.
+/// Retrieval tells table chunks by it, and a table's next chunk repeats it.
+pub fn table_head(text: &str) -> Option<&str> {
+    let row = |l: &str| l.starts_with("| ") && l.ends_with(" |");
+    let rule = |l: &str| {
+        l.starts_with("| ---")
+            && l.split('|')
+                .all(|c| c.trim().is_empty() || c.trim() == "---")
+    };
+    let mut lines = text.split('\n');
+    let mut end = 0;
+    let mut first = lines.next()?;
+    if !row(first) {
+        end += first.len() + 1;
+        let blank = lines.next()?;
+        if !blank.trim().is_empty() {
+            return None;
+        }
+        end += blank.len() + 1;
+        first = lines.next()?;
+    }
+    let sep = lines.next()?;
+    (row(first) && rule(sep)).then(|| &text[..end + first.len() + 1 + sep.len()])
+}
 
 /// Okapi BM25's parameters, as Lucene sets them.
 pub mod bm25 {

@@ -21,7 +21,7 @@ fn is_break(c: char) -> bool {
 /// title, header and `| --- |` line): the head is its overlap then, so that the rows
 /// read on from the rows before them.
 pub fn overlap(prev: &str, next: &str) -> usize {
-    if let (Some(a), Some(b)) = (table_head(prev), table_head(next)) {
+    if let (Some(a), Some(b)) = (super::table_head(prev), super::table_head(next)) {
         if a == b {
             return b.len();
         }
@@ -43,30 +43,6 @@ pub fn overlap(prev: &str, next: &str) -> usize {
             ends && starts && prev.ends_with(&body[..k])
         })
         .map_or(0, |k| lead + k)
-}
-
-/// A table chunk's head: its text up to the end of its `| --- |` line, the line
-/// after its header row (under a title line and a blank line, or none), as
-/// `ingest::split` writes table chunks; none for other text.
-fn table_head(text: &str) -> Option<&str> {
-    let row = |l: &str| l.starts_with("| ") && l.ends_with(" |");
-    let rule = |l: &str| {
-        l.strip_prefix('|')
-            .is_some_and(|r| !r.is_empty() && r.split_terminator('|').all(|c| c == " --- "))
-    };
-    let mut lines = text.split('\n');
-    let mut end = 0;
-    let mut first = lines.next()?;
-    if !row(first) {
-        end += first.len() + 1;
-        if !lines.next()?.is_empty() {
-            return None;
-        }
-        end += 1;
-        first = lines.next()?;
-    }
-    let sep = lines.next()?;
-    (row(first) && rule(sep)).then(|| &text[..end + first.len() + 1 + sep.len()])
 }
 
 /// What of `next` (the chunk after `prev`'s) is new: `next` from where their
@@ -105,8 +81,11 @@ mod tests {
         // Another table's head, or prose: not an overlap.
         assert_eq!(overlap(&a, &format!("{plain}\n| b | 2 |")), 0);
         assert_eq!(overlap("Prose ends here.", &b), 0);
-        assert_eq!(table_head("Just a line.\n\nMore prose."), None);
-        assert_eq!(table_head("| a | b |\n| c | d |"), None);
+        assert_eq!(
+            super::super::table_head("Just a line.\n\nMore prose."),
+            None
+        );
+        assert_eq!(super::super::table_head("| a | b |\n| c | d |"), None);
     }
 
     #[test]
