@@ -274,8 +274,9 @@ pub struct RetrieveOptions {
     /// What a navigation page's fused score is multiplied by ([`page_kind`]: tables
     /// of contents, indexes, lists of figures, bibliographies match every question
     /// and answer none), 0 to 1: `1` leaves them as fused, `0` puts them below every
-    /// other candidate. [`search`] applies it over the fused candidates, so a demoted
-    /// page is still found when nothing else matches.
+    /// other candidate. [`search`] applies it to each retriever's scores before fusion
+    /// and again over the fused candidates, so a demoted page is still found when
+    /// nothing else matches.
     pub navigation_weight: f64,
     /// For each query that mixes CJK text with Latin-script words, also search its
     /// Latin words alone ([`crate::text::latin_words`]), fused with the rest: a
@@ -384,6 +385,29 @@ pub fn retrieve(
     opts: &RetrieveOptions,
     cancel: &Cancel,
 ) -> Result<Retrieval> {
+    retrieve_then(
+        query,
+        retrievers,
+        llm,
+        opts,
+        cancel,
+        &|_| Ok(()),
+        opts.top_k,
+    )
+}
+
+/// [`retrieve`], with `adjust` run over the ranked lists before they are fused (each
+/// list's best hit is taken before it), keeping the first `keep` fused nodes.
+#[allow(clippy::too_many_arguments)]
+fn retrieve_then(
+    query: &str,
+    retrievers: &[&dyn Retriever],
+    llm: Option<&dyn Llm>,
+    opts: &RetrieveOptions,
+    cancel: &Cancel,
+    adjust: &dyn Fn(&mut [fusion::RankedList]) -> Result<()>,
+    keep: usize,
+) -> Result<Retrieval> {
     if query.trim().is_empty() {
         return Err(Error::Invalid("empty query".into()));
     }
@@ -467,7 +491,8 @@ pub fn retrieve(
             });
         }
     }
-    let nodes = fusion::fuse(&lists, opts.fusion, &weights, num_queries, opts.top_k);
+    adjust(&mut lists)?;
+    let nodes = fusion::fuse(&lists, opts.fusion, &weights, num_queries, keep);
     Ok(Retrieval {
         queries,
         retrievers: retrievers.iter().map(|r| r.name().to_string()).collect(),
@@ -532,11 +557,11 @@ pub trait ChunkTexts: Send + Sync {
 
 /// [`retrieve`] over a corpus's retrievers, with the source nodes' text, file and
 /// pages read from it and each one's [`PageKind`]. Navigation pages are demoted by
-/// `opts.navigation_weight`: below 1, when one is among the first `top_k`, the rest of
-/// the fused candidates (up to [`RetrieveOptions::candidates`]) are read too, a
-/// navigation page's score is multiplied by the weight, and the first `top_k` of the
-/// new order kept. (Without one there, demoting would change nothing: only the
-/// `top_k` sources' text is read.)
+/// `opts.navigation_weight` (below 1) twice: in each ranked list before fusion (a
+/// table of contents that leads BM25's list would otherwise take a rank from every
+/// passage behind it), then, when one is still among the first `top_k`, over the
+/// fused candidates (up to [`RetrieveOptions::candidates`] per list): its fused score
+/// multiplied by the weight, and the first `top_k` of the new order kept.
 pub fn search(
     corpus: &dyn Corpus,
     query: &str,
@@ -549,40 +574,95 @@ pub fn search(
     let refs: Vec<&dyn Retriever> = boxed.iter().map(|b| b.as_ref()).collect();
     opts.check()?;
     let demote = opts.navigation_weight < 1.0;
-    let mut r = if demote {
-        let wide = RetrieveOptions {
-            top_k: opts.candidates(),
-            ..opts.clone()
-        };
-        retrieve(query, &refs, llm, &wide, cancel)?
-    } else {
-        retrieve(query, &refs, llm, opts, cancel)?
+    // The chunks read to demote in the lists, kept for the sources.
+    let read = std::cell::RefCell::new(HashMap::new());
+    let in_lists = |lists: &mut [fusion::RankedList]| -> Result<()> {
+        if demote {
+            let infos = demote_in_lists(corpus, lists, opts.top_k, opts.navigation_weight)?;
+            *read.borrow_mut() = infos;
+        }
+        Ok(())
     };
+    // Demoting keeps every fused candidate (`candidates()` per list at most).
+    let keep = if demote { usize::MAX } else { opts.top_k };
+    let mut r = retrieve_then(query, &refs, llm, opts, cancel, &in_lists, keep)?;
     let first = opts.top_k.min(r.nodes.len());
-    read_chunks(corpus, &mut r.nodes[..first])?;
+    let mut read = read.into_inner();
+    read_chunks(corpus, &mut read, &mut r.nodes[..first])?;
     if demote && r.nodes[..first].iter().any(SourceNode::is_navigation) {
-        read_chunks(corpus, &mut r.nodes[first..])?;
+        read_chunks(corpus, &mut read, &mut r.nodes[first..])?;
         demote_navigation(&mut r.nodes, opts.navigation_weight);
     }
     r.nodes.truncate(opts.top_k);
     Ok(r)
 }
 
-/// Fill `nodes`' text, file and pages from `corpus`, and their page kind.
-fn read_chunks(corpus: &dyn Corpus, nodes: &mut [SourceNode]) -> Result<()> {
-    if nodes.is_empty() {
-        return Ok(());
+/// Demote the navigation pages among the first `top_k` hits of each ranked list
+/// before fusion: the score multiplied by `weight` (a negative one divided), so that
+/// in its list the page falls below the passages it outscored by less than that
+/// factor. A table of contents that leads BM25's list takes no rank from the passage
+/// behind it. Returns the chunks read (only those first hits: a library that keeps
+/// its text in the store reads a few more per search than its sources).
+fn demote_in_lists(
+    corpus: &dyn Corpus,
+    lists: &mut [fusion::RankedList],
+    top_k: usize,
+    weight: f64,
+) -> Result<HashMap<i64, ChunkInfo>> {
+    let mut ids: Vec<i64> = Vec::new();
+    for l in lists.iter() {
+        let mut hits: Vec<&Hit> = l.hits.iter().collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        ids.extend(hits.iter().take(top_k).map(|h| h.chunk_id));
     }
-    let ids: Vec<i64> = nodes.iter().map(|n| n.chunk_id).collect();
-    let mut infos = corpus.chunk_infos(&ids)?;
+    ids.sort_unstable();
+    ids.dedup();
+    let infos = corpus.chunk_infos(&ids)?;
+    let navigation: HashSet<i64> = infos
+        .iter()
+        .filter(|(_, c)| chunk_kind(&c.text).is_some_and(PageKind::is_navigation))
+        .map(|(&id, _)| id)
+        .collect();
+    let weight = weight as f32;
+    for h in lists
+        .iter_mut()
+        .flat_map(|l| l.hits.iter_mut())
+        .filter(|h| navigation.contains(&h.chunk_id))
+    {
+        h.score = if h.score >= 0.0 || weight == 0.0 {
+            h.score * weight
+        } else {
+            h.score / weight
+        };
+    }
+    Ok(infos)
+}
+
+/// Fill `nodes`' text, file and pages from `read` (chunks already read) or else
+/// from `corpus`, and their page kind.
+fn read_chunks(
+    corpus: &dyn Corpus,
+    read: &mut HashMap<i64, ChunkInfo>,
+    nodes: &mut [SourceNode],
+) -> Result<()> {
+    let ids: Vec<i64> = nodes
+        .iter()
+        .map(|n| n.chunk_id)
+        .filter(|id| !read.contains_key(id))
+        .collect();
+    if !ids.is_empty() {
+        read.extend(corpus.chunk_infos(&ids)?);
+    }
     for n in nodes {
-        n.chunk = infos.remove(&n.chunk_id);
-        n.kind = n
-            .chunk
-            .as_ref()
-            .and_then(|c| table_kind(&c.text).or_else(|| page_kind(&c.text)));
+        n.chunk = read.remove(&n.chunk_id);
+        n.kind = n.chunk.as_ref().and_then(|c| chunk_kind(&c.text));
     }
     Ok(())
+}
+
+/// A chunk's kind: a table, else the kind of page its text has, if any.
+fn chunk_kind(text: &str) -> Option<PageKind> {
+    table_kind(text).or_else(|| page_kind(text))
 }
 
 /// Multiply the score of every navigation node by `weight` (0 to 1; a negative
@@ -1035,15 +1115,14 @@ mod tests {
             assert_eq!(ids, vec![2, 1], "weight {w}");
             assert_eq!(r.nodes[1].kind, Some(PageKind::Contents));
         }
-        let scores = |w: f64| {
-            run("apple", w)
-                .nodes
-                .iter()
-                .find(|n| n.chunk_id == 1)
-                .unwrap()
-                .score
-        };
-        assert!((scores(0.5) - scores(1.0) * 0.5).abs() < 1e-12);
+        // Demoted in BM25's list (second there now: 1 / 61) and again once fused.
+        let score = run("apple", 0.5)
+            .nodes
+            .iter()
+            .find(|n| n.chunk_id == 1)
+            .unwrap()
+            .score;
+        assert!((score - 0.5 / 61.0).abs() < 1e-12, "{score}");
         // When only the contents page matches, it is still found.
         let r = run("banana", 0.0);
         assert_eq!(r.nodes.len(), 1);
@@ -1054,6 +1133,49 @@ mod tests {
             ..RetrieveOptions::default()
         };
         assert!(super::search(&ix, "apple", &Fruit, None, &bad, &Cancel::new()).is_err());
+    }
+
+    #[test]
+    fn a_demoted_page_takes_no_rank_from_the_passages_behind_it() {
+        // Two hits per list. BM25 ranks the contents page (three "apple"s) first and
+        // the apple passage second; the vector list has "pineapple" (the query's
+        // direction exactly) first and the contents page second. Demoted only once
+        // fused, the contents page kept BM25's first rank: the passage got 1 / 61,
+        // below pineapple's 1 / 60 and the halved contents page's 0.0165, and was
+        // left out. Demoted in each list first, the passage is BM25's first (1 / 60, a
+        // tie, seen first in BM25's list).
+        let toc = "Contents\n1 apple pie . . . . . . . . 3\n2 apple tart . . . . . . . 5\n\
+                   3 apple cake . . . . . . . 8\n4 plum bread . . . . . . 9";
+        let ix = RetrievalIndex::build(vec![
+            chunk(1, 1, 1, toc),
+            chunk(2, 1, 3, "an apple with banana and plum bread for the tea"),
+            chunk(3, 2, 5, "pineapple"),
+        ])
+        .unwrap();
+        let run = |w: f64| {
+            let opts = RetrieveOptions {
+                top_k: 2,
+                candidates: Some(2),
+                retrievers: vec![RetrieverKind::Bm25, RetrieverKind::Vector],
+                navigation_weight: w,
+                ..RetrieveOptions::default()
+            };
+            super::search(&ix, "apple", &Fruit, None, &opts, &Cancel::new()).unwrap()
+        };
+        let ids = |r: &Retrieval| r.nodes.iter().map(|n| n.chunk_id).collect::<Vec<_>>();
+        let r = run(0.5);
+        assert_eq!(ids(&r), vec![2, 3], "{r}");
+        assert!(r.nodes.iter().all(|n| n.kind.is_none()), "{r}");
+        let bm25 = r.nodes[0]
+            .evidence
+            .iter()
+            .find(|e| e.retriever == 0)
+            .unwrap();
+        assert_eq!(bm25.rank, 1, "{r}");
+        // Undemoted, the contents page leads.
+        let r = run(1.0);
+        assert_eq!(ids(&r), vec![1, 3], "{r}");
+        assert_eq!(r.nodes[0].kind, Some(PageKind::Contents));
     }
 
     #[test]
