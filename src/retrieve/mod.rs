@@ -391,7 +391,7 @@ pub fn retrieve(
         llm,
         opts,
         cancel,
-        &|_| Ok(()),
+        &mut |_| Ok(()),
         opts.top_k,
     )
 }
@@ -405,7 +405,7 @@ fn retrieve_then(
     llm: Option<&dyn Llm>,
     opts: &RetrieveOptions,
     cancel: &Cancel,
-    adjust: &dyn Fn(&mut [fusion::RankedList]) -> Result<()>,
+    adjust: &mut dyn FnMut(&mut [fusion::RankedList]) -> Result<()>,
     keep: usize,
 ) -> Result<Retrieval> {
     if query.trim().is_empty() {
@@ -575,19 +575,17 @@ pub fn search(
     opts.check()?;
     let demote = opts.navigation_weight < 1.0;
     // The chunks read to demote in the lists, kept for the sources.
-    let read = std::cell::RefCell::new(HashMap::new());
-    let in_lists = |lists: &mut [fusion::RankedList]| -> Result<()> {
+    let mut read = HashMap::new();
+    let mut in_lists = |lists: &mut [fusion::RankedList]| -> Result<()> {
         if demote {
-            let infos = demote_in_lists(corpus, lists, opts.top_k, opts.navigation_weight)?;
-            *read.borrow_mut() = infos;
+            read = demote_in_lists(corpus, lists, opts.top_k, opts.navigation_weight)?;
         }
         Ok(())
     };
     // Demoting keeps every fused candidate (`candidates()` per list at most).
     let keep = if demote { usize::MAX } else { opts.top_k };
-    let mut r = retrieve_then(query, &refs, llm, opts, cancel, &in_lists, keep)?;
+    let mut r = retrieve_then(query, &refs, llm, opts, cancel, &mut in_lists, keep)?;
     let first = opts.top_k.min(r.nodes.len());
-    let mut read = read.into_inner();
     read_chunks(corpus, &mut read, &mut r.nodes[..first])?;
     if demote && r.nodes[..first].iter().any(SourceNode::is_navigation) {
         read_chunks(corpus, &mut read, &mut r.nodes[first..])?;
@@ -623,17 +621,12 @@ fn demote_in_lists(
         .filter(|(_, c)| chunk_kind(&c.text).is_some_and(PageKind::is_navigation))
         .map(|(&id, _)| id)
         .collect();
-    let weight = weight as f32;
     for h in lists
         .iter_mut()
         .flat_map(|l| l.hits.iter_mut())
         .filter(|h| navigation.contains(&h.chunk_id))
     {
-        h.score = if h.score >= 0.0 || weight == 0.0 {
-            h.score * weight
-        } else {
-            h.score / weight
-        };
+        h.score = demoted(f64::from(h.score), weight) as f32;
     }
     Ok(infos)
 }
@@ -665,16 +658,22 @@ fn chunk_kind(text: &str) -> Option<PageKind> {
     table_kind(text).or_else(|| page_kind(text))
 }
 
+/// `score` demoted by `weight` (0 to 1): multiplied, or, when negative (a cosine),
+/// divided, so that it too moves down.
+fn demoted(score: f64, weight: f64) -> f64 {
+    if score >= 0.0 || weight == 0.0 {
+        score * weight
+    } else {
+        score / weight
+    }
+}
+
 /// Multiply the score of every navigation node by `weight` (0 to 1; a negative
 /// score, which only `simple` fusion over cosines gives, is divided by it instead,
 /// so that it too moves down) and sort again, best first, ties in their order.
 fn demote_navigation(nodes: &mut [SourceNode], weight: f64) {
     for n in nodes.iter_mut().filter(|n| n.is_navigation()) {
-        n.score = if n.score >= 0.0 || weight == 0.0 {
-            n.score * weight
-        } else {
-            n.score / weight
-        };
+        n.score = demoted(n.score, weight);
     }
     // At weight 0 a navigation page goes below every other candidate, whatever the
     // scores' signs.
