@@ -217,6 +217,10 @@ enum BenchCmd {
         /// (`RetrieveOptions::latin_variant`, off by default).
         #[arg(long)]
         latin_variant: bool,
+        /// Follow a matching table-of-contents entry to its page: `true` or `false`
+        /// (`RetrieveOptions::follow_contents`); default: retrieval's.
+        #[arg(long)]
+        follow_contents: Option<bool>,
         /// Search this Quire index (built by `quire index`, Quire's own extraction and
         /// splitting) instead of indexing `--pdfs` with pdftotext pages.
         #[arg(long)]
@@ -649,6 +653,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             fusion,
             nav_weight,
             latin_variant,
+            follow_contents,
             data_dir,
             embedder,
             queries,
@@ -663,6 +668,9 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
                 settings.navigation_weight = w;
             }
             settings.latin_variant = latin_variant;
+            if let Some(f) = follow_contents {
+                settings.follow_contents = f;
+            }
             retrieval(
                 json,
                 &pdfs,

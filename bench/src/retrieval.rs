@@ -102,6 +102,8 @@ pub struct QualitySettings {
     pub navigation_weight: f64,
     /// [`RetrieveOptions::latin_variant`], for every retriever set.
     pub latin_variant: bool,
+    /// [`RetrieveOptions::follow_contents`], for every retriever set.
+    pub follow_contents: bool,
 }
 
 impl Default for QualitySettings {
@@ -111,6 +113,7 @@ impl Default for QualitySettings {
             num_queries: 1,
             navigation_weight: RetrieveOptions::default().navigation_weight,
             latin_variant: RetrieveOptions::default().latin_variant,
+            follow_contents: RetrieveOptions::default().follow_contents,
         }
     }
 }
@@ -266,6 +269,7 @@ pub struct QualityReport {
     pub num_queries: usize,
     pub navigation_weight: f64,
     pub latin_variant: bool,
+    pub follow_contents: bool,
     /// The split's seed.
     pub split_seed: u64,
     pub sets: Vec<String>,
@@ -291,6 +295,7 @@ pub fn quality(
         num_queries,
         navigation_weight,
         latin_variant,
+        follow_contents,
     } = settings;
     let sets: [(&str, Vec<RetrieverKind>, usize); 3] = [
         ("vector", vec![RetrieverKind::Vector], 1),
@@ -315,6 +320,7 @@ pub fn quality(
                 retrievers: kinds.clone(),
                 navigation_weight,
                 latin_variant,
+                follow_contents,
                 ..RetrieveOptions::default()
             };
             let r = search(index, &q.question, embedder, llm, &opts, &cancel)?;
@@ -407,6 +413,7 @@ pub fn quality(
         num_queries,
         navigation_weight,
         latin_variant,
+        follow_contents,
         split_seed: split.seed,
         sets: sets.iter().map(|s| s.0.to_string()).collect(),
         rows,
@@ -420,14 +427,15 @@ impl fmt::Display for QualityReport {
         writeln!(
             f,
             "retrieval quality: {} chunks, fusion {}, {} quer{} for fused, navigation \
-             weight {}, Latin-words variant {}; split seed {} (tune: tuning half, held: \
-             held-out half)",
+             weight {}, Latin-words variant {}, contents followed {}; split seed {} (tune: \
+             tuning half, held: held-out half)",
             self.chunks,
             self.fusion,
             self.num_queries,
             if self.num_queries == 1 { "y" } else { "ies" },
             self.navigation_weight,
             if self.latin_variant { "on" } else { "off" },
+            if self.follow_contents { "on" } else { "off" },
             self.split_seed
         )?;
         writeln!(

@@ -60,6 +60,109 @@ impl std::fmt::Display for PageKind {
     }
 }
 
+/// One entry of a table of contents: its title (a leading section number kept) and
+/// the page number printed after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentsEntry {
+    pub title: String,
+    pub page: u32,
+}
+
+/// Words an entry's title keeps at most (the last ones: text before an entry that
+/// is no entry's, a running head, is cut off).
+const ENTRY_WORDS: usize = 24;
+
+/// The entries of a contents text: a title, dot leaders, then a page number (the
+/// number may stand on the next line, as extraction often puts it; two columns of
+/// entries on one line are two entries), or a line that starts with a section number
+/// and ends with a page number without leaders (`3 The Basics 29`). Text before the
+/// first leader that ends no entry (a chunk cut in mid-entry) gives none.
+pub fn contents_entries(text: &str) -> Vec<ContentsEntry> {
+    let mut out = Vec::new();
+    // Lines with no leader: a section-numbered title and its page. The other
+    // entries' titles start after such a line.
+    const ENDS_ENTRY: &str = "\u{0}";
+    let mut flat: Vec<&str> = Vec::new();
+    // For each token of `flat`, where its line starts: a title starts on the line of
+    // its leaders (a heading line before it is none of its words).
+    let mut line_of: Vec<usize> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        let line_start = flat.len();
+        if !has_leader(line) {
+            let l = read_line(line);
+            if let (true, Some(page)) = (l.numbered, l.page) {
+                let mut tokens: Vec<&str> = line.split_whitespace().collect();
+                tokens.pop();
+                push_entry(&mut out, &tokens, page);
+                flat.push(ENDS_ENTRY);
+                line_of.push(line_start);
+                continue;
+            }
+        }
+        // Leaders stuck to a word or a page number (`Interface.`, `....15`) are
+        // taken apart from it.
+        for t in line.split_whitespace() {
+            let body = t.trim_matches(is_leader_char);
+            if body.is_empty() {
+                flat.push(t);
+                continue;
+            }
+            let at = t.find(body).unwrap_or(0);
+            let (head, rest) = t.split_at(at);
+            let (body, tail) = rest.split_at(body.len());
+            flat.extend([head, body, tail].into_iter().filter(|x| !x.is_empty()));
+        }
+        line_of.resize(flat.len(), line_start);
+    }
+    // Leader entries, over the lines as one.
+    let leaders = |x: &str| x.chars().all(is_leader_char);
+    let mut start = 0;
+    let mut i = 0;
+    while i < flat.len() {
+        if flat[i] == ENDS_ENTRY {
+            i += 1;
+            start = i;
+            continue;
+        }
+        if !leaders(flat[i]) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        let mut dots = 0;
+        while j < flat.len() && leaders(flat[j]) {
+            dots += flat[j]
+                .chars()
+                .map(|c| if matches!(c, '…' | '⋯') { 3 } else { 1 })
+                .sum::<usize>();
+            j += 1;
+        }
+        if dots >= 3 {
+            if let Some(page) = flat.get(j).and_then(|p| page_number(p)) {
+                push_entry(&mut out, &flat[start.max(line_of[i])..i], page);
+                j += 1;
+            }
+            start = j;
+        }
+        i = j;
+    }
+    out
+}
+
+/// An entry of `tokens` (the title, its last [`ENTRY_WORDS`]) at `page`, when the
+/// title has a word.
+fn push_entry(out: &mut Vec<ContentsEntry>, tokens: &[&str], page: u32) {
+    let from = tokens.len().saturating_sub(ENTRY_WORDS);
+    let title = tokens[from..].join(" ");
+    let title = title.trim_end_matches(is_leader_char).trim();
+    if title.split_whitespace().any(has_word) && page > 0 {
+        out.push(ContentsEntry {
+            title: title.to_string(),
+            page,
+        });
+    }
+}
+
 /// Lines a text needs before its shape says anything.
 const MIN_LINES: usize = 3;
 
@@ -358,6 +461,41 @@ mod tests {
             2.2 Arrows . . . . . . . . . . . . . . . . . . 9\n\
             3 Options 12";
         assert_eq!(page_kind(toc), Some(PageKind::Contents));
+    }
+
+    #[test]
+    fn contents_entries_are_read_with_their_pages() {
+        let entry = |title: &str, page: u32| ContentsEntry {
+            title: title.to_string(),
+            page,
+        };
+        // As extraction gives them: the page on the next line, leaders stuck to the
+        // title or the page, two columns on one line, a numbered line without
+        // leaders, a chunk that starts in mid-entry.
+        let toc = ". . . . . . . 10\n\
+            2.2 The Emacs Interface. . . . . . . . . . . .\n\
+            11\n\
+            2.2.1 Installing the Mode . . . . . . .11\n\
+            3 The Basics - What you need to know 29\n\
+            3.1 The Very Beginning . . . . . . 30\n\
+            1.3.1 LATEX 命令和环境 . . . . 4      3.4 脚注和边注 . . . . . . 22\n\
+            38 如何注释掉一大段内容，不做编译？ ········· 15";
+        let mut got = contents_entries(toc);
+        got.sort_by_key(|e| e.page);
+        assert_eq!(
+            got,
+            vec![
+                entry("1.3.1 LATEX 命令和环境", 4),
+                entry("2.2 The Emacs Interface", 11),
+                entry("2.2.1 Installing the Mode", 11),
+                entry("38 如何注释掉一大段内容，不做编译？", 15),
+                entry("3.4 脚注和边注", 22),
+                entry("3 The Basics - What you need to know", 29),
+                entry("3.1 The Very Beginning", 30),
+            ]
+        );
+        // Body text with a few dots and numbers has none.
+        assert!(contents_entries("We waited... then 3 more came, e.g. in 1999.").is_empty());
     }
 
     #[test]
