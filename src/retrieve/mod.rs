@@ -638,22 +638,7 @@ fn demote_in_lists(
     weight: f64,
     read: &mut HashMap<i64, ChunkInfo>,
 ) -> Result<()> {
-    let mut ids: Vec<i64> = Vec::new();
-    for l in lists.iter() {
-        let mut hits: Vec<&Hit> = l.hits.iter().collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        ids.extend(hits.iter().take(top_k).map(|h| h.chunk_id));
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    let missing: Vec<i64> = ids
-        .iter()
-        .copied()
-        .filter(|id| !read.contains_key(id))
-        .collect();
-    if !missing.is_empty() {
-        read.extend(corpus.chunk_infos(&missing)?);
-    }
+    let ids = read_first_hits(corpus, lists, top_k, read)?;
     let navigation: HashSet<i64> = ids
         .iter()
         .filter(|id| {
@@ -698,22 +683,7 @@ fn follow_contents(
     if total <= 0.0 {
         return Ok(());
     }
-    let mut ids: Vec<i64> = Vec::new();
-    for l in lists.iter() {
-        let mut hits: Vec<&Hit> = l.hits.iter().collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        ids.extend(hits.iter().take(CONTENTS_DEPTH).map(|h| h.chunk_id));
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    let missing: Vec<i64> = ids
-        .iter()
-        .copied()
-        .filter(|id| !read.contains_key(id))
-        .collect();
-    if !missing.is_empty() {
-        read.extend(corpus.chunk_infos(&missing)?);
-    }
+    let ids = read_first_hits(corpus, lists, CONTENTS_DEPTH, read)?;
     // The entries of every contents chunk, with the chunk and its document.
     let mut entries: Vec<(i64, i64, page_kind::ContentsEntry)> = Vec::new();
     for id in &ids {
@@ -779,14 +749,8 @@ fn follow_contents(
     }
     let filter = DocFilter::new([doc]);
     let hits = retrievers[bm25].retrieve(&title, TITLE_HITS, Some(&filter))?;
-    let missing: Vec<i64> = hits
-        .iter()
-        .map(|h| h.chunk_id)
-        .filter(|id| !read.contains_key(id))
-        .collect();
-    if !missing.is_empty() {
-        read.extend(corpus.chunk_infos(&missing)?);
-    }
+    let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
+    read_missing(corpus, &ids, read)?;
     // The section itself: a chunk on or after the printed page that holds the
     // title (its section number aside) as the page does, as a heading.
     let key = heading_key(&title);
@@ -845,6 +809,43 @@ fn heading_key(text: &str) -> String {
         .collect()
 }
 
+/// The distinct chunks among the first `depth` hits of each list (by score), each
+/// read into `read` unless it is there already.
+fn read_first_hits(
+    corpus: &dyn Corpus,
+    lists: &[fusion::RankedList],
+    depth: usize,
+    read: &mut HashMap<i64, ChunkInfo>,
+) -> Result<Vec<i64>> {
+    let mut ids: Vec<i64> = Vec::new();
+    for l in lists {
+        let mut hits: Vec<&Hit> = l.hits.iter().collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        ids.extend(hits.iter().take(depth).map(|h| h.chunk_id));
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    read_missing(corpus, &ids, read)?;
+    Ok(ids)
+}
+
+/// Read into `read` those of `ids` it does not hold.
+fn read_missing(
+    corpus: &dyn Corpus,
+    ids: &[i64],
+    read: &mut HashMap<i64, ChunkInfo>,
+) -> Result<()> {
+    let missing: Vec<i64> = ids
+        .iter()
+        .copied()
+        .filter(|id| !read.contains_key(id))
+        .collect();
+    if !missing.is_empty() {
+        read.extend(corpus.chunk_infos(&missing)?);
+    }
+    Ok(())
+}
+
 /// Fill `nodes`' text, file and pages from `read` (chunks already read) or else
 /// from `corpus`, and their page kind.
 fn read_chunks(
@@ -852,14 +853,8 @@ fn read_chunks(
     read: &mut HashMap<i64, ChunkInfo>,
     nodes: &mut [SourceNode],
 ) -> Result<()> {
-    let ids: Vec<i64> = nodes
-        .iter()
-        .map(|n| n.chunk_id)
-        .filter(|id| !read.contains_key(id))
-        .collect();
-    if !ids.is_empty() {
-        read.extend(corpus.chunk_infos(&ids)?);
-    }
+    let ids: Vec<i64> = nodes.iter().map(|n| n.chunk_id).collect();
+    read_missing(corpus, &ids, read)?;
     for n in nodes {
         n.chunk = read.remove(&n.chunk_id);
         n.kind = n.chunk.as_ref().and_then(|c| chunk_kind(&c.text));
