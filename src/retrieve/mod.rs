@@ -318,9 +318,6 @@ const CONTENTS_DEPTH: usize = 5;
 /// itself and passages that cite the title match it too).
 const TITLE_HITS: usize = 10;
 
-/// Sections a followed contents entry leads to, at most.
-const FOLLOWED_HITS: usize = 1;
-
 /// The default [`RetrieveOptions::navigation_weight`], chosen on the tuning half of
 /// the retrieval questions (`bench/data/retrieval_split.json`).
 pub const NAVIGATION_WEIGHT: f64 = 0.5;
@@ -744,7 +741,8 @@ fn follow_contents(
     };
     let (contents, doc, entry) = entries.swap_remove(at);
     let (title, page) = (entry.title, entry.page);
-    if heading_key(&title).chars().count() < 4 || share < CONTENTS_MATCH {
+    let key = heading_key(&title);
+    if key.chars().count() < 4 || share < CONTENTS_MATCH {
         return Ok(());
     }
     let filter = DocFilter::new([doc]);
@@ -753,18 +751,15 @@ fn follow_contents(
     read_missing(corpus, &ids, read)?;
     // The section itself: a chunk on or after the printed page that holds the
     // title (its section number aside) as the page does, as a heading.
-    let key = heading_key(&title);
-    let kept: Vec<Hit> = hits
-        .into_iter()
-        .filter(|h| {
-            read.get(&h.chunk_id).is_some_and(|c| {
-                c.page_end >= page
-                    && !chunk_kind(&c.text).is_some_and(PageKind::is_navigation)
-                    && heading_key(&c.text).contains(&key)
-            })
+    let Some(section) = hits.iter().map(|h| h.chunk_id).find(|id| {
+        read.get(id).is_some_and(|c| {
+            c.page_end >= page
+                && !chunk_kind(&c.text).is_some_and(PageKind::is_navigation)
+                && heading_key(&c.text).contains(&key)
         })
-        .take(FOLLOWED_HITS)
-        .collect();
+    }) else {
+        return Ok(());
+    };
     // The section takes the contents page's score in each list that has it, unless
     // it scores higher there already (then the page is demoted below it).
     for l in lists.iter_mut() {
@@ -776,14 +771,12 @@ fn follow_contents(
         else {
             continue;
         };
-        for k in &kept {
-            match l.hits.iter_mut().find(|h| h.chunk_id == k.chunk_id) {
-                Some(h) => h.score = h.score.max(score),
-                None => l.hits.push(Hit {
-                    chunk_id: k.chunk_id,
-                    score,
-                }),
-            }
+        match l.hits.iter_mut().find(|h| h.chunk_id == section) {
+            Some(h) => h.score = h.score.max(score),
+            None => l.hits.push(Hit {
+                chunk_id: section,
+                score,
+            }),
         }
     }
     Ok(())
