@@ -201,7 +201,7 @@ enum BenchCmd {
         pdfs: PathBuf,
         /// One JSON question a line (id, lang, file, pages, question); repeat for
         /// several sets.
-        #[arg(long, default_values = ["../shared/corpus/questions.jsonl", "bench/data/questions-zh.jsonl", "bench/data/questions-zh2.jsonl"])]
+        #[arg(long, default_values = ["../shared/corpus/questions.jsonl", "bench/data/questions-zh.jsonl", "bench/data/questions-zh2.jsonl", "bench/data/questions-nav.jsonl"])]
         questions: Vec<PathBuf>,
         /// The committed tuning and held-out halves of the question sets.
         #[arg(long, default_value = "bench/data/retrieval_split.json")]

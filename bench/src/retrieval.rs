@@ -1032,6 +1032,15 @@ mod tests {
             assert!(!q.pages.is_empty(), "{}", q.id);
             assert_eq!(split.place(&q.id).map(|p| p.0), Some("zh2"), "{}", q.id);
         }
+        // The questions that name a part by its number, halved per language.
+        let nav = load_questions(&bench.join("data/questions-nav.jsonl")).unwrap();
+        let s3 = &split.sets["nav"];
+        assert_eq!(s3.tune.len() + s3.held.len(), nav.len());
+        assert!(s3.tune.len().abs_diff(s3.held.len()) <= 2);
+        for q in &nav {
+            assert!(!q.pages.is_empty(), "{}", q.id);
+            assert_eq!(split.place(&q.id).map(|p| p.0), Some("nav"), "{}", q.id);
+        }
         // The corpus set (in ../shared, not in the repository): its ids are halved
         // per language, and no id is in two halves or two sets.
         let corpus = &split.sets["corpus"];

@@ -19,6 +19,7 @@ mod index;
 pub mod page_kind;
 pub mod query_gen;
 pub mod relevance;
+mod section_number;
 pub mod vector;
 
 use std::collections::{HashMap, HashSet};
@@ -313,6 +314,12 @@ pub const CONTENTS_MATCH: f64 = 0.1;
 
 /// The hits of each list whose contents entries are read.
 const CONTENTS_DEPTH: usize = 5;
+
+/// The hits of each list whose contents are read when the question names a part by
+/// its number ("chapter 4", "第三章"): its words say little else, so the contents
+/// rank lower. On the tuning half of the `nav` retrieval set, 10 found two of the
+/// three Chinese questions' contents that 5 missed (fused hit@5 0.7 → 0.9).
+const NAMED_DEPTH: usize = 10;
 
 /// Hits of a contents entry's title searched for its section (the contents page
 /// itself and passages that cite the title match it too).
@@ -656,15 +663,17 @@ fn demote_in_lists(
 
 /// Follow a table of contents to the section it lists. Of the contents chunks among
 /// the first [`CONTENTS_DEPTH`] hits of each list (`read` holds the chunks read, and
-/// gets those read here), the entry holding the largest share of `question`'s term
-/// weight (BM25's IDF of each analyzed term) is taken when that share reaches
-/// [`CONTENTS_MATCH`]. Its title is searched by BM25 in the contents' document, and
-/// the best hit on or after the page the entry prints that holds the title as a
-/// heading ([`heading_key`]; navigation left out) takes the contents chunk's score
-/// in each list that has it (or keeps its own, when higher). The contents page is
-/// then demoted below it: a question worded as an entry of the contents is led to
-/// the section, in the contents' place, and never past the passages that outranked
-/// the contents.
+/// gets those read here), one entry is taken: when the question names a part by its
+/// number ("chapter 4", "第三章"), the entry with that number in the contents around
+/// the best-ranked such chunk ([`numbered_entry`]); otherwise the entry holding the
+/// largest share of `question`'s term weight (BM25's IDF of each analyzed term), when
+/// that share reaches [`CONTENTS_MATCH`] ([`matching_entry`]). Its title is searched
+/// by BM25 in the contents' document, and the best hit on or after the page the entry
+/// prints that holds the title as a heading ([`heading_key`]; navigation left out)
+/// takes the contents chunk's score in each list that has it (or keeps its own, when
+/// higher). The contents page is then demoted below it: a question worded as an
+/// entry of the contents, or naming its number, is led to the section, in the
+/// contents' place, and never past the passages that outranked the contents.
 fn follow_contents(
     corpus: &dyn Corpus,
     retrievers: &[&dyn Retriever],
@@ -675,31 +684,328 @@ fn follow_contents(
     let Some(bm25) = retrievers.iter().position(|r| r.name() == "bm25") else {
         return Ok(());
     };
-    let weights = retrievers[bm25].term_weights(question);
-    let total: f64 = weights.iter().map(|w| f64::from(w.idf)).sum();
-    if total <= 0.0 {
-        return Ok(());
-    }
-    let ids = read_first_hits(corpus, lists, CONTENTS_DEPTH, read)?;
-    // The entries of every contents chunk, with the chunk and its document.
-    let mut entries: Vec<(i64, i64, page_kind::ContentsEntry)> = Vec::new();
-    for id in &ids {
-        let Some(c) = read.get(id) else { continue };
-        if chunk_kind(&c.text) == Some(PageKind::Contents) {
-            for e in page_kind::contents_entries(&c.text) {
-                entries.push((*id, c.doc_id, e));
+    let named = section_number::named_section(question);
+    let depth = if named.is_some() {
+        NAMED_DEPTH
+    } else {
+        CONTENTS_DEPTH
+    };
+    read_first_hits(corpus, lists, depth, read)?;
+    // The contents chunks among the first hits, best-ranked first.
+    let mut contents: Vec<(usize, i64)> = Vec::new();
+    for l in lists.iter() {
+        let mut hits: Vec<&Hit> = l.hits.iter().collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        for (rank, h) in hits.iter().take(depth).enumerate() {
+            if read
+                .get(&h.chunk_id)
+                .is_some_and(|c| chunk_kind(&c.text) == Some(PageKind::Contents))
+            {
+                contents.push((rank, h.chunk_id));
             }
         }
     }
-    if entries.is_empty() {
+    contents.sort_unstable();
+    let mut seen = HashSet::new();
+    let contents: Vec<i64> = contents
+        .into_iter()
+        .map(|(_, id)| id)
+        .filter(|id| seen.insert(*id))
+        .collect();
+    let entry = match &named {
+        Some(label) => {
+            let ranked = named_contents(corpus, retrievers[bm25], lists, &contents, depth, read)?;
+            let appendix = section_number::names_appendix(question);
+            numbered_entry(corpus, &ranked, label, appendix, read)?
+        }
+        None => None,
+    };
+    if entry.is_none() && contents.is_empty() {
         return Ok(());
     }
-    // Every entry's terms weighed at once (a database store reads them in one go).
+    let entry = match entry {
+        Some(e) => Some(e),
+        None => matching_entry(retrievers[bm25], question, &contents, read),
+    };
+    let Some(Followed {
+        contents,
+        doc,
+        title,
+        page,
+    }) = entry
+    else {
+        return Ok(());
+    };
+    let key = heading_key(&title);
+    if key.chars().count() < 4 {
+        return Ok(());
+    }
+    let filter = DocFilter::new([doc]);
+    let hits = retrievers[bm25].retrieve(&title, TITLE_HITS, Some(&filter))?;
+    let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
+    read_missing(corpus, &ids, read)?;
+    // The section itself: a chunk on or after the printed page that holds the
+    // title (its section number aside) as the page does, as a heading.
+    let Some(section) = hits.iter().map(|h| h.chunk_id).find(|id| {
+        read.get(id).is_some_and(|c| {
+            c.page_end >= page
+                && !chunk_kind(&c.text).is_some_and(PageKind::is_navigation)
+                && heading_key(&c.text).contains(&key)
+        })
+    }) else {
+        return Ok(());
+    };
+    // The section takes the contents page's score in each list that has it, unless
+    // it scores higher there already (then the page is demoted below it).
+    for l in lists.iter_mut() {
+        // A part named by its number takes the best score of its document among the
+        // list's first hits: the number says which part, the hits which document.
+        let donor = if named.is_some() {
+            let mut hits: Vec<&Hit> = l.hits.iter().collect();
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+            hits.into_iter()
+                .take(depth)
+                .find(|h| read.get(&h.chunk_id).is_some_and(|c| c.doc_id == doc))
+                .map(|h| h.score)
+        } else {
+            l.hits
+                .iter()
+                .find(|h| h.chunk_id == contents)
+                .map(|h| h.score)
+        };
+        let Some(score) = donor else {
+            continue;
+        };
+        match l.hits.iter_mut().find(|h| h.chunk_id == section) {
+            Some(h) => h.score = h.score.max(score),
+            None => l.hits.push(Hit {
+                chunk_id: section,
+                score,
+            }),
+        }
+    }
+    Ok(())
+}
+
+/// Words that head a table of contents, searched for the contents of the documents
+/// a question naming a part by its number found ([`named_contents`]).
+const CONTENTS_HEADINGS: &str = "contents table of contents 目录 目次";
+
+/// Hits of [`CONTENTS_HEADINGS`] read in each document searched.
+const HEADING_HITS: usize = 5;
+
+/// The documents searched for their contents by [`CONTENTS_HEADINGS`]: the best
+/// ones among the first hits.
+const HEADING_DOCS: usize = 3;
+
+/// The contents chunks to look for a numbered entry in, for a question that names a
+/// part by its number: those among the first hits (`found`), and the contents of
+/// the documents among the first `depth` hits of each list that BM25 finds by
+/// their heading ([`CONTENTS_HEADINGS`], the documents' own hits only): a part
+/// named by its number shares few words with its document's contents, which then
+/// rank low. Ordered by document (reciprocal rank of each document's best hit in
+/// each list, summed), then by rank.
+fn named_contents(
+    corpus: &dyn Corpus,
+    bm25: &dyn Retriever,
+    lists: &[fusion::RankedList],
+    found: &[i64],
+    depth: usize,
+    read: &mut HashMap<i64, ChunkInfo>,
+) -> Result<Vec<i64>> {
+    let mut doc_score: HashMap<i64, f64> = HashMap::new();
+    for l in lists {
+        let mut hits: Vec<&Hit> = l.hits.iter().collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let mut best: HashMap<i64, usize> = HashMap::new();
+        for (rank, h) in hits.iter().take(depth).enumerate() {
+            if let Some(c) = read.get(&h.chunk_id) {
+                best.entry(c.doc_id).or_insert(rank);
+            }
+        }
+        for (doc, rank) in best {
+            *doc_score.entry(doc).or_default() += 1.0 / (60.0 + rank as f64 + 1.0);
+        }
+    }
+    let mut ids = found.to_vec();
+    let mut docs: Vec<(i64, f64)> = doc_score.iter().map(|(d, s)| (*d, *s)).collect();
+    docs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (doc, _) in docs.into_iter().take(HEADING_DOCS) {
+        let filter = DocFilter::new([doc]);
+        let hits = bm25.retrieve(CONTENTS_HEADINGS, HEADING_HITS, Some(&filter))?;
+        // A hit, or the chunk after it: a title page's last chunk holds the heading
+        // and the contents start in the next.
+        let more: Vec<i64> = hits
+            .iter()
+            .flat_map(|h| [h.chunk_id, h.chunk_id + 1])
+            .collect();
+        read_missing(corpus, &more, read)?;
+        for pair in more.chunks(2) {
+            let contents = |id: &i64| {
+                read.get(id).is_some_and(|c| {
+                    c.doc_id == doc && chunk_kind(&c.text) == Some(PageKind::Contents)
+                })
+            };
+            if let Some(id) = pair.iter().find(|id| contents(id)) {
+                if !ids.contains(id) {
+                    ids.push(*id);
+                }
+            }
+        }
+    }
+    // Stable: within a document, `found`'s rank order, then the heading search's.
+    let score = |id: &i64| {
+        read.get(id)
+            .and_then(|c| doc_score.get(&c.doc_id))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    ids.sort_by(|a, b| score(b).total_cmp(&score(a)));
+    Ok(ids)
+}
+
+/// A contents entry chosen to be followed: the contents chunk among the first hits
+/// whose score its section takes, the document, the entry's title and printed page.
+struct Followed {
+    contents: i64,
+    doc: i64,
+    title: String,
+    page: u32,
+}
+
+/// Chunks read on each side of a contents chunk at a time, looking for the rest of
+/// the contents ([`contents_around`]).
+const CONTENTS_STEP: i64 = 16;
+
+/// Chunks read at most on each side of a contents chunk.
+const CONTENTS_REACH: i64 = 256;
+
+/// The entry numbered `label` in the contents around the first of `contents` (best
+/// ranked first) whose document has one: the question names a part by its number,
+/// and the entry with that number may be in another chunk of the contents than the
+/// one the question found (whose score the section takes). The contents' chunks are
+/// read as one text, so that an entry cut between two is whole; the first entry with
+/// the number in reading order is taken.
+fn numbered_entry(
+    corpus: &dyn Corpus,
+    contents: &[i64],
+    label: &str,
+    appendix: bool,
+    read: &mut HashMap<i64, ChunkInfo>,
+) -> Result<Option<Followed>> {
+    // Each run of contents chunks read once (a document may have two: its contents
+    // and an index of the same shape), in the order of `contents`.
+    let mut runs: Vec<(i64, i64, Vec<page_kind::ContentsEntry>)> = Vec::new();
+    let mut seen: HashSet<i64> = HashSet::new();
+    for &id in contents {
+        let Some(doc) = read.get(&id).map(|c| c.doc_id) else {
+            continue;
+        };
+        if seen.contains(&id) {
+            continue;
+        }
+        let run = contents_around(corpus, id, doc, read)?;
+        seen.extend(run.iter().copied());
+        // The run read as one text: an entry cut between two chunks is whole again.
+        let text: Vec<&str> = run
+            .iter()
+            .filter_map(|at| read.get(at).map(|c| c.text.as_str()))
+            .collect();
+        runs.push((id, doc, page_kind::contents_entries(&text.join("\n"))));
+    }
+    // A question that names an appendix takes an entry that says it is one first
+    // (another document's part `B` is no appendix B).
+    let passes: &[bool] = if appendix { &[true, false] } else { &[false] };
+    for &explicit in passes {
+        for (id, doc, entries) in &runs {
+            let found = entries.iter().find_map(|e| {
+                if explicit && !section_number::is_appendix_entry(&e.title) {
+                    return None;
+                }
+                let (l, words) = section_number::entry_label(&e.title)?;
+                (l == label).then(|| (words.to_string(), e.page))
+            });
+            if let Some((title, page)) = found {
+                return Ok(Some(Followed {
+                    contents: *id,
+                    doc: *doc,
+                    title,
+                    page,
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The run of contents chunks of `doc` that `id` is in, in reading order: the
+/// chunks of a document are stored in reading order under rising ids, so the run is
+/// read outwards from `id` ([`CONTENTS_STEP`] at a time, up to [`CONTENTS_REACH`]
+/// on each side) until a chunk of another document or of another kind.
+fn contents_around(
+    corpus: &dyn Corpus,
+    id: i64,
+    doc: i64,
+    read: &mut HashMap<i64, ChunkInfo>,
+) -> Result<Vec<i64>> {
+    let mut run = vec![id];
+    for dir in [-1i64, 1] {
+        let mut at = id;
+        'side: while (at - id).abs() < CONTENTS_REACH {
+            let step: Vec<i64> = (1..=CONTENTS_STEP)
+                .map(|k| at + dir * k)
+                .filter(|x| *x > 0)
+                .collect();
+            read_missing(corpus, &step, read)?;
+            for x in step {
+                let contents = read.get(&x).is_some_and(|c| {
+                    c.doc_id == doc && chunk_kind(&c.text) == Some(PageKind::Contents)
+                });
+                if !contents {
+                    break 'side;
+                }
+                run.push(x);
+            }
+            at += dir * CONTENTS_STEP;
+        }
+    }
+    run.sort_unstable();
+    Ok(run)
+}
+
+/// Of the entries of `contents`, the one with the best balance (F1) of the
+/// question's term weight it holds and of its own weight the question holds, when
+/// that reaches [`CONTENTS_MATCH`]. Every entry's terms are weighed at once (a
+/// database store reads them in one go).
+fn matching_entry(
+    bm25: &dyn Retriever,
+    question: &str,
+    contents: &[i64],
+    read: &HashMap<i64, ChunkInfo>,
+) -> Option<Followed> {
+    let weights = bm25.term_weights(question);
+    let total: f64 = weights.iter().map(|w| f64::from(w.idf)).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    // The entries of every contents chunk, with the chunk and its document.
+    let mut entries: Vec<(i64, i64, page_kind::ContentsEntry)> = Vec::new();
+    let mut ids = contents.to_vec();
+    ids.sort_unstable();
+    for id in &ids {
+        let Some(c) = read.get(id) else { continue };
+        for e in page_kind::contents_entries(&c.text) {
+            entries.push((*id, c.doc_id, e));
+        }
+    }
+    if entries.is_empty() {
+        return None;
+    }
     let titles: Vec<&str> = entries
         .iter()
         .map(|(_, _, e)| heading_words(&e.title))
         .collect();
-    let idf: HashMap<String, f64> = retrievers[bm25]
+    let idf: HashMap<String, f64> = bm25
         .term_weights(&titles.join("\n"))
         .into_iter()
         .map(|w| (w.term, f64::from(w.idf)))
@@ -708,8 +1014,6 @@ fn follow_contents(
         .iter()
         .map(|w| (w.term.as_str(), f64::from(w.idf)))
         .collect();
-    // The entry with the best balance (F1) of the question's weight it holds and of
-    // its own weight the question holds.
     let mut best: Option<(f64, usize)> = None;
     for (i, title) in titles.iter().enumerate() {
         let mut terms: HashSet<String> = HashSet::new();
@@ -736,50 +1040,17 @@ fn follow_contents(
             best = Some((share, i));
         }
     }
-    let Some((share, at)) = best else {
-        return Ok(());
-    };
+    let (share, at) = best?;
+    if share < CONTENTS_MATCH {
+        return None;
+    }
     let (contents, doc, entry) = entries.swap_remove(at);
-    let (title, page) = (entry.title, entry.page);
-    let key = heading_key(&title);
-    if key.chars().count() < 4 || share < CONTENTS_MATCH {
-        return Ok(());
-    }
-    let filter = DocFilter::new([doc]);
-    let hits = retrievers[bm25].retrieve(&title, TITLE_HITS, Some(&filter))?;
-    let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
-    read_missing(corpus, &ids, read)?;
-    // The section itself: a chunk on or after the printed page that holds the
-    // title (its section number aside) as the page does, as a heading.
-    let Some(section) = hits.iter().map(|h| h.chunk_id).find(|id| {
-        read.get(id).is_some_and(|c| {
-            c.page_end >= page
-                && !chunk_kind(&c.text).is_some_and(PageKind::is_navigation)
-                && heading_key(&c.text).contains(&key)
-        })
-    }) else {
-        return Ok(());
-    };
-    // The section takes the contents page's score in each list that has it, unless
-    // it scores higher there already (then the page is demoted below it).
-    for l in lists.iter_mut() {
-        let Some(score) = l
-            .hits
-            .iter()
-            .find(|h| h.chunk_id == contents)
-            .map(|h| h.score)
-        else {
-            continue;
-        };
-        match l.hits.iter_mut().find(|h| h.chunk_id == section) {
-            Some(h) => h.score = h.score.max(score),
-            None => l.hits.push(Hit {
-                chunk_id: section,
-                score,
-            }),
-        }
-    }
-    Ok(())
+    Some(Followed {
+        contents,
+        doc,
+        title: entry.title,
+        page: entry.page,
+    })
 }
 
 /// A contents entry's title without its leading section number (`30`, `2.2.1`).
@@ -1422,6 +1693,78 @@ mod tests {
         let r = run(false);
         assert_eq!(r.nodes[0].chunk_id, 1, "{r}");
         assert_eq!(r.nodes[0].kind, Some(PageKind::Contents));
+    }
+
+    #[test]
+    fn a_part_named_by_its_number_is_found_through_the_contents() {
+        // The contents run over three chunks, an entry (2.1) cut between the first
+        // two; the question names a part only by its number.
+        let ix = RetrievalIndex::build(vec![
+            chunk(
+                1,
+                1,
+                1,
+                "The Widget Manual\nContents\n1 Getting started 3\n1.1 Install . . . . . . 3\n\
+                 2 Drawing boxes 5\n2.1 Borders . . . . . .",
+            ),
+            chunk(
+                2,
+                1,
+                1,
+                ". . . . . . 6\n2.2 Shadows . . . . . . 7\n2.3 Rounded corners . . . . . 8\n\
+                 3 Printing pages 9\n3.1 Paper . . . . . . 9",
+            ),
+            chunk(
+                3,
+                1,
+                2,
+                "3.2 Margins . . . . . . 10\n3.3 Duplex . . . . . . 11\n4 Index . . . . . . 12",
+            ),
+            chunk(
+                4,
+                1,
+                3,
+                "1 Getting started\nRun make install and then widget.",
+            ),
+            chunk(
+                5,
+                1,
+                5,
+                "2 Drawing boxes\nA box is drawn with the box command.",
+            ),
+            chunk(
+                6,
+                1,
+                6,
+                "2.1 Borders\nThe border key sets the width of the line.",
+            ),
+            chunk(7, 1, 9, "3 Printing pages\nPrint with lpr."),
+            chunk(8, 2, 1, "A letter to the shop about widget prices."),
+        ])
+        .unwrap();
+        let run = |q: &str, follow: bool| {
+            let opts = RetrieveOptions {
+                top_k: 1,
+                candidates: Some(1),
+                retrievers: vec![RetrieverKind::Bm25],
+                follow_contents: follow,
+                ..RetrieveOptions::default()
+            };
+            super::search(&ix, q, &Fruit, None, &opts, &Cancel::new()).unwrap()
+        };
+        let q = "What does chapter 2 of the widget manual cover?";
+        let r = run(q, true);
+        assert_eq!(r.nodes[0].chunk_id, 5, "{r}");
+        let r = run(q, false);
+        assert_ne!(r.nodes[0].chunk_id, 5, "{r}");
+        // The entry cut between two chunks is read whole.
+        let r = run("What is section 2.1 of the widget manual about?", true);
+        assert_eq!(r.nodes[0].chunk_id, 6, "{r}");
+        let r = run("What is in chapter 3 of the widget manual?", true);
+        assert_eq!(r.nodes[0].chunk_id, 7, "{r}");
+        // A number no entry has leads nowhere.
+        let r = run("What does chapter 7 of the widget manual cover?", true);
+        assert!(![5, 6, 7].contains(&r.nodes[0].chunk_id), "{r}");
     }
 
     #[test]

@@ -399,7 +399,13 @@ fn read_line(line: &str) -> Line {
         .map(|t| t.trim_start_matches(is_leader_char))
         .unwrap_or("");
     let numbers = tokens.iter().filter(|t| is_numeric(t)).count();
-    let numbered = is_section_number(first);
+    // `附录 A …`, `Appendix B …`: a word, then the appendix's letter.
+    let appendix = matches!(first, "附录" | "Appendix" | "APPENDIX")
+        && tokens.get(1).is_some_and(|t| {
+            let t = t.trim_end_matches(['.', ':']);
+            t.len() == 1 && t.bytes().all(|b| b.is_ascii_uppercase())
+        });
+    let numbered = is_section_number(first) || appendix;
     let worded = tokens.iter().any(|t| has_word(t));
     // Text and one page number at the end; a leading section number allowed. A row of
     // a table (several numbers) is not an entry.
