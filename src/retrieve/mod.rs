@@ -1650,6 +1650,18 @@ mod tests {
         assert_eq!(r.nodes[0].kind, Some(PageKind::Contents));
     }
 
+    /// BM25's first hit alone for `q`, contents followed or not.
+    fn bm25_first(ix: &RetrievalIndex, q: &str, follow: bool) -> Retrieval {
+        let opts = RetrieveOptions {
+            top_k: 1,
+            candidates: Some(1),
+            retrievers: vec![RetrieverKind::Bm25],
+            follow_contents: follow,
+            ..RetrieveOptions::default()
+        };
+        super::search(ix, q, &Fruit, None, &opts, &Cancel::new()).unwrap()
+    }
+
     #[test]
     fn a_matching_contents_entry_leads_to_its_section() {
         // BM25 keeps one hit: the contents page, which lists the question's words.
@@ -1676,17 +1688,8 @@ mod tests {
             chunk(7, 2, 3, "plum bread for the tea"),
         ])
         .unwrap();
-        let run = |follow: bool| {
-            let opts = RetrieveOptions {
-                top_k: 1,
-                candidates: Some(1),
-                retrievers: vec![RetrieverKind::Bm25],
-                follow_contents: follow,
-                ..RetrieveOptions::default()
-            };
-            let q = "how do I turn a single page to landscape orientation";
-            super::search(&ix, q, &Fruit, None, &opts, &Cancel::new()).unwrap()
-        };
+        let q = "how do I turn a single page to landscape orientation";
+        let run = |follow: bool| bm25_first(&ix, q, follow);
         let r = run(true);
         assert_eq!(r.nodes[0].chunk_id, 3, "{r}");
         assert_eq!(r.nodes.len(), 1);
@@ -1742,16 +1745,7 @@ mod tests {
             chunk(8, 2, 1, "A letter to the shop about widget prices."),
         ])
         .unwrap();
-        let run = |q: &str, follow: bool| {
-            let opts = RetrieveOptions {
-                top_k: 1,
-                candidates: Some(1),
-                retrievers: vec![RetrieverKind::Bm25],
-                follow_contents: follow,
-                ..RetrieveOptions::default()
-            };
-            super::search(&ix, q, &Fruit, None, &opts, &Cancel::new()).unwrap()
-        };
+        let run = |q: &str, follow: bool| bm25_first(&ix, q, follow);
         let q = "What does chapter 2 of the widget manual cover?";
         let r = run(q, true);
         assert_eq!(r.nodes[0].chunk_id, 5, "{r}");
