@@ -8,6 +8,7 @@
 //! [`AskEvent::Route`], the pages read as [`AskEvent::Reading`]; Stop cancels between
 //! and inside the calls, and the leaves read so far are kept.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
@@ -20,6 +21,7 @@ use crate::retrieve::RetrieveOptions;
 use crate::store::{DocStatus, DocumentRow, StoredChunk, SummaryLeaf, SummaryTree};
 use crate::synth::summary_tree::{fits_whole, join_in_order, leaf_template, pack_in_order};
 use crate::synth::{Blocks, Node, PromptHelper, ResponseMode, Template};
+use crate::text::leaders;
 use crate::text::overlap::overlaps;
 use crate::{Error, Result};
 
@@ -235,7 +237,7 @@ impl AnswerRun<'_> {
         let mut h = Sha256::new();
         h.update(
             format!(
-                "{model}\n{window}\n{LEAF_TOKENS}\njoined once (8 bytes, table heads)\n{}\n{}\n{:?}\n{}",
+                "{model}\n{window}\n{LEAF_TOKENS}\njoined once (8 bytes, table heads), leaders as one …\n{}\n{}\n{:?}\n{}",
                 settings.temperature,
                 settings.repeat_penalty,
                 settings.template_vars,
@@ -272,8 +274,14 @@ impl AnswerRun<'_> {
             let row = store
                 .document(id)?
                 .ok_or_else(|| Error::NotFound(format!("document {id}")))?;
-            let chunks = store.load_chunks_of(&[id])?;
+            let mut chunks = store.load_chunks_of(&[id])?;
             drop(store);
+            // Read with each run of dot leaders as one `…` (every word and page kept).
+            for c in &mut chunks {
+                if let Cow::Owned(t) = leaders::collapse(&c.text) {
+                    c.text = t;
+                }
+            }
             if !chunks.is_empty() {
                 docs.push((row, chunks));
             }

@@ -12,6 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::text::leaders::is_leader_char;
+
 /// The kind of a navigation page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -292,10 +294,6 @@ fn kind_by_shape(text: &str) -> Option<PageKind> {
 }
 
 /// Dot-leader characters: full stops (Latin and full-width), middle dots, ellipses.
-fn is_leader_char(c: char) -> bool {
-    matches!(c, '.' | '·' | '•' | '…' | '⋯' | '．' | '・' | '‥' | '。')
-}
-
 /// Whether `line` has a run of at least four leader dots, single spaces allowed
 /// between them (an ellipsis counts as three).
 fn has_leader(line: &str) -> bool {

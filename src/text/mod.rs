@@ -4,9 +4,11 @@
 //! and the support check read text the same way), BM25's constants ([`bm25`]:
 //! the in-memory index and the PostgreSQL store rank the same way), and where
 //! neighbouring chunks overlap ([`overlap`]: the summary leaves and the quotes read it
-//! once), and a table chunk's head ([`table_head`]).
+//! once), dot leaders ([`leaders`]: navigation pages are told by them, whole documents
+//! read with them shortened), and a table chunk's head ([`table_head`]).
 
 pub mod analyzer;
+pub mod leaders;
 pub mod overlap;
 
 /// A table chunk's head, as `ingest::split` writes table chunks: its caption line and

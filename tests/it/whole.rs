@@ -10,6 +10,7 @@ use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig, RouteChoice, Sco
 use quire::llm::Cancel;
 use quire::synth::summary_tree::{join_in_order, leaf_template, SUMMARY_QUERY};
 use quire::synth::Templates;
+use quire::text::leaders::collapse;
 use quire::text::overlap::overlaps;
 use quire::Error;
 
@@ -73,13 +74,15 @@ fn leaf_prompts(events: &[AskEvent]) -> Vec<String> {
         .collect()
 }
 
+/// The document's chunks as the whole-document route reads them (each run of dot
+/// leaders as one `…`).
 fn chunk_texts(engine: &Engine, doc: i64) -> Vec<String> {
     engine
         .store()
         .load_chunks_of(&[doc])
         .unwrap()
         .into_iter()
-        .map(|c| c.text)
+        .map(|c| collapse(&c.text).into_owned())
         .collect()
 }
 
@@ -217,7 +220,20 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path());
     let pdf = dir.path().join("short.pdf");
-    util::topic_pdf(&pdf, "tide pools", 2);
+    // A contents page with dot leaders, then two pages of text.
+    let mut pages = vec![[
+        "Contents",
+        "1 Tide pools . . . . . . . . . . . . . . 2",
+        "2 Rock shores.......................3",
+    ]
+    .join("\n")];
+    pages.extend((2..=3).map(|p| {
+        (0..40)
+            .map(|line| format!("Page {p} line {line}: tide pools are studied here."))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }));
+    util::write_pdf(&pdf, &pages);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "short.pdf");
     let events = ask(
@@ -240,7 +256,11 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
         })
         .collect();
     assert_eq!(prompts.len(), 1);
-    for p in 1..=2 {
+    // The contents read with each run of leaders as one `…`, every word and page kept.
+    assert!(prompts[0].contains("1 Tide pools … 2"), "{}", prompts[0]);
+    assert!(prompts[0].contains("2 Rock shores…3"), "{}", prompts[0]);
+    assert!(!prompts[0].contains(". . . ."));
+    for p in 2..=3 {
         for line in 0..40 {
             let marker = format!("Page {p} line {line}:");
             assert!(prompts[0].contains(&marker), "{marker}");
