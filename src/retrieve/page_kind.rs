@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::text::leaders::is_leader_char;
+use crate::text::leaders::{self, is_leader_char};
 
 /// The kind of a navigation page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -293,27 +293,10 @@ fn kind_by_shape(text: &str) -> Option<PageKind> {
     None
 }
 
-/// Dot-leader characters: full stops (Latin and full-width), middle dots, ellipses.
-/// Whether `line` has a run of at least four leader dots, single spaces allowed
-/// between them (an ellipsis counts as three).
+/// Whether `line` has a run of dot leaders ([`leaders::runs`]: at least four dots,
+/// single spaces allowed between them, an ellipsis counting as three).
 fn has_leader(line: &str) -> bool {
-    let mut run = 0usize;
-    let mut spaces = 0usize;
-    for c in line.chars() {
-        if is_leader_char(c) {
-            run += if matches!(c, '…' | '⋯') { 3 } else { 1 };
-            spaces = 0;
-            if run >= 4 {
-                return true;
-            }
-        } else if c == ' ' && run > 0 && spaces == 0 {
-            spaces = 1;
-        } else {
-            run = 0;
-            spaces = 0;
-        }
-    }
-    false
+    leaders::runs(line).next().is_some()
 }
 
 /// A page number: 1–4 ASCII digits, or a lower-case Roman numeral (front matter).

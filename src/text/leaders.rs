@@ -6,6 +6,7 @@
 //! manual's contents and index).
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 /// A character that makes up dot leaders.
 pub fn is_leader_char(c: char) -> bool {
@@ -24,46 +25,51 @@ fn weight(c: char) -> usize {
 /// The dots a run must have to be leaders: three is an ellipsis (`1, 2, ..., n`).
 pub const LEADER_DOTS: usize = 4;
 
-/// `text` with each run of at least [`LEADER_DOTS`] leader dots (single spaces
-/// allowed between them) written as one `…`; the text itself when it has none.
+/// The runs of at least [`LEADER_DOTS`] leader dots in `text` (single spaces allowed
+/// between the dots), as byte ranges from the first dot to the last, in order.
+pub fn runs(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        while let Some((i, c)) = text[from..]
+            .char_indices()
+            .find(|&(_, c)| is_leader_char(c))
+        {
+            let start = from + i;
+            let (mut dots, mut end) = (weight(c), start + c.len_utf8());
+            // Extend over leader characters, and single spaces followed by one.
+            loop {
+                let mut ahead = text[end..].chars();
+                let (d, skip) = match ahead.next() {
+                    Some(' ') => (ahead.next(), 1),
+                    d => (d, 0),
+                };
+                match d {
+                    Some(d) if is_leader_char(d) => {
+                        dots += weight(d);
+                        end += skip + d.len_utf8();
+                    }
+                    _ => break,
+                }
+            }
+            from = end;
+            if dots >= LEADER_DOTS {
+                return Some(start..end);
+            }
+        }
+        from = text.len();
+        None
+    })
+}
+
+/// `text` with each of its [`runs`] written as one `…`; the text itself when it has
+/// none.
 pub fn collapse(text: &str) -> Cow<'_, str> {
     let mut out = String::new();
     let mut copied = 0;
-    let mut it = text.char_indices().peekable();
-    while let Some((start, c)) = it.next() {
-        if !is_leader_char(c) {
-            continue;
-        }
-        let (mut dots, mut end) = (weight(c), start + c.len_utf8());
-        let mut rest = text[end..].char_indices();
-        // Extend over leader characters, and single spaces followed by one.
-        loop {
-            let mut ahead = rest.clone();
-            match ahead.next() {
-                Some((_, d)) if is_leader_char(d) => {
-                    dots += weight(d);
-                    end += d.len_utf8();
-                    rest = ahead;
-                }
-                Some((_, ' ')) => match ahead.next() {
-                    Some((_, d)) if is_leader_char(d) => {
-                        dots += weight(d);
-                        end += 1 + d.len_utf8();
-                        rest = ahead;
-                    }
-                    _ => break,
-                },
-                _ => break,
-            }
-        }
-        if dots >= LEADER_DOTS {
-            out.push_str(&text[copied..start]);
-            out.push('…');
-            copied = end;
-        }
-        while it.peek().is_some_and(|&(i, _)| i < end) {
-            it.next();
-        }
+    for r in runs(text) {
+        out.push_str(&text[copied..r.start]);
+        out.push('…');
+        copied = r.end;
     }
     if copied == 0 {
         return Cow::Borrowed(text);
