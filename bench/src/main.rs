@@ -221,6 +221,10 @@ enum BenchCmd {
         /// (`RetrieveOptions::follow_contents`); default: retrieval's.
         #[arg(long)]
         follow_contents: Option<bool>,
+        /// Follow a table's caption in the prose to its rows: `true` or `false`
+        /// (`RetrieveOptions::follow_captions`); default: retrieval's.
+        #[arg(long)]
+        follow_captions: Option<bool>,
         /// Search this Quire index (built by `quire index`, Quire's own extraction and
         /// splitting) instead of indexing `--pdfs` with pdftotext pages.
         #[arg(long)]
@@ -654,6 +658,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             nav_weight,
             latin_variant,
             follow_contents,
+            follow_captions,
             data_dir,
             embedder,
             queries,
@@ -670,6 +675,9 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             settings.latin_variant = latin_variant;
             if let Some(f) = follow_contents {
                 settings.follow_contents = f;
+            }
+            if let Some(f) = follow_captions {
+                settings.follow_captions = f;
             }
             retrieval(
                 json,

@@ -104,6 +104,8 @@ pub struct QualitySettings {
     pub latin_variant: bool,
     /// [`RetrieveOptions::follow_contents`], for every retriever set.
     pub follow_contents: bool,
+    /// [`RetrieveOptions::follow_captions`], for every retriever set.
+    pub follow_captions: bool,
 }
 
 impl Default for QualitySettings {
@@ -114,6 +116,7 @@ impl Default for QualitySettings {
             navigation_weight: RetrieveOptions::default().navigation_weight,
             latin_variant: RetrieveOptions::default().latin_variant,
             follow_contents: RetrieveOptions::default().follow_contents,
+            follow_captions: RetrieveOptions::default().follow_captions,
         }
     }
 }
@@ -270,6 +273,7 @@ pub struct QualityReport {
     pub navigation_weight: f64,
     pub latin_variant: bool,
     pub follow_contents: bool,
+    pub follow_captions: bool,
     /// The split's seed.
     pub split_seed: u64,
     pub sets: Vec<String>,
@@ -296,6 +300,7 @@ pub fn quality(
         navigation_weight,
         latin_variant,
         follow_contents,
+        follow_captions,
     } = settings;
     let sets: [(&str, Vec<RetrieverKind>, usize); 3] = [
         ("vector", vec![RetrieverKind::Vector], 1),
@@ -321,6 +326,7 @@ pub fn quality(
                 navigation_weight,
                 latin_variant,
                 follow_contents,
+                follow_captions,
                 ..RetrieveOptions::default()
             };
             let r = search(index, &q.question, embedder, llm, &opts, &cancel)?;
@@ -414,6 +420,7 @@ pub fn quality(
         navigation_weight,
         latin_variant,
         follow_contents,
+        follow_captions,
         split_seed: split.seed,
         sets: sets.iter().map(|s| s.0.to_string()).collect(),
         rows,
@@ -427,7 +434,8 @@ impl fmt::Display for QualityReport {
         writeln!(
             f,
             "retrieval quality: {} chunks, fusion {}, {} quer{} for fused, navigation \
-             weight {}, Latin-words variant {}, contents followed {}; split seed {} (tune: \
+             weight {}, Latin-words variant {}, contents followed {}, captions followed {}; \
+             split seed {} (tune: \
              tuning half, held: held-out half)",
             self.chunks,
             self.fusion,
@@ -436,6 +444,7 @@ impl fmt::Display for QualityReport {
             self.navigation_weight,
             if self.latin_variant { "on" } else { "off" },
             if self.follow_contents { "on" } else { "off" },
+            if self.follow_captions { "on" } else { "off" },
             self.split_seed
         )?;
         writeln!(

@@ -207,7 +207,7 @@ fn own_caption(
     above
         .iter()
         .chain(&below)
-        .find(|l| fits(l) && is_caption(l))
+        .find(|l| fits(l) && crate::text::is_caption(l))
         .cloned()
         .or_else(|| {
             // Only the prose after the table before it on the page: a title above
@@ -307,21 +307,6 @@ fn last_section(text: &str) -> Option<&str> {
         .rev()
         .map(str::trim)
         .find(|l| is_section_heading(l))
-}
-
-/// Whether `line` starts as a table's caption: `Table`, `Tab.` (letter-spaced too)
-/// or `表` before a number.
-fn is_caption(line: &str) -> bool {
-    let squeezed: String = line
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .take(8)
-        .collect();
-    let numbered = |rest: &str| rest.starts_with(|c: char| c.is_ascii_digit());
-    ["Table", "TABLE", "Tab."]
-        .iter()
-        .any(|w| squeezed.strip_prefix(w).is_some_and(numbered))
-        || squeezed.strip_prefix('表').is_some_and(numbered)
 }
 
 /// One Markdown table row of `ncols` cells (`|` escaped, line breaks as spaces).
@@ -874,10 +859,12 @@ mod tests {
             Some("Table 8.4: Counter formats")
         );
         // Letter-spaced, and Chinese.
-        assert!(is_caption("Ta b l e 1 : Bonds available with \\bond."));
-        assert!(is_caption("表 8.6: LATEX 可定制的长度参数"));
-        assert!(!is_caption("Tables are set with tabular."));
-        assert!(!is_caption("表格的排版"));
+        assert!(crate::text::is_caption(
+            "Ta b l e 1 : Bonds available with \\bond."
+        ));
+        assert!(crate::text::is_caption("表 8.6: LATEX 可定制的长度参数"));
+        assert!(!crate::text::is_caption("Tables are set with tabular."));
+        assert!(!crate::text::is_caption("表格的排版"));
         // The line that introduces it.
         let p = table(
             "Maxima mode has these commands:\nKey Value\nx 1",

@@ -14,6 +14,7 @@
 //! exact with are read through [`ChunkTexts`] and [`ExactVectors`].
 
 pub mod bm25;
+mod captions;
 pub mod fusion;
 mod index;
 pub mod page_kind;
@@ -291,6 +292,12 @@ pub struct RetrieveOptions {
     /// [`CONTENTS_MATCH`] of the question's term weight, the section that entry
     /// lists takes the contents chunk's place in the lists ([`follow_contents`]).
     pub follow_contents: bool,
+    /// Follow a table's caption in the prose to its rows: when a prose chunk among
+    /// the first five hits of a list holds a caption line, the table chunk titled
+    /// with it that holds the most of the question's term weight (at least
+    /// [`captions::CAPTION_MATCH`]) is placed right behind it in the list
+    /// ([`captions`]).
+    pub follow_captions: bool,
     /// Restrict retrieval to these documents.
     #[serde(skip)]
     pub filter: Option<DocFilter>,
@@ -305,6 +312,9 @@ pub struct RetrieveOptions {
 
 /// The default [`RetrieveOptions::follow_contents`].
 pub const FOLLOW_CONTENTS: bool = true;
+
+/// The default [`RetrieveOptions::follow_captions`].
+pub const FOLLOW_CAPTIONS: bool = true;
 
 /// The share of the question's term weight (BM25's IDF) a contents entry must hold
 /// for retrieval to follow it ([`RetrieveOptions::follow_contents`]). On the tuning
@@ -342,6 +352,7 @@ impl Default for RetrieveOptions {
             navigation_weight: NAVIGATION_WEIGHT,
             latin_variant: false,
             follow_contents: FOLLOW_CONTENTS,
+            follow_captions: FOLLOW_CAPTIONS,
             filter: None,
             queries: Vec::new(),
             query_gen_template: None,
@@ -609,6 +620,9 @@ pub fn search(
         // Contents are followed from the lists' order before demotion.
         if opts.follow_contents {
             follow_contents(corpus, &refs, query, lists, &mut read)?;
+        }
+        if opts.follow_captions {
+            captions::follow_captions(corpus, &refs, query, lists, &mut read)?;
         }
         if demote {
             demote_in_lists(corpus, lists, opts.top_k, opts.navigation_weight, &mut read)?;
@@ -1759,6 +1773,79 @@ mod tests {
         // A number no entry has leads nowhere.
         let r = run("What does chapter 7 of the widget manual cover?", true);
         assert!(![5, 6, 7].contains(&r.nodes[0].chunk_id), "{r}");
+    }
+
+    #[test]
+    fn a_caption_in_the_prose_leads_to_its_table() {
+        // The prose where table 2 stood keeps its caption; the table's rows are
+        // chunks of their own titled with it (as `ingest::split` writes them). The
+        // question is worded as the prose is; the answer is a row.
+        let table = |rows: &str| {
+            format!(
+                "2.1 Layout — Table 2: Column types\n\n| type | meaning |\n| --- | --- |\n{rows}"
+            )
+        };
+        let mut c = vec![
+            chunk(
+                1,
+                1,
+                4,
+                "The column types of a tabular are set out in table 2.\n\
+                 Table 2: Column types\nColumns are separated by ampersands.",
+            ),
+            chunk(2, 1, 4, &table("| l | left aligned |\n| c | centred |")),
+            chunk(3, 1, 4, &table("| p{width} | a tabular paragraph |")),
+            chunk(
+                4,
+                1,
+                9,
+                "Table 7: Lengths\nThe tabcolsep length sets the space.",
+            ),
+            // Another page's table under the same caption, with more of the words.
+            chunk(
+                5,
+                1,
+                30,
+                &table("| x | the column types of a tabular set out |"),
+            ),
+        ];
+        // Another document says "column types of a tabular" often, so that BM25
+        // ranks it above the rows.
+        for id in 6..9 {
+            c.push(chunk(
+                id,
+                2,
+                1,
+                "column types of a tabular, column types of a tabular, column types of a tabular",
+            ));
+        }
+        let ix = RetrievalIndex::build(c).unwrap();
+        let run = |follow: bool| {
+            let opts = RetrieveOptions {
+                top_k: 3,
+                candidates: Some(3),
+                retrievers: vec![RetrieverKind::Bm25],
+                follow_captions: follow,
+                ..RetrieveOptions::default()
+            };
+            let q = "how are the column types of a tabular set out";
+            let r = super::search(&ix, q, &Fruit, None, &opts, &Cancel::new()).unwrap();
+            r.nodes.iter().map(|n| n.chunk_id).collect::<Vec<_>>()
+        };
+        let without = run(false);
+        assert_eq!(without[0], 1, "{without:?}");
+        assert!(!without.contains(&3), "{without:?}");
+        // Followed: of the table's chunks, the one holding more of the question's
+        // words, right behind the prose with its caption; not the far page's.
+        assert_eq!(run(true)[..2], [1, 3]);
+        // The caption lines of a text, each once; a sentence that names a table is
+        // none.
+        assert_eq!(
+            captions::caption_lines(
+                "see table 2.\nTable 2: Column types\n Table 2: Column types\n表 3.1: 列格式"
+            ),
+            vec!["Table 2: Column types", "表 3.1: 列格式"]
+        );
     }
 
     #[test]

@@ -38,6 +38,22 @@ pub fn table_head(text: &str) -> Option<&str> {
     (row(first) && rule(sep)).then(|| &text[..end + first.len() + 1 + sep.len()])
 }
 
+/// Whether `line` starts as a table's caption (`ingest::split` titles a table chunk
+/// with it; retrieval follows one in the prose to its table): `Table`, `Tab.` (letter-spaced too)
+/// or `表` before a number.
+pub fn is_caption(line: &str) -> bool {
+    let squeezed: String = line
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take(8)
+        .collect();
+    let numbered = |rest: &str| rest.starts_with(|c: char| c.is_ascii_digit());
+    ["Table", "TABLE", "Tab."]
+        .iter()
+        .any(|w| squeezed.strip_prefix(w).is_some_and(numbered))
+        || squeezed.strip_prefix('表').is_some_and(numbered)
+}
+
 /// Okapi BM25's parameters, as Lucene sets them.
 pub mod bm25 {
     /// BM25 term-frequency saturation.
