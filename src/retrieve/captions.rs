@@ -47,7 +47,9 @@ pub(super) fn follow_captions(
         return Ok(());
     };
     read_first_hits(corpus, lists, CAPTION_DEPTH, read)?;
-    let weights = bm25.term_weights(question);
+    // The question's term weights, weighed once and only when a caption is found (a
+    // database store reads them).
+    let mut weights: Option<Vec<TermWeight>> = None;
     // Each prose chunk's table, found once for every list that has the chunk.
     let mut tables: HashMap<i64, Option<i64>> = HashMap::new();
     for l in lists.iter_mut() {
@@ -58,7 +60,14 @@ pub(super) fn follow_captions(
             let table = match tables.get(&prose.chunk_id) {
                 Some(t) => *t,
                 None => {
-                    let t = captioned_table(corpus, *bm25, prose.chunk_id, &weights, read)?;
+                    let t = captioned_table(
+                        corpus,
+                        *bm25,
+                        question,
+                        prose.chunk_id,
+                        &mut weights,
+                        read,
+                    )?;
                     tables.insert(prose.chunk_id, t);
                     t
                 }
@@ -89,13 +98,15 @@ pub(super) fn caption_lines(text: &str) -> Vec<&str> {
 }
 
 /// The table chunk a caption in prose chunk `id` titles, of those holding at least
-/// [`CAPTION_MATCH`] of the question's term weight (`weights`) the one holding the
-/// most (the first, on a tie); none for a table or navigation chunk, or without one.
+/// [`CAPTION_MATCH`] of `question`'s term weight (`weights`, weighed here the first
+/// time it is needed) the one holding the most (the first, on a tie); none for a
+/// table or navigation chunk, or without one.
 fn captioned_table(
     corpus: &dyn Corpus,
     bm25: &dyn Retriever,
+    question: &str,
     id: i64,
-    weights: &[TermWeight],
+    weights: &mut Option<Vec<TermWeight>>,
     read: &mut HashMap<i64, ChunkInfo>,
 ) -> Result<Option<i64>> {
     let Some(prose) = read.get(&id).cloned() else {
@@ -108,6 +119,7 @@ fn captioned_table(
     if captions.is_empty() {
         return Ok(None);
     }
+    let weights: &[TermWeight] = weights.get_or_insert_with(|| bm25.term_weights(question));
     let filter = DocFilter::new([prose.doc_id]);
     let mut best: Option<(f64, i64)> = None;
     for caption in captions {
