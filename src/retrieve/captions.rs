@@ -13,7 +13,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{
-    chunk_kind, read_first_hits, read_missing, ChunkInfo, Corpus, DocFilter, Hit, Retriever,
+    chunk_kind, first_hits, read_first_hits, read_missing, ChunkInfo, Corpus, DocFilter, Hit,
+    Retriever,
 };
 use super::{fusion, TermWeight};
 use crate::text;
@@ -53,10 +54,7 @@ pub(super) fn follow_captions(
     // Each prose chunk's table, found once for every list that has the chunk.
     let mut tables: HashMap<i64, Option<i64>> = HashMap::new();
     for l in lists.iter_mut() {
-        let mut first: Vec<Hit> = l.hits.clone();
-        first.sort_by(|a, b| b.score.total_cmp(&a.score));
-        first.truncate(CAPTION_DEPTH);
-        for prose in first {
+        for prose in first_hits(l, CAPTION_DEPTH) {
             let table = match tables.get(&prose.chunk_id) {
                 Some(t) => *t,
                 None => {

@@ -708,9 +708,7 @@ fn follow_contents(
     // The contents chunks among the first hits, best-ranked first.
     let mut contents: Vec<(usize, i64)> = Vec::new();
     for l in lists.iter() {
-        let mut hits: Vec<&Hit> = l.hits.iter().collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        for (rank, h) in hits.iter().take(depth).enumerate() {
+        for (rank, h) in first_hits(l, depth).iter().enumerate() {
             if read
                 .get(&h.chunk_id)
                 .is_some_and(|c| chunk_kind(&c.text) == Some(PageKind::Contents))
@@ -775,10 +773,8 @@ fn follow_contents(
         // A part named by its number takes the best score of its document among the
         // list's first hits: the number says which part, the hits which document.
         let donor = if named.is_some() {
-            let mut hits: Vec<&Hit> = l.hits.iter().collect();
-            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-            hits.into_iter()
-                .take(depth)
+            first_hits(l, depth)
+                .into_iter()
                 .find(|h| read.get(&h.chunk_id).is_some_and(|c| c.doc_id == doc))
                 .map(|h| h.score)
         } else {
@@ -829,10 +825,8 @@ fn named_contents(
 ) -> Result<Vec<i64>> {
     let mut doc_score: HashMap<i64, f64> = HashMap::new();
     for l in lists {
-        let mut hits: Vec<&Hit> = l.hits.iter().collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
         let mut best: HashMap<i64, usize> = HashMap::new();
-        for (rank, h) in hits.iter().take(depth).enumerate() {
+        for (rank, h) in first_hits(l, depth).iter().enumerate() {
             if let Some(c) = read.get(&h.chunk_id) {
                 best.entry(c.doc_id).or_insert(rank);
             }
@@ -1097,14 +1091,21 @@ fn read_first_hits(
 ) -> Result<Vec<i64>> {
     let mut ids: Vec<i64> = Vec::new();
     for l in lists {
-        let mut hits: Vec<&Hit> = l.hits.iter().collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        ids.extend(hits.iter().take(depth).map(|h| h.chunk_id));
+        ids.extend(first_hits(l, depth).iter().map(|h| h.chunk_id));
     }
     ids.sort_unstable();
     ids.dedup();
     read_missing(corpus, &ids, read)?;
     Ok(ids)
+}
+
+/// The first `depth` hits of a list, best first (equal scores in the list's order,
+/// as the fusion ranks them).
+fn first_hits(list: &fusion::RankedList, depth: usize) -> Vec<Hit> {
+    let mut hits = list.hits.clone();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(depth);
+    hits
 }
 
 /// Read into `read` those of `ids` it does not hold.
