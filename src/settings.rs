@@ -29,6 +29,10 @@ pub struct Settings {
     /// Penalty on recently generated tokens (1 is none); small models loop without it.
     pub repeat_penalty: f32,
     pub max_tokens: usize,
+    /// Cap on the local model's context window in tokens; 0: the model's own, up to
+    /// [`crate::llm::model::DEFAULT_MAX_CONTEXT`]. Smaller uses less memory and time
+    /// per long prompt (a whole document is read in more, shorter parts).
+    pub context_window: usize,
     /// Fusion mode: reciprocal_rerank, relative_score, dist_based_score, simple.
     pub fusion: String,
     /// Queries per question including the original; 1 turns query generation off.
@@ -130,6 +134,7 @@ impl Default for Settings {
             temperature: 0.0,
             repeat_penalty: 1.15,
             max_tokens: 256,
+            context_window: 0,
             fusion: "reciprocal_rerank".into(),
             num_queries: 1,
             structured_answer_filtering: false,
@@ -208,6 +213,10 @@ const FUSIONS: [&str; 4] = [
     "simple",
 ];
 
+/// The context window caps a person may set (0 aside): a prompt needs room for a
+/// template, a passage and an answer.
+const CONTEXT_WINDOWS: std::ops::RangeInclusive<usize> = 512..=131_072;
+
 impl Settings {
     /// Check ranges and names; the message says which field is wrong.
     pub fn validate(&self) -> Result<()> {
@@ -254,6 +263,14 @@ impl Settings {
         }
         if self.draft.trim().is_empty() {
             return bad("draft must be auto, off, lookup or a GGUF file name".into());
+        }
+        if self.context_window != 0 && !CONTEXT_WINDOWS.contains(&self.context_window) {
+            return bad(format!(
+                "context_window must be 0 (the model's own) or {}..={} tokens, not {}",
+                CONTEXT_WINDOWS.start(),
+                CONTEXT_WINDOWS.end(),
+                self.context_window
+            ));
         }
         if !(1..=100).contains(&self.top_k) {
             return bad(format!("top_k must be 1..=100, not {}", self.top_k));
@@ -480,6 +497,25 @@ mod tests {
             ..Settings::default()
         };
         assert!(s.validate().unwrap_err().to_string().contains("top_k"));
+        for (window, ok) in [
+            (0, true),
+            (511, false),
+            (512, true),
+            (2048, true),
+            (200_000, false),
+        ] {
+            let s = Settings {
+                context_window: window,
+                ..Settings::default()
+            };
+            match s.validate() {
+                Ok(()) => assert!(ok, "{window} accepted"),
+                Err(e) => {
+                    assert!(!ok, "{window} refused: {e}");
+                    assert!(e.to_string().contains("context_window"), "{e}");
+                }
+            }
+        }
         let s = Settings {
             not_found_threshold: Some(1.5),
             ..Settings::default()

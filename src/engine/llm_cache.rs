@@ -14,11 +14,11 @@ use crate::Result;
 #[derive(Default)]
 pub(super) struct LlmCache(Mutex<Option<(LlmSource, Arc<dyn Llm>)>>);
 
-/// Where the LLM comes from: a GGUF file on a device, or a model server. A change of
-/// either loads again.
+/// Where the LLM comes from: a GGUF file on a device (with its draft setting and
+/// window cap), or a model server. A change of any loads again.
 #[derive(PartialEq)]
 enum LlmSource {
-    Gguf(std::path::PathBuf, DeviceChoice, String),
+    Gguf(std::path::PathBuf, DeviceChoice, String, usize),
     Server(RemoteConfig),
 }
 
@@ -30,11 +30,15 @@ impl Engine {
     pub fn llm(&self) -> Result<Arc<dyn Llm>> {
         let source = match self.remote_llm() {
             Some(cfg) => LlmSource::Server(cfg),
-            None => LlmSource::Gguf(
-                self.model_path()?,
-                self.llm_load_options()?.device,
-                self.settings().draft,
-            ),
+            None => {
+                let opts = self.llm_load_options()?;
+                LlmSource::Gguf(
+                    self.model_path()?,
+                    opts.device,
+                    self.settings().draft,
+                    opts.max_context,
+                )
+            }
         };
         let mut slot = lock(&self.llm_cache.0);
         if let Some((s, llm)) = slot.as_ref() {
@@ -44,7 +48,7 @@ impl Engine {
         }
         *slot = None; // free the old model before loading the new one
         let llm: Arc<dyn Llm> = match &source {
-            LlmSource::Gguf(path, _, draft) => {
+            LlmSource::Gguf(path, _, draft, _) => {
                 let llm = GgufLlm::load_with(path, &self.llm_load_options()?)?;
                 self.set_draft(&llm, draft)?;
                 Arc::new(llm)

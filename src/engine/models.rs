@@ -134,11 +134,15 @@ impl Engine {
         self.device_choice()?.resolve()
     }
 
-    /// How the LLM is loaded: on the settings' device.
+    /// How the LLM is loaded: on the settings' device, its window capped by the
+    /// `context_window` setting (0: the default cap).
     pub fn llm_load_options(&self) -> Result<LoadOptions> {
+        let defaults = LoadOptions::default();
+        let cap = self.settings().context_window;
         Ok(LoadOptions {
             device: self.device_choice()?,
-            ..LoadOptions::default()
+            max_context: if cap == 0 { defaults.max_context } else { cap },
+            ..defaults
         })
     }
 

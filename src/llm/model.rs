@@ -42,6 +42,10 @@ pub struct LoadOptions {
     pub max_context: usize,
 }
 
+/// The context window a model is loaded with when nothing caps it lower (the file's
+/// own when smaller): the KV cache of a longer one costs memory most prompts never use.
+pub const DEFAULT_MAX_CONTEXT: usize = 8192;
+
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
@@ -49,7 +53,7 @@ impl Default for LoadOptions {
             candle: false,
             requantize: false,
             chat: true,
-            max_context: 8192,
+            max_context: DEFAULT_MAX_CONTEXT,
         }
     }
 }

@@ -16,12 +16,17 @@ use quire::Error;
 
 use crate::util;
 
-fn engine(dir: &std::path::Path) -> Engine {
+/// An engine answering with SmolLM2, its window capped at `window` tokens (0: the
+/// model's own, 8,192).
+fn engine(dir: &std::path::Path, window: usize) -> Engine {
     let engine = Engine::open(EngineConfig::new(Some(dir.to_path_buf())).unwrap()).unwrap();
     let mut s = engine.settings();
     s.model = util::smollm2().display().to_string();
     s.max_tokens = 16;
+    s.context_window = window;
     engine.set_settings(s).unwrap();
+    let expected = if window == 0 { 8192 } else { window };
+    assert_eq!(engine.llm().unwrap().context_window(), expected);
     engine
 }
 
@@ -89,11 +94,14 @@ fn chunk_texts(engine: &Engine, doc: i64) -> Vec<String> {
 #[test]
 fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = engine(dir.path());
+    // The window capped at 2,048 tokens (the `context_window` setting): the same
+    // reading as a longer document in the model's own 8,192, for a quarter of the
+    // attention.
+    let engine = engine(dir.path(), 2048);
     let pdf = dir.path().join("notes.pdf");
-    // About 16,000 tokens: more than SmolLM2's 8,192-token window, and more leaves
-    // than one batch.
-    util::topic_pdf(&pdf, "glacier erosion", 20);
+    // About 6,400 tokens: more than the window, and more leaves (of at most 2,048
+    // tokens) than one batch.
+    util::topic_pdf(&pdf, "glacier erosion", 8);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "notes.pdf");
 
@@ -125,7 +133,7 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     let route = route_of(&stopped);
     assert_eq!(route.route, "whole");
     assert_eq!(route.how, "map_reduce");
-    assert_eq!(route.label, "Read all 20 pages of notes.pdf");
+    assert_eq!(route.label, "Read all 8 pages of notes.pdf");
     assert_eq!(route.cue.as_deref(), Some("summarize"));
     let first_batch = leaf_prompts(&stopped).len();
     assert!(first_batch >= 1);
@@ -146,7 +154,7 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     assert!(
         reading
             .iter()
-            .any(|r| r.0 > 0 && r.0 < 20 && r.1 == 20 && r.2.is_some()),
+            .any(|r| r.0 > 0 && r.0 < 8 && r.1 == 8 && r.2.is_some()),
         "{reading:?}"
     );
     assert_eq!(engine.store().summary_trees_of(doc).unwrap(), 1);
@@ -188,7 +196,7 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
         } => Some((*pages_read, *pages)),
         _ => None,
     });
-    assert_eq!(last, Some((20, 20)));
+    assert_eq!(last, Some((8, 8)));
     assert!(events.iter().any(
         |e| matches!(e, AskEvent::Step { label, is_final: true, .. } if label.starts_with("summarize"))
     ));
@@ -218,7 +226,7 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
 #[test]
 fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = engine(dir.path());
+    let engine = engine(dir.path(), 0);
     let pdf = dir.path().join("short.pdf");
     // A contents page with dot leaders, then two pages of text.
     let mut pages = vec![[

@@ -53,7 +53,7 @@ async function openSettings() {
   showDevice(s);
   fillTemplates($("templates-box"), s);
   fillCustomModes($("custom-modes-box"), s);
-  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "fusion", "follow_up_search", "num_queries",
+  for (const k of ["top_k", "temperature", "repeat_penalty", "max_tokens", "context_window", "fusion", "follow_up_search", "num_queries",
     "rerank_candidates", "rerank_batch_size", "citation_chunk_size"]) {
     if (form.elements[k]) form.elements[k].value = s[k] ?? "";
   }
@@ -94,6 +94,7 @@ async function saveSettings(e) {
     temperature: Number(f.temperature.value),
     repeat_penalty: Number(f.repeat_penalty.value),
     max_tokens: Number(f.max_tokens.value),
+    context_window: Number(f.context_window.value) || 0,
     draft: f.draft.value,
     fusion: f.fusion.value,
     follow_up_search: f.follow_up_search.value,
