@@ -11,7 +11,17 @@ use super::tables::LANES;
 #[cfg(target_arch = "x86_64")]
 use super::wide;
 #[cfg(target_arch = "x86_64")]
+use super::wide_avx2;
+#[cfg(target_arch = "x86_64")]
 use crate::cpu::{has_avx2_fma, has_avx512};
+
+/// Which code the steps are compiled for (`W`): the portable code, AVX2 (with FMA
+/// and F16C: [`wide_avx2`]) or AVX-512 ([`wide`]). The same bits on each.
+const PORTABLE: u8 = 0;
+#[cfg(target_arch = "x86_64")]
+const AVX2: u8 = 1;
+#[cfg(target_arch = "x86_64")]
+const AVX512: u8 = 2;
 
 /// `_mm512_reduce_add_ps` as GCC expands it: halves, then quarters, then pairs.
 fn reduce16(a: &[f32; LANES]) -> f32 {
@@ -144,13 +154,13 @@ pub fn attend(
             unsafe { attend_512(one_token, q, kv, first, total, scale, s, out) };
             return;
         }
-        if has_avx2_fma() {
+        if has_avx2_fma() && std::is_x86_feature_detected!("f16c") {
             // SAFETY: the CPU has the features `attend_fma` is compiled for.
             unsafe { attend_fma(one_token, q, kv, first, total, scale, s, out) };
             return;
         }
     }
-    attend_impl::<false>(one_token, q, kv, first, total, scale, s, out);
+    attend_impl::<PORTABLE>(one_token, q, kv, first, total, scale, s, out);
 }
 
 /// Whether [`attend_scores`], [`attend_softmax`] and [`attend_values`] run on vector
@@ -188,7 +198,7 @@ pub fn attend_scores(
             return;
         }
     }
-    scores_impl::<false>(one_token, q, kv, ja, jb, scale, out, ld);
+    scores_impl::<PORTABLE>(one_token, q, kv, ja, jb, scale, out, ld);
 }
 
 /// [`attend`]'s second step: one head's scores (all keys up to `total`, padded with
@@ -202,7 +212,7 @@ pub fn attend_softmax(row: &mut [f32], first: usize, total: usize) {
             return;
         }
     }
-    softmax_impl::<false>(row, first, total);
+    softmax_impl::<PORTABLE>(row, first, total);
 }
 
 /// [`attend`]'s third step: output dimensions `da..db` of each head from its
@@ -229,7 +239,7 @@ pub fn attend_values(
             return;
         }
     }
-    values_impl::<false>(one_token, kv, p, ld, heads, first, da, db, out, ldo);
+    values_impl::<PORTABLE>(one_token, kv, p, ld, heads, first, da, db, out, ldo);
 }
 
 /// The steps compiled for AVX-512 (the same lanes, so the same bits).
@@ -249,12 +259,12 @@ mod steps_512 {
         out: &mut [f32],
         ld: usize,
     ) {
-        super::scores_impl::<true>(one_token, q, kv, ja, jb, scale, out, ld);
+        super::scores_impl::<{ super::AVX512 }>(one_token, q, kv, ja, jb, scale, out, ld);
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
     pub(super) fn softmax(row: &mut [f32], first: usize, total: usize) {
-        super::softmax_impl::<true>(row, first, total);
+        super::softmax_impl::<{ super::AVX512 }>(row, first, total);
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
@@ -271,7 +281,9 @@ mod steps_512 {
         out: &mut [f32],
         ldo: usize,
     ) {
-        super::values_impl::<true>(one_token, kv, p, ld, heads, first, da, db, out, ldo);
+        super::values_impl::<{ super::AVX512 }>(
+            one_token, kv, p, ld, heads, first, da, db, out, ldo,
+        );
     }
 }
 
@@ -289,11 +301,11 @@ fn attend_512(
     s: &mut AttnScratch,
     out: &mut [f32],
 ) {
-    attend_impl::<true>(one_token, q, kv, first, total, scale, s, out);
+    attend_impl::<AVX512>(one_token, q, kv, first, total, scale, s, out);
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 #[allow(clippy::too_many_arguments)]
 fn attend_fma(
     one_token: bool,
@@ -305,12 +317,12 @@ fn attend_fma(
     s: &mut AttnScratch,
     out: &mut [f32],
 ) {
-    attend_impl::<false>(one_token, q, kv, first, total, scale, s, out);
+    attend_impl::<AVX2>(one_token, q, kv, first, total, scale, s, out);
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn attend_impl<const W: bool>(
+fn attend_impl<const W: u8>(
     one_token: bool,
     q: &[f32],
     kv: &HeadKv,
@@ -355,7 +367,7 @@ fn attend_impl<const W: bool>(
 /// before a sliding window's start need none: the mask zeroes them.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn scores_impl<const W: bool>(
+fn scores_impl<const W: u8>(
     one_token: bool,
     q: &[f32],
     kv: &HeadKv,
@@ -381,9 +393,12 @@ fn scores_impl<const W: bool>(
     // The query heads sharing this KV head, four keys at a time, on registers.
     let mut j0 = 0;
     #[cfg(target_arch = "x86_64")]
-    if W && batched {
+    if W == AVX512 && batched {
         // SAFETY: `W` only from AVX-512F code; bounds checked inside.
         j0 = unsafe { wide::scores_heads(one_token, k, dim, n, q, scale, out, ld) };
+    } else if W == AVX2 && batched {
+        // SAFETY: `W` only from AVX2, FMA and F16C code; bounds checked inside.
+        j0 = unsafe { wide_avx2::scores_heads(one_token, k, dim, n, q, scale, out, ld) };
     }
     for h in 0..heads {
         let qh = &q[h * dim..(h + 1) * dim];
@@ -416,7 +431,7 @@ fn scores_impl<const W: bool>(
 /// 64) into f16-rounded probabilities, keys before `first` masked. Whole 16-value
 /// chunks before `first` are zeros that add zero to the sum: skipped.
 #[inline(always)]
-fn softmax_impl<const W: bool>(row: &mut [f32], first: usize, total: usize) {
+fn softmax_impl<const W: u8>(row: &mut [f32], first: usize, total: usize) {
     let max = row[first..total]
         .iter()
         .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
@@ -432,7 +447,7 @@ fn softmax_impl<const W: bool>(row: &mut [f32], first: usize, total: usize) {
 /// accumulators that are still zero, which changes no bit.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn values_impl<const W: bool>(
+fn values_impl<const W: u8>(
     one_token: bool,
     kv: &HeadKv,
     p: &[f32],
@@ -452,7 +467,25 @@ fn values_impl<const W: bool>(
     // Four dimensions at a time for all heads on registers, then per head.
     let mut d0 = da;
     #[cfg(target_arch = "x86_64")]
-    if W && len > 0 {
+    if W == AVX2 && len > 0 {
+        // SAFETY: `W` only from AVX2, FMA and F16C code; bounds checked inside.
+        d0 += unsafe {
+            wide_avx2::values_heads(
+                one_token,
+                &kv.vt[da * kv.stride + from..],
+                kv.stride,
+                &p[from..],
+                ld,
+                len,
+                heads,
+                db - da,
+                out,
+                ldo,
+            )
+        };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if W == AVX512 && len > 0 {
         // SAFETY: `W` only from AVX-512F code; bounds checked inside.
         d0 += unsafe {
             wide::values_heads(
@@ -504,9 +537,17 @@ fn values_impl<const W: bool>(
 /// rounded to f16 (KQV's input type). Values before `first` are masked: zero
 /// after the exponential, as `expf(-inf)` makes them.
 #[inline(always)]
-fn softmax_f16<const W: bool>(x: &mut [f32], first: usize, total: usize, max: f32) {
+fn softmax_f16<const W: u8>(x: &mut [f32], first: usize, total: usize, max: f32) {
     #[cfg(target_arch = "x86_64")]
-    if W {
+    if W == AVX2 {
+        // SAFETY: `W` is AVX2 only in AVX2, FMA and F16C code.
+        let sum = unsafe { wide_avx2::exp_minus_sum(x, first, total, max) };
+        // SAFETY: as above.
+        unsafe { wide_avx2::scale_to_f16(x, total, (1.0 / sum) as f32) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if W == AVX512 {
         // SAFETY: `W` is set only by AVX-512 F/BW/VL code.
         let sum = unsafe { wide::exp_minus_sum(x, first, total, max) };
         let inv = (1.0 / sum) as f32;
@@ -623,7 +664,7 @@ mod tests {
                         for h in 0..heads {
                             let mut want = vec![0f32; dim];
                             let qh = &q[h * dim..(h + 1) * dim];
-                            attend_impl::<false>(
+                            attend_impl::<PORTABLE>(
                                 one_token,
                                 qh,
                                 c.head(0),
@@ -646,6 +687,84 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The AVX2 build (two 8-lane registers per 16-lane group) against the portable
+    /// code one head at a time, bit for bit: 1 to 7 query heads on one KV head (groups
+    /// of 3 and 2 and their remainders), key counts around the 2-, 16- and 64-wide
+    /// steps, with and without a window, one token and many; widths of 64, 80 (not a
+    /// one-token step) and 16; and scores spread far enough that some exponentials
+    /// leave the vector range (the scalar code takes those chunks).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_attention_is_the_portable_one_bit_for_bit() {
+        if !(has_avx2_fma() && std::is_x86_feature_detected!("f16c")) {
+            eprintln!("skipped: no AVX2, FMA and F16C here");
+            return;
+        }
+        let mut seed = 0x2545_f491_u32;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed % 20_011) as f32 / 1_000.0 - 10.0
+        };
+        let n = 300;
+        let mut checked = 0;
+        for (dim, spread) in [(64, 0.3), (80, 0.3), (16, 0.3), (64, 6.0)] {
+            let mut c = KvCache::new(1, dim);
+            let k: Vec<f32> = (0..n * dim).map(|_| rnd() * spread).collect();
+            let v: Vec<f32> = (0..n * dim).map(|_| rnd()).collect();
+            c.store(0, &k, &v);
+            for heads in 1..=7 {
+                let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * spread).collect();
+                for total in [1, 2, 3, 15, 16, 17, 63, 64, 65, 130, 300] {
+                    for (one_token, first) in
+                        [(false, 0), (true, 0), (false, total / 3), (true, total / 3)]
+                    {
+                        let mut s = AttnScratch::default();
+                        let mut got = vec![0f32; heads * dim];
+                        // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
+                        unsafe {
+                            attend_fma(
+                                one_token,
+                                &q,
+                                c.head(0),
+                                first,
+                                total,
+                                0.125,
+                                &mut s,
+                                &mut got,
+                            )
+                        };
+                        for h in 0..heads {
+                            let mut want = vec![0f32; dim];
+                            let qh = &q[h * dim..(h + 1) * dim];
+                            attend_impl::<PORTABLE>(
+                                one_token,
+                                qh,
+                                c.head(0),
+                                first,
+                                total,
+                                0.125,
+                                &mut s,
+                                &mut want,
+                            );
+                            for d in 0..dim {
+                                assert_eq!(
+                                    got[h * dim + d].to_bits(),
+                                    want[d].to_bits(),
+                                    "dim {dim}, spread {spread}, heads {heads}, total {total}, \
+                                     first {first}, one_token {one_token}, head {h}, dim {d}"
+                                );
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 4 * 28 * 11 * 4);
     }
 
     /// llama.cpp's attention as written, every key and every position: the scores of
@@ -681,7 +800,7 @@ mod tests {
             let max = row[first..total]
                 .iter()
                 .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-            softmax_f16::<false>(&mut row, first, total, max);
+            softmax_f16::<PORTABLE>(&mut row, first, total, max);
             for d in 0..dim {
                 let v = &kv.vt[d * kv.stride..d * kv.stride + padded];
                 out.push(if one_token {
@@ -800,7 +919,7 @@ mod tests {
         let run = |f: Attend, one_token: bool| run_from(f, one_token, 0);
         let out = run(attend, false);
         let one = run(attend, true);
-        let portable = run(attend_impl::<false>, false);
+        let portable = run(attend_impl::<PORTABLE>, false);
         assert_eq!(
             portable, out,
             "the FMA build and the portable one agree bit for bit"

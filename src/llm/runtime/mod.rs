@@ -16,13 +16,13 @@
 //! - [`attention`]: scores, softmax and weighted values of one layer, whole or split.
 //! - [`kv_cache`]: the per-layer cache of keys and values.
 //! - [`ops`]: element-wise steps (norms, rotary embeddings, activations, f16 rounding);
-//!   [`wide`] holds their AVX-512 register forms.
+//!   [`wide`] holds their AVX-512 register forms, [`wide_avx2`] attention's AVX2 ones.
 //! - [`matmul`]: quantized matrix products, one file per arithmetic (and
 //!   [`matmul::timing`], one product timed alone for the benchmark).
 //!
 //! Imports point one way: `candle` → `hparams`, `matmul`; `llama` → `hparams`, `attention`, `kv_cache`, `ops`, `matmul`;
-//! `attention` → `kv_cache`, `ops`, `wide`, `tables`; `ops` → `wide`, `tables`;
-//! `wide` → `tables`; and all of them → `crate::cpu`; `llama`, `candle` and
+//! `attention` → `kv_cache`, `ops`, `wide`, `wide_avx2`, `tables`; `ops` → `wide`,
+//! `tables`; `wide` → `tables`; `wide_avx2` → `ops`; and all of them → `crate::cpu`; `llama`, `candle` and
 //! `hparams` read `crate::llm::arch`, which imports nothing of the runtime.
 
 pub(crate) mod attention;
@@ -35,3 +35,5 @@ pub(crate) mod ops;
 mod tables;
 #[cfg(target_arch = "x86_64")]
 mod wide;
+#[cfg(target_arch = "x86_64")]
+mod wide_avx2;
