@@ -636,22 +636,46 @@ mod tests {
         // and their remainders), against the portable code one head at a time: every
         // count of keys around the 4-, 16- and 64-wide steps; a width the one-token
         // key step does not take (80).
-        let n = 300;
-        for dim in [64, 80] {
+        let checked = heads_match_portable(
+            attend,
+            &mut rnd,
+            &[(64, 0.3), (80, 0.3)],
+            6,
+            &[1, 3, 4, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300],
+        );
+        assert_eq!(checked, 2 * 21 * 13 * 4);
+    }
+
+    /// `attend` as a function pointer.
+    type AttendFn = fn(bool, &[f32], &HeadKv, usize, usize, f32, &mut AttnScratch, &mut [f32]);
+
+    /// `f` over 1 to `max_heads` query heads on one KV head against the portable code
+    /// one head at a time, bit for bit, for each width and spread of values (keys and
+    /// queries scaled by it), each count of keys in `totals`, with and without a
+    /// window hiding the first third, one token and many. Returns the heads checked.
+    fn heads_match_portable(
+        f: AttendFn,
+        rnd: &mut impl FnMut() -> f32,
+        widths: &[(usize, f32)],
+        max_heads: usize,
+        totals: &[usize],
+    ) -> usize {
+        let n = totals.iter().copied().max().unwrap_or(0);
+        let mut checked = 0;
+        for &(dim, spread) in widths {
             let mut c = KvCache::new(1, dim);
-            let k: Vec<f32> = (0..n * dim).map(|_| rnd() * 0.3).collect();
+            let k: Vec<f32> = (0..n * dim).map(|_| rnd() * spread).collect();
             let v: Vec<f32> = (0..n * dim).map(|_| rnd()).collect();
             c.store(0, &k, &v);
-            for heads in 1..=6 {
-                let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * 0.3).collect();
-                for total in [1, 3, 4, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300] {
-                    // No window, and a window that hides the first third of the keys.
+            for heads in 1..=max_heads {
+                let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * spread).collect();
+                for &total in totals {
                     for (one_token, first) in
                         [(false, 0), (true, 0), (false, total / 3), (true, total / 3)]
                     {
                         let mut s = AttnScratch::default();
                         let mut got = vec![0f32; heads * dim];
-                        attend(
+                        f(
                             one_token,
                             &q,
                             c.head(0),
@@ -661,82 +685,6 @@ mod tests {
                             &mut s,
                             &mut got,
                         );
-                        for h in 0..heads {
-                            let mut want = vec![0f32; dim];
-                            let qh = &q[h * dim..(h + 1) * dim];
-                            attend_impl::<PORTABLE>(
-                                one_token,
-                                qh,
-                                c.head(0),
-                                first,
-                                total,
-                                0.125,
-                                &mut s,
-                                &mut want,
-                            );
-                            for d in 0..dim {
-                                assert_eq!(
-                                    got[h * dim + d].to_bits(),
-                                    want[d].to_bits(),
-                                    "dim {dim}, heads {heads}, total {total}, first {first}, \
-                                     one_token {one_token}, head {h}, dim {d}"
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The AVX2 build (two 8-lane registers per 16-lane group) against the portable
-    /// code one head at a time, bit for bit: 1 to 7 query heads on one KV head (groups
-    /// of 3 and 2 and their remainders), key counts around the 2-, 16- and 64-wide
-    /// steps, with and without a window, one token and many; widths of 64, 80 (not a
-    /// one-token step) and 16; and scores spread far enough that some exponentials
-    /// leave the vector range (the scalar code takes those chunks).
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn avx2_attention_is_the_portable_one_bit_for_bit() {
-        if !(has_avx2_fma() && std::is_x86_feature_detected!("f16c")) {
-            eprintln!("skipped: no AVX2, FMA and F16C here");
-            return;
-        }
-        let mut seed = 0x2545_f491_u32;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed % 20_011) as f32 / 1_000.0 - 10.0
-        };
-        let n = 300;
-        let mut checked = 0;
-        for (dim, spread) in [(64, 0.3), (80, 0.3), (16, 0.3), (64, 6.0)] {
-            let mut c = KvCache::new(1, dim);
-            let k: Vec<f32> = (0..n * dim).map(|_| rnd() * spread).collect();
-            let v: Vec<f32> = (0..n * dim).map(|_| rnd()).collect();
-            c.store(0, &k, &v);
-            for heads in 1..=7 {
-                let q: Vec<f32> = (0..heads * dim).map(|_| rnd() * spread).collect();
-                for total in [1, 2, 3, 15, 16, 17, 63, 64, 65, 130, 300] {
-                    for (one_token, first) in
-                        [(false, 0), (true, 0), (false, total / 3), (true, total / 3)]
-                    {
-                        let mut s = AttnScratch::default();
-                        let mut got = vec![0f32; heads * dim];
-                        // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
-                        unsafe {
-                            attend_fma(
-                                one_token,
-                                &q,
-                                c.head(0),
-                                first,
-                                total,
-                                0.125,
-                                &mut s,
-                                &mut got,
-                            )
-                        };
                         for h in 0..heads {
                             let mut want = vec![0f32; dim];
                             let qh = &q[h * dim..(h + 1) * dim];
@@ -764,6 +712,40 @@ mod tests {
                 }
             }
         }
+        checked
+    }
+
+    /// The AVX2 build (two 8-lane registers per 16-lane group) against the portable
+    /// code one head at a time, bit for bit: 1 to 7 query heads on one KV head (groups
+    /// of 3 and 2 and their remainders), key counts around the 2-, 16- and 64-wide
+    /// steps, with and without a window, one token and many; widths of 64, 80 (not a
+    /// one-token step) and 16; and scores spread far enough that some exponentials
+    /// leave the vector range (the scalar code takes those chunks).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_attention_is_the_portable_one_bit_for_bit() {
+        if !(has_avx2_fma() && std::is_x86_feature_detected!("f16c")) {
+            eprintln!("skipped: no AVX2, FMA and F16C here");
+            return;
+        }
+        let mut seed = 0x2545_f491_u32;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed % 20_011) as f32 / 1_000.0 - 10.0
+        };
+        let avx2: AttendFn = |one_token, q, kv, first, total, scale, s, out| {
+            // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
+            unsafe { attend_fma(one_token, q, kv, first, total, scale, s, out) }
+        };
+        let checked = heads_match_portable(
+            avx2,
+            &mut rnd,
+            &[(64, 0.3), (80, 0.3), (16, 0.3), (64, 6.0)],
+            7,
+            &[1, 2, 3, 15, 16, 17, 63, 64, 65, 130, 300],
+        );
         assert_eq!(checked, 4 * 28 * 11 * 4);
     }
 
