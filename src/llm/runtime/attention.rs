@@ -467,39 +467,32 @@ fn values_impl<const W: u8>(
     // Four dimensions at a time for all heads on registers, then per head.
     let mut d0 = da;
     #[cfg(target_arch = "x86_64")]
-    if W == AVX2 && len > 0 {
-        // SAFETY: `W` only from AVX2, FMA and F16C code; bounds checked inside.
+    if W != PORTABLE && len > 0 {
+        // The register code for `W`, on the rows from `from`'s step.
+        macro_rules! values_heads {
+            ($f:path) => {
+                $f(
+                    one_token,
+                    &kv.vt[da * kv.stride + from..],
+                    kv.stride,
+                    &p[from..],
+                    ld,
+                    len,
+                    heads,
+                    db - da,
+                    out,
+                    ldo,
+                )
+            };
+        }
+        // SAFETY: `W` is AVX2 only in AVX2, FMA and F16C code, AVX512 only in
+        // AVX-512F code; bounds are checked inside.
         d0 += unsafe {
-            wide_avx2::values_heads(
-                one_token,
-                &kv.vt[da * kv.stride + from..],
-                kv.stride,
-                &p[from..],
-                ld,
-                len,
-                heads,
-                db - da,
-                out,
-                ldo,
-            )
-        };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if W == AVX512 && len > 0 {
-        // SAFETY: `W` only from AVX-512F code; bounds checked inside.
-        d0 += unsafe {
-            wide::values_heads(
-                one_token,
-                &kv.vt[da * kv.stride + from..],
-                kv.stride,
-                &p[from..],
-                ld,
-                len,
-                heads,
-                db - da,
-                out,
-                ldo,
-            )
+            if W == AVX2 {
+                values_heads!(wide_avx2::values_heads)
+            } else {
+                values_heads!(wide::values_heads)
+            }
         };
     }
     let vrow = |d: usize| &kv.vt[d * kv.stride + from..d * kv.stride + ld];
