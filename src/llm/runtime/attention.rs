@@ -603,13 +603,7 @@ mod tests {
             return;
         }
         // Sixteen sums at once pair the same lanes as one at a time.
-        let mut seed = 0x9e37_79b9_u32;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed % 20_011) as f32 / 1_000.0 - 10.0
-        };
+        let mut rnd = xorshift(0x9e37_79b9_u32);
         let regs: Vec<[f32; 16]> = (0..16).map(|_| std::array::from_fn(|_| rnd())).collect();
         let mut sums = [0f32; 16];
         // SAFETY: AVX-512 checked above.
@@ -637,6 +631,16 @@ mod tests {
             &[1, 3, 4, 7, 15, 16, 17, 33, 64, 65, 130, 255, 300],
         );
         assert_eq!(checked, 2 * 21 * 13 * 4);
+    }
+
+    /// Values in -10..10 from a xorshift generator started at `seed`.
+    fn xorshift(mut seed: u32) -> impl FnMut() -> f32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed % 20_011) as f32 / 1_000.0 - 10.0
+        }
     }
 
     /// `attend` as a function pointer.
@@ -721,13 +725,7 @@ mod tests {
             eprintln!("skipped: no AVX2, FMA and F16C here");
             return;
         }
-        let mut seed = 0x2545_f491_u32;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed % 20_011) as f32 / 1_000.0 - 10.0
-        };
+        let mut rnd = xorshift(0x2545_f491_u32);
         let avx2: AttendFn = |one_token, q, kv, first, total, scale, s, out| {
             // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
             unsafe { attend_fma(one_token, q, kv, first, total, scale, s, out) }
