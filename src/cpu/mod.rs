@@ -17,5 +17,5 @@ pub(crate) mod simd;
 pub mod split;
 
 pub use cancel::Cancel;
-pub use f16::f16_at;
+pub use f16::{f16_at, f16_table};
 pub use features::*;

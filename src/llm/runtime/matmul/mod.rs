@@ -12,9 +12,10 @@
 //!   `ggml_vec_dot_*` (8 float lanes, fused multiply-add, horizontal sum last);
 //! - the AVX2 kernels are chosen at run time, a portable loop otherwise, so one binary
 //!   runs on any x86-64;
-//! - output rows are split across threads (rayon), each thread reusing its weight
-//!   rows for every activation row (prompt processing), with scratch buffers reused
-//!   between calls (no allocation per token beyond the output).
+//! - output rows are split across threads (rayon), each task passing its weight rows
+//!   over a tile of the activation rows at a time (prompt processing; the tile stays
+//!   in cache), with scratch buffers reused between calls (no allocation per token
+//!   beyond the output).
 //!
 //! - on a CPU with AMX, where llama.cpp moves layer weights to its AMX backend and
 //!   computes them differently (block by block, no lanes), those weights go through
