@@ -97,7 +97,7 @@ impl OwnWeight {
             self.scatter(parts, m, out);
             return;
         }
-        let pair = kernel_pair(self.kind);
+        let pair = kernel_pair();
         // Rows by ROWS with pairs of weight rows, the rest one by one.
         let step = if pair.is_some() { ROWS } else { 1 };
         let stepped = m - m % step;
@@ -198,12 +198,11 @@ const ROWS: usize = 4;
 /// on each), where a SIMD version exists.
 type KernelPair = fn(Kind, [&[u8]; 2], [&[Q8Block]; ROWS], &mut [[f32; ROWS]; 2]);
 
-fn kernel_pair(kind: Kind) -> Option<KernelPair> {
+fn kernel_pair() -> Option<KernelPair> {
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         return Some(avx2::dot_pair);
     }
-    let _ = kind;
     None
 }
 
