@@ -9,6 +9,13 @@ pub fn has_avx2_fma() -> bool {
     std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
 }
 
+/// Whether the CPU has F16C (f16 ↔ f32 conversions), checked once.
+#[cfg(target_arch = "x86_64")]
+pub fn has_f16c() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| std::is_x86_feature_detected!("f16c"))
+}
+
 /// Whether the CPU has AVX-512 (F, BW, VL) and FMA, for the run-time choice of kernels.
 #[cfg(target_arch = "x86_64")]
 pub fn has_avx512() -> bool {

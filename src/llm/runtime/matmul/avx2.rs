@@ -1,6 +1,7 @@
 //! AVX2 Q4_0 / Q4_1 / Q8_0 kernels: llama.cpp's AVX2 `ggml_vec_dot_q4_0_q8_0`,
 //! `ggml_vec_dot_q4_1_q8_1` and `ggml_vec_dot_q8_0_q8_0` (`ggml-cpu/arch/x86/quants.c`),
-//! one activation row, or two weight rows against [`ROWS`] activation rows at once.
+//! one activation row, or several weight rows against several activation rows at once
+//! ([`dot_2x4`]; for Q8_0 [`dot_q8_0_4x2`], its loop in assembly).
 #![cfg(target_arch = "x86_64")]
 
 use std::arch::x86_64::*;
@@ -84,82 +85,81 @@ fn q8_0(w: &[u8], ys: &[Q8Block]) -> f32 {
     hsum(acc)
 }
 
-/// The scale of the Q4_0 / Q4_1 / Q8_0 block at `b` (`b[0..2]`), read from `table`.
-#[inline(always)]
-fn scale(table: &[f32], b: &[u8]) -> f32 {
-    table[usize::from(u16::from_le_bytes([b[0], b[1]]))]
-}
-
-/// Two weight rows against `R` activation rows: `2·R` outputs, each computed with
+/// `W` weight rows against `R` activation rows: `W·R` outputs, each computed with
 /// exactly the operations of the one-row kernel of its type ([`q4_0`], [`q4_1`],
 /// [`q8_0`]), so the bits are the same. Each weight block is unpacked once for the
-/// `R` rows, and each activation block is loaded once for the two weight rows.
+/// `R` rows, and each activation block is loaded once for the `W` weight rows. The
+/// lengths are checked once, so the loop reads through pointers, unchecked.
 #[target_feature(enable = "avx2,fma")]
-fn pair_rows<const KIND: u8, const R: usize>(
-    w: [&[u8]; 2],
+fn block_rows<const KIND: u8, const W: usize, const R: usize>(
+    w: [&[u8]; W],
     ys: [&[Q8Block]; R],
-    out: &mut [[f32; R]; 2],
+    out: &mut [[f32; R]; W],
 ) {
     let kind = [Kind::Q4_0, Kind::Q4_1, Kind::Q8_0][usize::from(KIND)];
-    let table = f16_table();
+    let table: &[f32; 1 << 16] = f16_table().try_into().expect("a table of every f16");
     let bytes = kind.block_bytes();
     let nb = w[0].len() / bytes;
-    assert!(w[1].len() == nb * bytes && ys.iter().all(|y| y.len() >= nb));
-    let mut acc = [[_mm256_setzero_ps(); R]; 2];
-    let mut summs = [[0f32; R]; 2];
-    for i in 0..nb {
-        let b = [
-            &w[0][i * bytes..(i + 1) * bytes],
-            &w[1][i * bytes..(i + 1) * bytes],
-        ];
-        let dw = [scale(table, b[0]), scale(table, b[1])];
-        match kind {
-            Kind::Q4_1 => {
-                let mw = [scale(table, &b[0][2..]), scale(table, &b[1][2..])];
-                let qx = [nibbles(&b[0][4..]), nibbles(&b[1][4..])];
-                for r in 0..R {
-                    let y = &ys[r][i];
-                    let qy = load32(&y.qs);
-                    for c in 0..2 {
-                        summs[c][r] += mw[c] * y.s;
-                        let d = _mm256_set1_ps(dw[c] * y.d);
-                        acc[c][r] = _mm256_fmadd_ps(d, mul_sum_us8(qx[c], qy), acc[c][r]);
+    assert!(w.iter().all(|w| w.len() == nb * bytes) && ys.iter().all(|y| y.len() >= nb));
+    let mut acc = [[_mm256_setzero_ps(); R]; W];
+    let mut summs = [[0f32; R]; W];
+    let mut dw = [0f32; W];
+    let mut mw = [0f32; W];
+    let mut qx = [_mm256_setzero_si256(); W];
+    let mut pw = [std::ptr::null::<u8>(); W];
+    for c in 0..W {
+        pw[c] = w[c].as_ptr();
+    }
+    let mut py = [std::ptr::null::<Q8Block>(); R];
+    for r in 0..R {
+        py[r] = ys[r].as_ptr();
+    }
+    let f16 = |p: *const u8| -> f32 {
+        // SAFETY: `p` points at two bytes of a block (see the loop below).
+        table[usize::from(u16::from_le_bytes(unsafe { [*p, *p.add(1)] }))]
+    };
+    for _ in 0..nb {
+        // SAFETY: each of the `W` rows holds `nb` blocks of `bytes` and each of the
+        // `R` activation rows at least `nb` blocks (asserted above); the pointers move
+        // one block per pass, so every read below stays inside block `i` of its row.
+        unsafe {
+            for c in 0..W {
+                dw[c] = f16(pw[c]);
+                match kind {
+                    Kind::Q4_0 => {
+                        let b = std::slice::from_raw_parts(pw[c].add(2), 16);
+                        qx[c] = _mm256_sub_epi8(nibbles(b), _mm256_set1_epi8(8));
                     }
+                    Kind::Q4_1 => {
+                        mw[c] = f16(pw[c].add(2));
+                        qx[c] = nibbles(std::slice::from_raw_parts(pw[c].add(4), 16));
+                    }
+                    Kind::Q8_0 => qx[c] = _mm256_loadu_si256(pw[c].add(2).cast()),
                 }
             }
-            Kind::Q4_0 | Kind::Q8_0 => {
-                let qx = if kind == Kind::Q4_0 {
-                    let eight = _mm256_set1_epi8(8);
-                    [
-                        _mm256_sub_epi8(nibbles(&b[0][2..]), eight),
-                        _mm256_sub_epi8(nibbles(&b[1][2..]), eight),
-                    ]
-                } else {
-                    // SAFETY: a Q8_0 block has 32 bytes after its scale.
-                    unsafe {
-                        [
-                            _mm256_loadu_si256(b[0][2..34].as_ptr().cast()),
-                            _mm256_loadu_si256(b[1][2..34].as_ptr().cast()),
-                        ]
-                    }
-                };
-                let ax = [
-                    _mm256_sign_epi8(qx[0], qx[0]),
-                    _mm256_sign_epi8(qx[1], qx[1]),
-                ];
-                for r in 0..R {
-                    let y = &ys[r][i];
-                    let qy = load32(&y.qs);
-                    for c in 0..2 {
-                        let d = _mm256_set1_ps(dw[c] * y.d);
-                        let p = mul_sum_us8(ax[c], _mm256_sign_epi8(qy, qx[c]));
-                        acc[c][r] = _mm256_fmadd_ps(d, p, acc[c][r]);
-                    }
+            for r in 0..R {
+                let y = &*py[r];
+                let qy = load32(&y.qs);
+                for c in 0..W {
+                    let d = _mm256_set1_ps(dw[c] * y.d);
+                    let p = if kind == Kind::Q4_1 {
+                        summs[c][r] += mw[c] * y.s;
+                        mul_sum_us8(qx[c], qy)
+                    } else {
+                        mul_sum_us8(_mm256_sign_epi8(qx[c], qx[c]), _mm256_sign_epi8(qy, qx[c]))
+                    };
+                    acc[c][r] = _mm256_fmadd_ps(d, p, acc[c][r]);
                 }
+            }
+            for c in 0..W {
+                pw[c] = pw[c].add(bytes);
+            }
+            for r in 0..R {
+                py[r] = py[r].add(1);
             }
         }
     }
-    for c in 0..2 {
+    for c in 0..W {
         for r in 0..R {
             out[c][r] = hsum(acc[c][r]);
             if kind == Kind::Q4_1 {
@@ -169,19 +169,148 @@ fn pair_rows<const KIND: u8, const R: usize>(
     }
 }
 
-/// Activation rows of [`dot_pair`].
-pub const ROWS: usize = 4;
+/// One weight row's Q8_0 block (`w*`) against the two activation blocks, inside
+/// [`q8_0_4x2`]: `|qx|`, then for each activation row the operations of [`q8_0`] in
+/// its order: `sign`, `maddubs`, `madd` with ones, `cvt`, and `fma` with the scale
+/// `dw · y.d` (computed for the block's eight pairs at once, at `{d}`) into the sum.
+macro_rules! q8_0_col {
+    ($w:literal, $c:literal, $acc0:literal, $acc1:literal) => {
+        concat!(
+            "vmovdqu {t0}, ymmword ptr [{",
+            $w,
+            "} + 2]\n",
+            "vpsignb {t1}, {t0}, {t0}\n",
+            "vpsignb {t2}, {qy0}, {t0}\n",
+            "vpmaddubsw {t2}, {t1}, {t2}\n",
+            "vpmaddwd {t2}, {ones}, {t2}\n",
+            "vcvtdq2ps {t2}, {t2}\n",
+            "vbroadcastss {t3}, dword ptr [{d} + 4*",
+            $c,
+            "]\n",
+            "vfmadd231ps {",
+            $acc0,
+            "}, {t3}, {t2}\n",
+            "vpsignb {t2}, {qy1}, {t0}\n",
+            "vpmaddubsw {t2}, {t1}, {t2}\n",
+            "vpmaddwd {t2}, {ones}, {t2}\n",
+            "vcvtdq2ps {t2}, {t2}\n",
+            "vbroadcastss {t3}, dword ptr [{d} + 4*(4+",
+            $c,
+            ")]\n",
+            "vfmadd231ps {",
+            $acc1,
+            "}, {t3}, {t2}\n",
+        )
+    };
+}
 
-// Safe entry points: `kernel()` hands these out only after detecting AVX2 and FMA.
-pub fn dot_pair(kind: Kind, w: [&[u8]; 2], ys: [&[Q8Block]; ROWS], out: &mut [[f32; ROWS]; 2]) {
-    // SAFETY: as above.
+// The layout the assembly below reads: 32 quants, then the scale `d`; 64 bytes.
+const _: () =
+    assert!(std::mem::offset_of!(Q8Block, d) == 32 && std::mem::size_of::<Q8Block>() == 64);
+
+/// [`block_rows`] for Q8_0 at 4 × 2, its loop written out in assembly so that the
+/// eight sums stay in registers and each block costs no more than its operations:
+/// compiled from intrinsics, sums were spilled and moved each block, and the
+/// scales' bounds checks and stores cost as much again. The operations and their
+/// order are those of [`q8_0`], so the bits are the same.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn q8_0_4x2(w: [&[u8]; 4], ys: [&[Q8Block]; 2], out: &mut [[f32; 2]; 4]) {
+    const BYTES: usize = 34;
+    let nb = w[0].len() / BYTES;
+    assert!(w.iter().all(|w| w.len() == nb * BYTES) && ys.iter().all(|y| y.len() >= nb));
+    let mut a = [_mm256_setzero_ps(); 8];
+    if nb > 0 {
+        let [mut w0, mut w1, mut w2, mut w3] = w.map(<[u8]>::as_ptr);
+        let [mut y0, mut y1] = ys.map(<[Q8Block]>::as_ptr);
+        let mut n = nb;
+        let mut d = [0f32; 8];
+        // SAFETY: the four weight rows hold `nb` blocks of 34 bytes and the two
+        // activation rows at least `nb` blocks (asserted above); the loop reads block
+        // by block, `nb` times; a u16 indexes the 65,536-entry table. It only reads
+        // memory, and touches no stack.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                // The four weight scales (f16, widened exactly by F16C) times each
+                // activation row's scale: lanes c (row 0) and 4 + c (row 1), to `{d}`.
+                "movzx {s:e}, word ptr [{w0}]",
+                "vmovd {t1:x}, {s:e}",
+                "vpinsrw {t1:x}, {t1:x}, word ptr [{w1}], 1",
+                "vpinsrw {t1:x}, {t1:x}, word ptr [{w2}], 2",
+                "vpinsrw {t1:x}, {t1:x}, word ptr [{w3}], 3",
+                "vcvtph2ps {t1:x}, {t1:x}",
+                "vinsertf128 {t1}, {t1}, {t1:x}, 1",
+                "vbroadcastss {t3:x}, dword ptr [{y0} + 32]",
+                "vbroadcastss {t2:x}, dword ptr [{y1} + 32]",
+                "vinsertf128 {t3}, {t3}, {t2:x}, 1",
+                "vmulps {t1}, {t1}, {t3}",
+                "vmovups ymmword ptr [{d}], {t1}",
+                "vmovdqu {qy0}, ymmword ptr [{y0}]",
+                "vmovdqu {qy1}, ymmword ptr [{y1}]",
+                q8_0_col!("w0", "0", "a0", "a4"),
+                q8_0_col!("w1", "1", "a1", "a5"),
+                q8_0_col!("w2", "2", "a2", "a6"),
+                q8_0_col!("w3", "3", "a3", "a7"),
+                "add {w0}, 34",
+                "add {w1}, 34",
+                "add {w2}, 34",
+                "add {w3}, 34",
+                "add {y0}, 64",
+                "add {y1}, 64",
+                "dec {n}",
+                "jnz 2b",
+                w0 = inout(reg) w0,
+                w1 = inout(reg) w1,
+                w2 = inout(reg) w2,
+                w3 = inout(reg) w3,
+                y0 = inout(reg) y0,
+                y1 = inout(reg) y1,
+                n = inout(reg) n,
+                d = in(reg) d.as_mut_ptr(),
+                s = out(reg) _,
+                ones = in(ymm_reg) _mm256_set1_epi16(1),
+                t0 = out(ymm_reg) _,
+                t1 = out(ymm_reg) _,
+                t2 = out(ymm_reg) _,
+                t3 = out(ymm_reg) _,
+                qy0 = out(ymm_reg) _,
+                qy1 = out(ymm_reg) _,
+                a0 = inout(ymm_reg) a[0],
+                a1 = inout(ymm_reg) a[1],
+                a2 = inout(ymm_reg) a[2],
+                a3 = inout(ymm_reg) a[3],
+                a4 = inout(ymm_reg) a[4],
+                a5 = inout(ymm_reg) a[5],
+                a6 = inout(ymm_reg) a[6],
+                a7 = inout(ymm_reg) a[7],
+                options(nostack),
+            );
+        }
+        let _ = (w0, w1, w2, w3, y0, y1, n);
+    }
+    for c in 0..4 {
+        out[c] = [hsum(a[c]), hsum(a[4 + c])];
+    }
+}
+
+// Safe entry points: `plain` hands these out only after detecting AVX2 and FMA
+// (and F16C for [`dot_q8_0_4x2`]).
+/// Two weight rows against four activation rows ([`block_rows`]).
+pub fn dot_2x4(kind: Kind, w: [&[u8]; 2], ys: [&[Q8Block]; 4], out: &mut [[f32; 4]; 2]) {
+    // SAFETY: only reachable when the CPU has AVX2 and FMA.
     unsafe {
         match kind {
-            Kind::Q4_0 => pair_rows::<0, ROWS>(w, ys, out),
-            Kind::Q4_1 => pair_rows::<1, ROWS>(w, ys, out),
-            Kind::Q8_0 => pair_rows::<2, ROWS>(w, ys, out),
+            Kind::Q4_0 => block_rows::<0, 2, 4>(w, ys, out),
+            Kind::Q4_1 => block_rows::<1, 2, 4>(w, ys, out),
+            Kind::Q8_0 => block_rows::<2, 2, 4>(w, ys, out),
         }
     }
+}
+/// Four Q8_0 weight rows against two activation rows ([`q8_0_4x2`]).
+pub fn dot_q8_0_4x2(w: [&[u8]; 4], ys: [&[Q8Block]; 2], out: &mut [[f32; 2]; 4]) {
+    assert!(crate::cpu::has_f16c(), "the Q8_0 4x2 kernel needs F16C");
+    // SAFETY: only reachable when the CPU has AVX2 and FMA; F16C is checked.
+    unsafe { q8_0_4x2(w, ys, out) }
 }
 pub fn dot_q4_0(w: &[u8], ys: &[Q8Block]) -> f32 {
     // SAFETY: only reachable when the CPU has AVX2 and FMA (see `kernel`).
@@ -194,4 +323,109 @@ pub fn dot_q4_1(w: &[u8], ys: &[Q8Block]) -> f32 {
 pub fn dot_q8_0(w: &[u8], ys: &[Q8Block]) -> f32 {
     // SAFETY: as above.
     unsafe { q8_0(w, ys) }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::needless_range_loop)]
+mod tests {
+    use super::super::portable;
+    use super::*;
+
+    /// xorshift bytes, the same for every run.
+    fn bytes(n: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 24) as u8
+            })
+            .collect()
+    }
+
+    /// Raw blocks of `kind` with random quants (every byte value, -128 included) and
+    /// scales drawn from f16s of ordinary size, tiny (subnormal) ones and -0.0.
+    fn weight_row(kind: Kind, nb: usize, seed: u64) -> Vec<u8> {
+        let mut w = bytes(nb * kind.block_bytes(), seed);
+        let scales = [0x2E66u16, 0xA8F5, 0x0003, 0x8000, 0x1C00, 0x3555];
+        for (i, b) in w.chunks_exact_mut(kind.block_bytes()).enumerate() {
+            b[..2].copy_from_slice(&scales[i % scales.len()].to_le_bytes());
+            if kind == Kind::Q4_1 {
+                b[2..4].copy_from_slice(&scales[(i + 3) % scales.len()].to_le_bytes());
+            }
+        }
+        w
+    }
+
+    fn activation_row(nb: usize, seed: u64) -> Vec<Q8Block> {
+        let q = bytes(nb * QK_BLOCK, seed);
+        let table = f16_table();
+        (0..nb)
+            .map(|i| {
+                let mut b = Q8Block::default();
+                for (v, r) in b.qs.iter_mut().zip(&q[i * QK_BLOCK..]) {
+                    // Activations are quantized to -127..=127.
+                    *v = (*r as i8).max(-127);
+                }
+                b.d = table[usize::from(0x2000u16 + (i as u16 * 37) % 0x1000)];
+                b.s = table[usize::from(0x2400u16 + (i as u16 * 11) % 0x800)];
+                b
+            })
+            .collect()
+    }
+    const QK_BLOCK: usize = 32;
+
+    /// The many-row kernels give each output the bits of the portable one-row loop
+    /// (itself llama.cpp's AVX2 order): every kind at 2 × 4, Q8_0 at 4 × 2 (the
+    /// assembly), over several lengths.
+    #[test]
+    fn block_kernels_have_the_bits_of_the_one_row_loop() {
+        assert!(
+            crate::cpu::has_avx2_fma() && crate::cpu::has_f16c(),
+            "these kernels are for CPUs with AVX2, FMA and F16C"
+        );
+        for nb in [1, 2, 7, 28, 48] {
+            let ys: Vec<Vec<Q8Block>> = (0..4).map(|r| activation_row(nb, 100 + r)).collect();
+            for kind in [Kind::Q4_0, Kind::Q4_1, Kind::Q8_0] {
+                let ws: Vec<Vec<u8>> = (0..4).map(|c| weight_row(kind, nb, 7 + c)).collect();
+                let one = |c: usize, r: usize| match kind {
+                    Kind::Q4_0 => portable::dot_q4_0(&ws[c], &ys[r]),
+                    Kind::Q4_1 => portable::dot_q4_1(&ws[c], &ys[r]),
+                    Kind::Q8_0 => portable::dot_q8_0(&ws[c], &ys[r]),
+                };
+                let mut out = [[0f32; 4]; 2];
+                dot_2x4(
+                    kind,
+                    [&ws[0], &ws[1]],
+                    std::array::from_fn(|r| &ys[r][..]),
+                    &mut out,
+                );
+                for c in 0..2 {
+                    for r in 0..4 {
+                        assert_eq!(
+                            out[c][r].to_bits(),
+                            one(c, r).to_bits(),
+                            "{kind:?} 2x4 {nb}"
+                        );
+                    }
+                }
+                if kind == Kind::Q8_0 {
+                    let mut out = [[0f32; 2]; 4];
+                    dot_q8_0_4x2(
+                        std::array::from_fn(|c| &ws[c][..]),
+                        [&ys[0], &ys[1]],
+                        &mut out,
+                    );
+                    for c in 0..4 {
+                        for r in 0..2 {
+                            let want = one(c, r);
+                            assert_eq!(out[c][r].to_bits(), want.to_bits(), "Q8_0 4x2 {nb}");
+                            assert!(want.is_finite() && want != 0.0);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -16,6 +16,7 @@ use super::vnni;
 #[cfg(target_arch = "x86_64")]
 use crate::cpu::has_avx2_fma;
 use crate::cpu::split::{row_tasks, scatter};
+use rayon::prelude::*;
 
 /// Raw blocks of a Q4_0 / Q4_1 / Q8_0 weight of `n` rows of `k` values.
 #[derive(Debug, Clone)]
@@ -68,14 +69,19 @@ impl OwnWeight {
         let nb = self.k / QK;
         q.clear();
         q.resize(m * nb, Q8Block::default());
-        for (row, qrow) in xs.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
-            quantize_row_q8(row, qrow);
+        if m >= 8 {
+            xs.par_chunks_exact(self.k)
+                .zip(q.par_chunks_exact_mut(nb))
+                .for_each(|(row, qrow)| quantize_row_q8(row, qrow));
+        } else {
+            for (row, qrow) in xs.chunks_exact(self.k).zip(q.chunks_exact_mut(nb)) {
+                quantize_row_q8(row, qrow);
+            }
         }
         let q: &[Q8Block] = q;
-        let row_bytes = nb * self.kind.block_bytes();
-        let kern = kernel(self.kind);
         #[cfg(target_arch = "x86_64")]
         if m >= 2 && crate::cpu::has_vnni() {
+            let row_bytes = nb * self.kind.block_bytes();
             let mut pairs = PAIRS.with(|cell| cell.take());
             let parts = {
                 vnni::pairs(q, m, nb, &mut pairs);
@@ -97,38 +103,55 @@ impl OwnWeight {
             self.scatter(parts, m, out);
             return;
         }
-        let pair = kernel_pair();
-        // Rows by ROWS with pairs of weight rows, the rest one by one.
-        let step = if pair.is_some() { ROWS } else { 1 };
-        let stepped = m - m % step;
-        // Activation rows in tiles of about TILE_BYTES, each staying in cache while
-        // the task's weight rows pass over it (a whole prompt's rows did not).
-        let tile = (TILE_BYTES / (nb * std::mem::size_of::<Q8Block>())).max(1) * step;
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() {
+            if self.kind == Kind::Q8_0 && crate::cpu::has_f16c() {
+                self.blocks(q, m, avx2::dot_q8_0_4x2, out);
+            } else {
+                let kind = self.kind;
+                self.blocks(q, m, |w, ys, r| avx2::dot_2x4(kind, w, ys, r), out);
+            }
+            return;
+        }
+        let kern = kernel(self.kind);
+        self.blocks(q, m, |[w], [y], [[r]]| *r = kern(w, y), out);
+    }
+
+    /// The product of the quantized rows `q` by `W` weight rows against `R` activation
+    /// rows at a time (`block`), the rows left over one by one ([`kernel`]).
+    /// Activation rows go in tiles of about [`TILE_BYTES`], each staying in cache
+    /// while the task's weight rows pass over it (a whole prompt's rows did not).
+    fn blocks<const W: usize, const R: usize>(
+        &self,
+        q: &[Q8Block],
+        m: usize,
+        block: impl Fn([&[u8]; W], [&[Q8Block]; R], &mut [[f32; R]; W]) + Sync,
+        out: &mut [f32],
+    ) {
+        let nb = self.k / QK;
+        let row_bytes = nb * self.kind.block_bytes();
+        let kern = kernel(self.kind);
+        let stepped = m - m % R;
+        let tile = (TILE_BYTES / (nb * std::mem::size_of::<Q8Block>())).max(1) * R;
         let parts = self.tasks(m, |j0, j1, res| {
             let width = j1 - j0;
             let qrow = |i: usize| &q[i * nb..(i + 1) * nb];
             let wrow = |j: usize| &self.data[j * row_bytes..(j + 1) * row_bytes];
+            let mut r = [[0f32; R]; W];
             for i0 in (0..stepped).step_by(tile) {
                 let i1 = (i0 + tile).min(stepped);
                 let mut j = j0;
-                if let Some(kp) = pair {
-                    let mut r = [[0f32; ROWS]; 2];
-                    while j + 2 <= j1 {
-                        for i in (i0..i1).step_by(ROWS) {
-                            kp(
-                                self.kind,
-                                [wrow(j), wrow(j + 1)],
-                                std::array::from_fn(|t| qrow(i + t)),
-                                &mut r,
-                            );
-                            for (c, rc) in r.iter().enumerate() {
-                                for (t, v) in rc.iter().enumerate() {
-                                    res[(i + t) * width + j - j0 + c] = *v;
-                                }
+                while j + W <= j1 {
+                    let ws = std::array::from_fn(|c| wrow(j + c));
+                    for i in (i0..i1).step_by(R) {
+                        block(ws, std::array::from_fn(|t| qrow(i + t)), &mut r);
+                        for (c, rc) in r.iter().enumerate() {
+                            for (t, v) in rc.iter().enumerate() {
+                                res[(i + t) * width + j - j0 + c] = *v;
                             }
                         }
-                        j += 2;
                     }
+                    j += W;
                 }
                 for j in j..j1 {
                     for i in i0..i1 {
@@ -187,24 +210,6 @@ fn kernel(kind: Kind) -> Kernel {
 
 /// Bytes of quantized activation rows a task's weight rows pass over at a time.
 const TILE_BYTES: usize = 128 << 10;
-
-/// Activation rows of a [`KernelPair`] call.
-#[cfg(target_arch = "x86_64")]
-const ROWS: usize = avx2::ROWS;
-#[cfg(not(target_arch = "x86_64"))]
-const ROWS: usize = 4;
-
-/// Two weight rows against [`ROWS`] activation rows at once (same bits as [`Kernel`]
-/// on each), where a SIMD version exists.
-type KernelPair = fn(Kind, [&[u8]; 2], [&[Q8Block]; ROWS], &mut [[f32; ROWS]; 2]);
-
-fn kernel_pair() -> Option<KernelPair> {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        return Some(avx2::dot_pair);
-    }
-    None
-}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::needless_range_loop)]
