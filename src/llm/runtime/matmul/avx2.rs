@@ -106,14 +106,8 @@ fn block_rows<const KIND: u8, const W: usize, const R: usize>(
     let mut dw = [0f32; W];
     let mut mw = [0f32; W];
     let mut qx = [_mm256_setzero_si256(); W];
-    let mut pw = [std::ptr::null::<u8>(); W];
-    for c in 0..W {
-        pw[c] = w[c].as_ptr();
-    }
-    let mut py = [std::ptr::null::<Q8Block>(); R];
-    for r in 0..R {
-        py[r] = ys[r].as_ptr();
-    }
+    let mut pw = w.map(<[u8]>::as_ptr);
+    let mut py = ys.map(<[Q8Block]>::as_ptr);
     let f16 = |p: *const u8| -> f32 {
         // SAFETY: `p` points at two bytes of a block (see the loop below).
         table[usize::from(u16::from_le_bytes(unsafe { [*p, *p.add(1)] }))]
@@ -121,7 +115,7 @@ fn block_rows<const KIND: u8, const W: usize, const R: usize>(
     for _ in 0..nb {
         // SAFETY: each of the `W` rows holds `nb` blocks of `bytes` and each of the
         // `R` activation rows at least `nb` blocks (asserted above); the pointers move
-        // one block per pass, so every read below stays inside block `i` of its row.
+        // one block per pass, so every read below stays inside the current block.
         unsafe {
             for c in 0..W {
                 dw[c] = f16(pw[c]);
@@ -151,11 +145,11 @@ fn block_rows<const KIND: u8, const W: usize, const R: usize>(
                     acc[c][r] = _mm256_fmadd_ps(d, p, acc[c][r]);
                 }
             }
-            for c in 0..W {
-                pw[c] = pw[c].add(bytes);
+            for p in &mut pw {
+                *p = p.add(bytes);
             }
-            for r in 0..R {
-                py[r] = py[r].add(1);
+            for p in &mut py {
+                *p = p.add(1);
             }
         }
     }
