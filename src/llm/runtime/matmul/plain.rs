@@ -1,8 +1,8 @@
-//! Q4_0, Q4_1 and Q8_0 weights (and Q5_0 as Q8_0) kept as the file's blocks, a
-//! weight row at a time against the quantized activation rows, the kernel chosen per
-//! CPU: AVX-512 VNNI ([`vnni`]), else AVX2 ([`avx2`]), else the portable loop
-//! ([`portable`]), all with the bits of llama.cpp's AVX2 `ggml_vec_dot_*`
-//! (`ggml-cpu/arch/x86/quants.c`).
+//! Q4_0, Q4_1 and Q8_0 weights (and Q5_0 as Q8_0) kept as the file's blocks, against
+//! the quantized activation rows, the kernel chosen per CPU: AVX-512 VNNI ([`vnni`]),
+//! else AVX2 ([`avx2`]: a few weight rows against a few activation rows per call,
+//! Q8_0 4 × 2, the others 2 × 4), else the portable loop ([`portable`]), all with the
+//! bits of llama.cpp's AVX2 `ggml_vec_dot_*` (`ggml-cpu/arch/x86/quants.c`).
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Result;
