@@ -325,16 +325,11 @@ mod tests {
     use super::super::portable;
     use super::*;
 
-    /// xorshift bytes, the same for every run.
+    /// Bytes of every value, the same for every run (from the module's test floats).
     fn bytes(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 24) as u8
-            })
+        super::super::tests::rnd(n, seed)
+            .iter()
+            .map(|v| ((v + 1.0) * 127.99) as u8)
             .collect()
     }
 
