@@ -88,8 +88,9 @@ fn q8_0(w: &[u8], ys: &[Q8Block]) -> f32 {
 /// `W` weight rows against `R` activation rows: `W·R` outputs, each computed with
 /// exactly the operations of the one-row kernel of its type ([`q4_0`], [`q4_1`],
 /// [`q8_0`]), so the bits are the same. Each weight block is unpacked once for the
-/// `R` rows, and each activation block is loaded once for the `W` weight rows. The
-/// lengths are checked once, so the loop reads through pointers, unchecked.
+/// `R` rows, and each activation block is loaded once for the `W` weight rows.
+// `i` walks all `W + R` rows at once.
+#[allow(clippy::needless_range_loop)]
 #[target_feature(enable = "avx2,fma")]
 fn block_rows<const KIND: u8, const W: usize, const R: usize>(
     w: [&[u8]; W],
@@ -106,50 +107,33 @@ fn block_rows<const KIND: u8, const W: usize, const R: usize>(
     let mut dw = [0f32; W];
     let mut mw = [0f32; W];
     let mut qx = [_mm256_setzero_si256(); W];
-    let mut pw = w.map(<[u8]>::as_ptr);
-    let mut py = ys.map(<[Q8Block]>::as_ptr);
-    let f16 = |p: *const u8| -> f32 {
-        // SAFETY: `p` points at two bytes of a block (see the loop below).
-        table[usize::from(u16::from_le_bytes(unsafe { [*p, *p.add(1)] }))]
-    };
-    for _ in 0..nb {
-        // SAFETY: each of the `W` rows holds `nb` blocks of `bytes` and each of the
-        // `R` activation rows at least `nb` blocks (asserted above); the pointers move
-        // one block per pass, so every read below stays inside the current block.
-        unsafe {
+    for i in 0..nb {
+        let at = i * bytes;
+        for c in 0..W {
+            let b = &w[c][at..at + bytes];
+            dw[c] = table[usize::from(u16::from_le_bytes([b[0], b[1]]))];
+            qx[c] = match kind {
+                Kind::Q4_0 => _mm256_sub_epi8(nibbles(&b[2..]), _mm256_set1_epi8(8)),
+                Kind::Q4_1 => {
+                    mw[c] = table[usize::from(u16::from_le_bytes([b[2], b[3]]))];
+                    nibbles(&b[4..])
+                }
+                // SAFETY: a Q8_0 block has 32 bytes after its scale.
+                Kind::Q8_0 => unsafe { _mm256_loadu_si256(b[2..34].as_ptr().cast()) },
+            };
+        }
+        for r in 0..R {
+            let y = &ys[r][i];
+            let qy = load32(&y.qs);
             for c in 0..W {
-                dw[c] = f16(pw[c]);
-                match kind {
-                    Kind::Q4_0 => {
-                        let b = std::slice::from_raw_parts(pw[c].add(2), 16);
-                        qx[c] = _mm256_sub_epi8(nibbles(b), _mm256_set1_epi8(8));
-                    }
-                    Kind::Q4_1 => {
-                        mw[c] = f16(pw[c].add(2));
-                        qx[c] = nibbles(std::slice::from_raw_parts(pw[c].add(4), 16));
-                    }
-                    Kind::Q8_0 => qx[c] = _mm256_loadu_si256(pw[c].add(2).cast()),
-                }
-            }
-            for r in 0..R {
-                let y = &*py[r];
-                let qy = load32(&y.qs);
-                for c in 0..W {
-                    let d = _mm256_set1_ps(dw[c] * y.d);
-                    let p = if kind == Kind::Q4_1 {
-                        summs[c][r] += mw[c] * y.s;
-                        mul_sum_us8(qx[c], qy)
-                    } else {
-                        mul_sum_us8(_mm256_sign_epi8(qx[c], qx[c]), _mm256_sign_epi8(qy, qx[c]))
-                    };
-                    acc[c][r] = _mm256_fmadd_ps(d, p, acc[c][r]);
-                }
-            }
-            for p in &mut pw {
-                *p = p.add(bytes);
-            }
-            for p in &mut py {
-                *p = p.add(1);
+                let d = _mm256_set1_ps(dw[c] * y.d);
+                let p = if kind == Kind::Q4_1 {
+                    summs[c][r] += mw[c] * y.s;
+                    mul_sum_us8(qx[c], qy)
+                } else {
+                    mul_sum_us8(_mm256_sign_epi8(qx[c], qx[c]), _mm256_sign_epi8(qy, qx[c]))
+                };
+                acc[c][r] = _mm256_fmadd_ps(d, p, acc[c][r]);
             }
         }
     }
