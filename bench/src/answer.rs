@@ -56,6 +56,8 @@ pub struct Sample {
     /// Seconds from the ask to its sources, and to its first token (if any).
     pub sources_secs: Option<f64>,
     pub first_token_secs: Option<f64>,
+    /// Generated tokens a second over the answer's LLM calls (0 when none).
+    pub tokens_per_s: f64,
 }
 
 impl Sample {
@@ -118,6 +120,19 @@ pub fn figures(
                     / with_row.len() as f64
             })
         },
+        timings: samples
+            .iter()
+            .zip(questions)
+            .map(|(s, q)| Timing {
+                id: q.id.clone(),
+                secs: s.secs,
+                sources_secs: s.sources_secs,
+                first_token_secs: s.first_token_secs,
+                prompt_tokens: s.prompt_tokens,
+                output_tokens: s.output_tokens,
+                tokens_per_s: s.tokens_per_s,
+            })
+            .collect(),
         zh_in_zh_share: {
             let zh: Vec<&Sample> = samples
                 .iter()
@@ -210,6 +225,25 @@ pub struct ModeFigures {
     /// ([`row_in`]); `None` without table questions.
     #[serde(default)]
     pub row_in_sources_share: Option<f64>,
+    /// Each question's time and tokens, in question order.
+    #[serde(default)]
+    pub timings: Vec<Timing>,
+}
+
+/// Where one answer's time went: what `quire models --choose`'s prediction is checked
+/// against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub id: String,
+    /// Seconds from the ask to the end of the answer.
+    pub secs: f64,
+    /// Seconds to the sources and to the first token, when there were any.
+    pub sources_secs: Option<f64>,
+    pub first_token_secs: Option<f64>,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    /// Generated tokens a second over the answer's LLM calls.
+    pub tokens_per_s: f64,
 }
 
 /// The median of `xs` (0 when empty).
@@ -323,6 +357,7 @@ pub fn ask_in(
                 sample.prompt_tokens = stats.prompt_tokens;
                 sample.output_tokens = stats.output_tokens;
                 sample.secs = stats.secs;
+                sample.tokens_per_s = stats.tokens_per_s;
             }
             _ => {}
         }

@@ -66,6 +66,42 @@ pub fn avx512_bf16_in_cpu() -> bool {
     has_avx512_bw_vl() && std::is_x86_feature_detected!("avx512bf16")
 }
 
+/// The class of kernels the models' products run on here, which sets how fast one
+/// model is against another (a K-quant model gains more from VNNI than a Q5_0 one):
+/// AVX-512 VNNI (switches such as `QUIRE_NO_VNNI` heeded), else AVX2 + FMA, else
+/// portable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    Avx512Vnni,
+    Avx2,
+    Portable,
+}
+
+impl Kernels {
+    /// This process's kernels.
+    pub fn here() -> Kernels {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_vnni() {
+                return Kernels::Avx512Vnni;
+            }
+            if has_avx2_fma() {
+                return Kernels::Avx2;
+            }
+        }
+        Kernels::Portable
+    }
+
+    /// The name a calibration key and a report show.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernels::Avx512Vnni => "avx512-vnni",
+            Kernels::Avx2 => "avx2",
+            Kernels::Portable => "portable",
+        }
+    }
+}
+
 /// Proof that AMX bf16 can be used in this process.
 #[derive(Debug, Clone, Copy)]
 pub struct Amx(());

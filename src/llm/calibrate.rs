@@ -2,8 +2,11 @@
 //! calibration run: a prompt batch and a few generated tokens timed on the real model
 //! (a few seconds at most), their tok/s, and the median compact answer predicted as
 //! [`PROMPT_TOKENS`] / prompt rate + [`ANSWER_TOKENS`] / generation rate. Kept in a
-//! JSON cache keyed by the CPU's model name, the thread count and the model file
-//! (path, size, modification time), so a new CPU, thread count or file measures again.
+//! JSON cache keyed by the CPU (its model name, family, model and stepping, and the
+//! kernels run on it), the thread count, the model file (path, size, modification
+//! time) and the program (its executable, and the build: version, size, time), so a
+//! new CPU, thread count, file or build measures again; the app and the CLI keep
+//! one entry each.
 //!
 //! `QUIRE_CALIBRATION_SLOWDOWN=F` (a testing aid) multiplies every measured time by
 //! `F`: a fake slow machine, part of the cache key.
@@ -37,6 +40,18 @@ pub const SLOWDOWN_ENV: &str = "QUIRE_CALIBRATION_SLOWDOWN";
 pub struct Key {
     /// The CPU's model name (`/proc/cpuinfo`), else the architecture.
     pub cpu: String,
+    /// What tells two CPUs of one name apart ([`cpu_id`]): a cloud's "AMD EPYC" is
+    /// a Zen 3 without AVX-512 or a Zen 4 with it. Empty in a cache written before
+    /// it was kept, which measures again.
+    #[serde(default)]
+    pub cpu_id: String,
+    /// The program that measured ([`program`]: its executable's path) and its build
+    /// ([`build`]): a new build may have faster kernels, so it measures again. The
+    /// app and the `quire` CLI keep one calibration each, side by side.
+    #[serde(default)]
+    pub program: String,
+    #[serde(default)]
+    pub build: String,
     /// Threads the model runs on.
     pub threads: usize,
     /// The model file, its size and modification time (ns since the epoch).
@@ -45,6 +60,18 @@ pub struct Key {
     pub mtime_ns: u64,
     /// `QUIRE_CALIBRATION_SLOWDOWN` (1 on a real run).
     pub slowdown: f64,
+}
+
+impl Key {
+    /// Whether `other` is the same program's key for the same model file, CPU name,
+    /// thread count and slowdown: a newer key replaces it in the cache.
+    fn same_slot(&self, other: &Key) -> bool {
+        self.path == other.path
+            && self.cpu == other.cpu
+            && self.threads == other.threads
+            && self.slowdown == other.slowdown
+            && self.program == other.program
+    }
 }
 
 /// One model's measured speed on this machine.
@@ -84,18 +111,73 @@ pub fn predict(prompt_tok_s: f64, gen_tok_s: f64) -> f64 {
 /// The CPU's model name: `/proc/cpuinfo`'s first `model name` (or `Processor`,
 /// `cpu model`), else the architecture.
 pub fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                let k = k.trim();
-                (k == "model name" || k == "Processor" || k == "cpu model")
-                    .then(|| v.trim().to_string())
-            })
-        })
+    cpuinfo_field(&["model name", "Processor", "cpu model"])
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The value of the first `/proc/cpuinfo` line whose key is one of `keys` (the file
+/// read once a process: every model's key asks).
+fn cpuinfo_field(keys: &[&str]) -> Option<String> {
+    static INFO: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let info = INFO
+        .get_or_init(|| std::fs::read_to_string("/proc/cpuinfo").ok())
+        .as_deref()?;
+    info.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        keys.contains(&k.trim()).then(|| v.trim().to_string())
+    })
+}
+
+/// What tells two CPUs of one model name apart: `/proc/cpuinfo`'s family, model and
+/// stepping, and the kernels this process runs the models on (`avx512-vnni`,
+/// `avx2`, `portable`: `QUIRE_NO_VNNI` changes it).
+pub fn cpu_id() -> String {
+    let field = |key: &str| cpuinfo_field(&[key]).unwrap_or_else(|| "?".into());
+    format!(
+        "family {} model {} stepping {}, {} kernels",
+        field("cpu family"),
+        field("model"),
+        field("stepping"),
+        crate::cpu::Kernels::here().name()
+    )
+}
+
+/// This program: its executable's path.
+pub fn program() -> String {
+    static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(exe_path).clone()
+}
+
+fn exe_path() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "unknown executable".into())
+}
+
+/// This program's build: its version and its executable's size and modification
+/// time, as they were when the process first asked (a file replaced under a running
+/// program is not the build that runs). A rebuilt program may run the models faster,
+/// so it measures again.
+pub fn build() -> String {
+    static BUILD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILD.get_or_init(exe_build).clone()
+}
+
+fn exe_build() -> String {
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|m| {
+            let mtime = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{} bytes, modified {mtime}", m.len())
+        })
+        .unwrap_or_else(|| "unknown size and time".into());
+    format!("quire {}, {exe}", env!("CARGO_PKG_VERSION"))
 }
 
 /// The slowdown factor from the environment: 1 when unset; a bad value is an error.
@@ -123,6 +205,9 @@ pub fn key_for(model: &Path, threads: usize) -> Result<Key> {
     let path = std::fs::canonicalize(model).unwrap_or_else(|_| model.to_path_buf());
     Ok(Key {
         cpu: cpu_name(),
+        cpu_id: cpu_id(),
+        program: program(),
+        build: build(),
         threads: threads.max(1),
         path: path.display().to_string(),
         bytes: meta.len(),
@@ -228,15 +313,10 @@ impl Cache {
         self.entries.iter().find(|c| &c.key == key)
     }
 
-    /// Keep `c`, replacing what was kept for the same model file on the same CPU and
-    /// thread count.
+    /// Keep `c`, replacing what the same program kept for the same model file on the
+    /// same CPU and thread count (an older build's, another CPU's of that name).
     pub fn put(&mut self, c: Calibration) {
-        self.entries.retain(|e| {
-            !(e.key.path == c.key.path
-                && e.key.cpu == c.key.cpu
-                && e.key.threads == c.key.threads
-                && e.key.slowdown == c.key.slowdown)
-        });
+        self.entries.retain(|e| !e.key.same_slot(&c.key));
         self.entries.push(c);
     }
 
@@ -251,12 +331,7 @@ impl Cache {
     /// Keep that `key`'s calibration failed, replacing a failure of an older key of
     /// the same file.
     pub fn put_failure(&mut self, key: Key, error: String) {
-        self.failures.retain(|f| {
-            !(f.key.path == key.path
-                && f.key.cpu == key.cpu
-                && f.key.threads == key.threads
-                && f.key.slowdown == key.slowdown)
-        });
+        self.failures.retain(|f| !f.key.same_slot(&key));
         self.failures.push(Failure { key, error });
     }
 
@@ -337,12 +412,22 @@ pub fn candidates(
 }
 
 /// A model not installed, `name`, predicted from an installed model's calibration:
-/// its rates scaled by the two models' measured rates on the reference machine
-/// ([`super::choose::QUALITY`]). `None` when either is not in that table. The
-/// installed model closest in measured speed is the best base; the caller passes
-/// the calibrations it has.
+/// its rates scaled by the two models' measured rates on the reference machine of
+/// this CPU's kernels ([`super::choose::QUALITY`]). `None` when either is not in that
+/// table. The installed model closest in measured speed is the best base; the caller
+/// passes the calibrations it has.
 pub fn estimate(name: &str, installed: &[Calibration]) -> Option<Candidate> {
-    let target = super::choose::measured(name)?;
+    estimate_on(name, installed, crate::cpu::Kernels::here())
+}
+
+/// [`estimate`] with the reference rates of kernels `k`.
+pub fn estimate_on(
+    name: &str,
+    installed: &[Calibration],
+    k: crate::cpu::Kernels,
+) -> Option<Candidate> {
+    let measured = super::choose::measured(name)?;
+    let target = measured.rates(k);
     let base = installed
         .iter()
         .filter_map(|c| {
@@ -350,17 +435,17 @@ pub fn estimate(name: &str, installed: &[Calibration]) -> Option<Candidate> {
                 .file_name()?
                 .to_string_lossy()
                 .into_owned();
-            Some((c, super::choose::measured(&file)?))
+            Some((c, super::choose::measured(&file)?.rates(k)))
         })
         .min_by(|a, b| {
-            let d = |m: &super::choose::Measured| (m.gen_tok_s / target.gen_tok_s).ln().abs();
-            d(a.1).total_cmp(&d(b.1))
+            let d = |m: &super::choose::Rates| (m.gen_tok_s / target.gen_tok_s).ln().abs();
+            d(&a.1).total_cmp(&d(&b.1))
         })?;
     let (c, m) = base;
     let pp = c.prompt_tok_s * target.prompt_tok_s / m.prompt_tok_s;
     let gen = c.gen_tok_s * target.gen_tok_s / m.gen_tok_s;
     Some(Candidate {
-        name: target.file.to_string(),
+        name: measured.file.to_string(),
         bytes: 0,
         predicted: Ok(predict(pp, gen)),
         estimated: true,
@@ -443,6 +528,30 @@ mod tests {
             ..key.clone()
         };
         assert!(cache.get(&other_cpu).is_none());
+        // A CPU of the same name that is another model (a Zen 3 for a Zen 4).
+        let same_name = Key {
+            cpu_id: format!("{} (other)", key.cpu_id),
+            ..key.clone()
+        };
+        assert!(cache.get(&same_name).is_none());
+        // Another build of the program, and another program.
+        let rebuilt = Key {
+            build: format!("{} (rebuilt)", key.build),
+            ..key.clone()
+        };
+        assert!(cache.get(&rebuilt).is_none());
+        let app = Key {
+            program: "/usr/bin/quire-app".into(),
+            ..key.clone()
+        };
+        assert!(cache.get(&app).is_none());
+        // A cache written before the CPU id and the build were kept measures again.
+        let mut old: serde_json::Value = serde_json::to_value(&key).unwrap();
+        old.as_object_mut().unwrap().remove("cpu_id");
+        old.as_object_mut().unwrap().remove("program");
+        old.as_object_mut().unwrap().remove("build");
+        let old: Key = serde_json::from_value(old).unwrap();
+        assert!(cache.get(&old).is_none());
         // The file changed: its size, then only its modification time.
         std::fs::write(&m, b"model one, rewritten").unwrap();
         assert!(cache.get(&key_for(&m, 2).unwrap()).is_none());
@@ -474,6 +583,20 @@ mod tests {
             ..key.clone()
         }));
         assert_eq!(cache.entries().len(), 2);
+        // A rebuilt program replaces its own entry; another program (the app beside
+        // the CLI) keeps one of its own, so the two do not measure in turn.
+        cache.put(cal(Key {
+            build: "rebuilt".into(),
+            ..key.clone()
+        }));
+        assert_eq!(cache.entries().len(), 2);
+        let app = Key {
+            program: "/usr/bin/quire-app".into(),
+            ..key.clone()
+        };
+        cache.put(cal(app.clone()));
+        assert_eq!(cache.entries().len(), 3);
+        assert!(cache.get(&app).is_some());
     }
 
     #[test]
@@ -485,32 +608,64 @@ mod tests {
 
     #[test]
     fn a_model_not_installed_is_estimated_from_an_installed_ones_rates() {
+        use crate::cpu::Kernels;
+        use crate::llm::choose::measured;
+        const Q15: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+        const Q05: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
         let mut c = cal(Key {
             cpu: "x".into(),
+            cpu_id: "x".into(),
+            program: "x".into(),
+            build: "x".into(),
             threads: 2,
-            path: "/m/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf".into(),
+            path: format!("/m/{Q05}"),
             bytes: 1,
             mtime_ns: 1,
             slowdown: 1.0,
         });
-        c.prompt_tok_s = 397.0;
-        c.gen_tok_s = 77.0;
-        let e = estimate("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", &[c.clone()]).unwrap();
-        assert!(e.estimated);
-        // The same machine as the reference: the reference's prediction.
-        assert!((e.predicted.unwrap() - predict(95.0, 25.0)).abs() < 1e-9);
-        // Twice as fast here: half the time.
-        c.prompt_tok_s *= 2.0;
-        c.gen_tok_s *= 2.0;
-        let e = estimate("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", &[c.clone()]).unwrap();
-        assert!((e.predicted.unwrap() - predict(95.0, 25.0) / 2.0).abs() < 1e-9);
+        for k in [Kernels::Avx512Vnni, Kernels::Avx2] {
+            let (base, target) = (
+                measured(Q05).unwrap().rates(k),
+                measured(Q15).unwrap().rates(k),
+            );
+            c.prompt_tok_s = base.prompt_tok_s;
+            c.gen_tok_s = base.gen_tok_s;
+            let e = estimate_on(Q15, &[c.clone()], k).unwrap();
+            assert!(e.estimated);
+            // The same machine as the reference: the reference's prediction.
+            let same = predict(target.prompt_tok_s, target.gen_tok_s);
+            assert!((e.predicted.unwrap() - same).abs() < 1e-9);
+            // Twice as fast here: half the time.
+            c.prompt_tok_s *= 2.0;
+            c.gen_tok_s *= 2.0;
+            let e = estimate_on(Q15, &[c.clone()], k).unwrap();
+            assert!((e.predicted.unwrap() - same / 2.0).abs() < 1e-9);
+        }
+        // The kernels' own ratio: the same installed rates estimate the 1.5B
+        // differently on AVX-512 VNNI and on AVX2.
+        let vnni = estimate_on(Q15, &[c.clone()], Kernels::Avx512Vnni).unwrap();
+        let avx2 = estimate_on(Q15, &[c.clone()], Kernels::Avx2).unwrap();
+        assert_ne!(vnni.predicted, avx2.predicted);
         assert!(estimate("unknown.gguf", &[c.clone()]).is_none());
         c.key.path = "/m/unknown.gguf".into();
-        assert!(estimate("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", &[c]).is_none());
+        assert!(estimate(Q15, &[c]).is_none());
     }
 
     #[test]
-    fn the_cpu_has_a_name() {
+    fn the_cpu_has_a_name_an_id_and_the_program_a_build() {
         assert!(!cpu_name().is_empty());
+        let id = cpu_id();
+        assert!(
+            id.ends_with(&format!("{} kernels", crate::cpu::Kernels::here().name())),
+            "{id}"
+        );
+        #[cfg(target_os = "linux")]
+        assert!(id.starts_with("family ") && !id.contains('?'), "{id}");
+        assert!(!program().is_empty());
+        let b = build();
+        assert!(
+            b.starts_with("quire ") && b.contains(" bytes, modified "),
+            "{b}"
+        );
     }
 }

@@ -8,45 +8,77 @@
 /// The most seconds a median compact answer may take on the chosen model.
 pub const BUDGET_SECS: f64 = 6.0;
 
-/// A model measured on the reference machine (README "Models", 2-core AMD EPYC).
+/// A model's prompt and generation tok/s on one class of CPU
+/// (`quire-bench llm --model M`: a 512-token prompt, 128 generated tokens, 2 threads).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    pub prompt_tok_s: f64,
+    pub gen_tok_s: f64,
+}
+
+/// A model measured on the reference machines.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
     pub file: &'static str,
     /// Compact answers with every key term over the corpus questions.
     pub quality: f64,
-    /// Prompt and generation tok/s there (`quire-bench llm --model M`): what a model
-    /// not installed yet is estimated by, relative to an installed one.
-    pub prompt_tok_s: f64,
-    pub gen_tok_s: f64,
+    /// Its speed where the AVX-512 VNNI kernels run, and where the AVX2 ones do: what
+    /// a model not installed yet is estimated by, relative to an installed one. The
+    /// ratio of two models differs by kernels and moves as they improve: the 1.5B
+    /// (K-quants) against the 0.5B (mostly Q5_0) reads prompts at 0.53× with VNNI and
+    /// 0.60× on AVX2, where it was 0.24× before the K-quant tiles (an estimate from
+    /// those figures said 22.5 s for the 1.5B on a Zen 3 that answers in 10–12 s).
+    pub avx512_vnni: Rates,
+    pub avx2: Rates,
+}
+
+impl Measured {
+    /// Its rates on the kernels `k` (the portable kernels: AVX2's, the nearest
+    /// measured).
+    pub fn rates(&self, k: crate::cpu::Kernels) -> Rates {
+        match k {
+            crate::cpu::Kernels::Avx512Vnni => self.avx512_vnni,
+            crate::cpu::Kernels::Avx2 | crate::cpu::Kernels::Portable => self.avx2,
+        }
+    }
+}
+
+const fn rates(prompt_tok_s: f64, gen_tok_s: f64) -> Rates {
+    Rates {
+        prompt_tok_s,
+        gen_tok_s,
+    }
 }
 
 /// The measured models: quality by `quire-bench answer --model M --modes compact`
 /// over `../shared/corpus/questions.jsonl` (24 questions, 4 sources, 256 tokens at
-/// most), speed by `quire-bench llm --model M`; README "Models".
+/// most; README "Models"); speed by `target/release/quire-bench llm --model M` on a
+/// 2-core Intel Xeon with AVX-512 VNNI (2026-11-29, README "Models") and on a 2-core
+/// AMD EPYC Zen 3 with AVX2 only (2026-12-05).
 pub const QUALITY: &[Measured] = &[
     Measured {
         file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         quality: 0.62,
-        prompt_tok_s: 95.0,
-        gen_tok_s: 25.0,
+        avx512_vnni: rates(121.1, 16.5),
+        avx2: rates(108.6, 22.2),
     },
     Measured {
         file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         quality: 0.38,
-        prompt_tok_s: 397.0,
-        gen_tok_s: 77.0,
+        avx512_vnni: rates(229.6, 35.6),
+        avx2: rates(182.4, 41.7),
     },
     Measured {
         file: "gemma-3-270m-q4_k_m.gguf",
         quality: 0.33,
-        prompt_tok_s: 1109.0,
-        gen_tok_s: 97.0,
+        avx512_vnni: rates(746.9, 51.5),
+        avx2: rates(480.1, 64.4),
     },
     Measured {
         file: "SmolLM2-135M-Instruct.Q4_1.gguf",
         quality: 0.08,
-        prompt_tok_s: 1064.0,
-        gen_tok_s: 263.0,
+        avx512_vnni: rates(599.2, 215.2),
+        avx2: rates(338.5, 112.9),
     },
 ];
 

@@ -34,6 +34,10 @@ use rayon::prelude::*;
 
 use crate::cpu::f16_at;
 use crate::cpu::split::{column_tasks, Columns};
+// Which kernels compute the products, the CPU's (`Isa::here()`): AVX-512 VNNI
+// (`avx512` for the lanes, `banded` for the tiled sums; unless `QUIRE_NO_VNNI` turns it
+// off), else AVX2 + FMA (`avx2` for both arithmetics), else `portable`.
+use crate::cpu::Kernels as Isa;
 
 /// Values per super-block.
 pub(crate) const QK_K: usize = 256;
@@ -963,7 +967,7 @@ mod avx2;
 /// by the kernels of `isa` ([`banded::rows`] or [`avx2::banded`]).
 ///
 /// # Safety
-/// Only where the CPU has `isa`: AVX-512 F/BW/VL/VNNI and FMA (`Isa::Avx512`), or AVX2
+/// Only where the CPU has `isa`: AVX-512 F/BW/VL/VNNI and FMA (`Isa::Avx512Vnni`), or AVX2
 /// and FMA (`Isa::Avx2`).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
@@ -1050,33 +1054,6 @@ unsafe fn tiles<'a, const N: usize, const B: usize>(
     }
 }
 
-/// Which kernels compute the products.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-enum Isa {
-    /// AVX-512 VNNI: [`avx512`] for the lanes, [`banded`] for the tiled sums.
-    Avx512,
-    /// AVX2 + FMA: [`avx2`] for both arithmetics.
-    Avx2,
-    /// [`portable`].
-    Portable,
-}
-
-/// The kernels for this CPU: AVX-512 VNNI (unless `QUIRE_NO_VNNI` turns it off), else
-/// AVX2 + FMA, else portable.
-fn isa() -> Isa {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::cpu::has_vnni() {
-            return Isa::Avx512;
-        }
-        if crate::cpu::has_avx2_fma() {
-            return Isa::Avx2;
-        }
-    }
-    Isa::Portable
-}
-
 /// A Q4_K, Q5_K or Q6_K weight of `n` rows of `k` values, repacked (see [`repack`]).
 #[derive(Debug, Clone)]
 pub(crate) struct KWeight {
@@ -1137,7 +1114,7 @@ impl KWeight {
         } else {
             Arith::Lanes
         };
-        self.product(isa(), arith, x, m, out);
+        self.product(Isa::here(), arith, x, m, out);
     }
 
     /// `out[i·n + j] = x[i] · w[j]` for the `m` rows of `x`, in `arith`, by the kernels
@@ -1173,7 +1150,7 @@ impl KWeight {
     fn product_quantized(&self, isa: Isa, arith: Arith, q: &[Q8K], m: usize, out: &mut [f32]) {
         let nb = self.k / QK_K;
         #[cfg(target_arch = "x86_64")]
-        if arith == Arith::Tiled && matches!(isa, Isa::Avx512 | Isa::Avx2) {
+        if arith == Arith::Tiled && matches!(isa, Isa::Avx512Vnni | Isa::Avx2) {
             self.matmul_banded(isa, q, m, out);
             return;
         }
@@ -1232,7 +1209,7 @@ impl KWeight {
             }
             let w = |jj: usize| &rows[jj * row_bytes..(jj + 1) * row_bytes];
             let v = |jj: usize| &vals[jj * nb * QK_K..(jj + 1) * nb * QK_K];
-            // SAFETY: `isa` is the CPU's (`Isa::Avx512` or `Isa::Avx2`, see the caller).
+            // SAFETY: `isa` is the CPU's (`Isa::Avx512Vnni` or `Isa::Avx2`, see the caller).
             unsafe {
                 if isa == Isa::Avx2 {
                     tiles::<AVX2_BANDED_WEIGHT_ROWS, 1>(
@@ -1251,8 +1228,8 @@ impl KWeight {
     fn dot(&self, isa: Isa, arith: Arith, w: &[u8], ys: &[&[Q8K]], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         match isa {
-            Isa::Avx512 if arith == Arith::Lanes => {
-                // SAFETY: `Isa::Avx512` only when the CPU has AVX-512 F/BW/VL/VNNI and FMA.
+            Isa::Avx512Vnni if arith == Arith::Lanes => {
+                // SAFETY: `Isa::Avx512Vnni` only when the CPU has AVX-512 F/BW/VL/VNNI and FMA.
                 unsafe {
                     match self.kind {
                         KKind::Q4K => avx512::q4k(w, ys, out),
@@ -1434,7 +1411,7 @@ mod tests {
                 println!("this CPU lacks AVX2 + FMA: the AVX2 kernels are NOT tested here");
             }
             if crate::cpu::vnni_in_cpu() && crate::cpu::has_avx512() {
-                isas.push(Isa::Avx512);
+                isas.push(Isa::Avx512Vnni);
             } else {
                 println!("this CPU lacks AVX-512 VNNI: those kernels are NOT tested here");
             }
