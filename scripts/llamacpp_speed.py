@@ -11,7 +11,8 @@ fixes it. The script also asks Linux for the tile state (arch_prctl), as ggml do
     python scripts/llamacpp_speed.py MODEL.gguf OUT.json [--load N]   # needs llama-cpp-python
 
 PROMPT_TOKENS=N (default 512) sets the prompt's length (the window grows to fit it);
-`quire bench llm --prompt-tokens N --peer PYTHON` passes its own.
+GEN_DEPTH=N (default 16) the prompt tokens before the 128 generated ones;
+`quire bench llm --prompt-tokens N --gen-depth N --peer PYTHON` passes its own.
 
 --load N measures beside N busy processes (`yes > /dev/null`), stopped at the end, as
 `quire bench llm --load N` does (which, given --peer, runs this script under its own
@@ -61,21 +62,27 @@ atexit.register(_stop_busy)
 prompt_tokens = int(os.environ.get("PROMPT_TOKENS", "512"))
 if not 16 <= prompt_tokens <= 32768:
     sys.exit("PROMPT_TOKENS: 16 to 32768")
-llm = Llama(model_path=path, n_ctx=max(2048, prompt_tokens + 256), n_threads=2, n_threads_batch=2,
+gen_depth = int(os.environ.get("GEN_DEPTH", "16"))
+if not 1 <= gen_depth <= 32768:
+    sys.exit("GEN_DEPTH: 1 to 32768")
+llm = Llama(model_path=path, n_ctx=max(2048, prompt_tokens + 256, gen_depth + 256), n_threads=2, n_threads_batch=2,
             n_batch=512, verbose=False)
 text = pathlib.Path("/usr/share/common-licenses/GPL-3").read_text()
 ids = llm.tokenize(text.encode(), add_bos=False)
-while len(ids) < prompt_tokens:
+while len(ids) < max(prompt_tokens, gen_depth):
     ids = ids + ids
+gen_ids = ids[:gen_depth]
 ids = ids[:prompt_tokens]
 pp, tg = [], []
 for _ in range(3):
     llm.reset()
     t = time.perf_counter(); llm.eval(ids); pp.append(len(ids) / (time.perf_counter() - t))
     llm.reset()
-    llm.eval(ids[:16])
+    # The prompt but its last token, then generation from that token: 128 passes, each
+    # attending to everything before it.
+    llm.eval(gen_ids[:-1])
     t = time.perf_counter(); n = 0
-    for tok in llm.generate(ids[:16], top_k=1, temp=0.0, repeat_penalty=1.0, reset=False):
+    for tok in llm.generate(gen_ids[-1:], top_k=1, temp=0.0, repeat_penalty=1.0, reset=False):
         n += 1
         if n >= 128:
             break
@@ -83,7 +90,7 @@ for _ in range(3):
 res = {"model_file": pathlib.Path(path).name, "threads": 2, "prompt_tokens": len(ids), "busy": load,
        "extra_bufts": os.environ.get("EXTRA") == "1",
        "prompt_tokens_per_s_median": round(statistics.median(pp), 1),
-       "gen_tokens": 128, "gen_tokens_per_s_median": round(statistics.median(tg), 1),
+       "gen_tokens": 128, "gen_depth": len(gen_ids), "gen_tokens_per_s_median": round(statistics.median(tg), 1),
        "runs": {"pp": [round(x, 1) for x in pp], "tg": [round(x, 1) for x in tg]},
        "engine": "llama.cpp via llama-cpp-python " + __import__("llama_cpp").__version__}
 pathlib.Path(out).write_text(json.dumps(res, indent=1)); print(json.dumps(res))

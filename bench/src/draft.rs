@@ -193,7 +193,7 @@ pub fn draft_bench(
         Some(py) => {
             progress("llama.cpp on the same model ...");
             let path = quire::models::find(&opts.model)?;
-            Some(crate::llm::run_peer(py, &path, 512)?.1)
+            Some(crate::llm::run_peer(py, &path, 512, 16)?.1)
         }
         None => None,
     };

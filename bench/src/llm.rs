@@ -22,6 +22,10 @@ pub struct BenchOptions {
     pub prompt_tokens: usize,
     /// Tokens generated in the generation run.
     pub gen_tokens: usize,
+    /// Tokens of prompt before the generation run (16: a short prompt; a summary's
+    /// leaf or a long answer's prompt generates thousands of tokens deep, where each
+    /// token attends to every one before it).
+    pub gen_depth: usize,
     /// Runs per figure; the median is reported.
     pub runs: usize,
     /// llama.cpp's `speed.json` for the same file, when known.
@@ -39,6 +43,7 @@ impl Default for BenchOptions {
         Self {
             prompt_tokens: 512,
             gen_tokens: 128,
+            gen_depth: 16,
             runs: 3,
             reference: None,
             load: LoadOptions::default(),
@@ -57,6 +62,8 @@ pub struct LlmBench {
     pub load_secs: f64,
     pub prompt_tokens: usize,
     pub gen_tokens: usize,
+    /// Prompt tokens before the generated ones.
+    pub gen_depth: usize,
     pub runs: usize,
     /// Median prompt-processing speed, tokens/s.
     pub pp_tok_s: f64,
@@ -134,14 +141,15 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
     llm.timed_run(&warm, 4, false)?;
 
     let ids = prompt_ids(&llm, opts.prompt_tokens)?;
+    let gen_ids = prompt_ids(&llm, opts.gen_depth.max(1))?;
     let speeds = || -> Result<(f64, f64)> {
         let mut pp = Vec::new();
         let mut gen = Vec::new();
         for _ in 0..runs {
             let (p, _, _) = llm.timed_run(&ids, 0, false)?;
             pp.push(ids.len() as f64 / p);
-            // Generation from a short prompt, exactly gen_tokens tokens.
-            let (_, g, _) = llm.timed_run(&ids[..ids.len().min(16)], opts.gen_tokens, false)?;
+            // Generation after `gen_depth` prompt tokens, exactly gen_tokens tokens.
+            let (_, g, _) = llm.timed_run(&gen_ids, opts.gen_tokens, false)?;
             gen.push(opts.gen_tokens as f64 / g);
         }
         Ok((median(pp), median(gen)))
@@ -150,7 +158,7 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
         match &opts.peer {
             Some(py) => {
                 eprintln!("llama.cpp ({what}) ...");
-                run_peer(py, path, opts.prompt_tokens).map(|r| Some((r.0, r.1)))
+                run_peer(py, path, opts.prompt_tokens, opts.gen_depth).map(|r| Some((r.0, r.1)))
             }
             None => Ok(None),
         }
@@ -221,6 +229,7 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
         load_secs,
         prompt_tokens: ids.len(),
         gen_tokens: opts.gen_tokens,
+        gen_depth: gen_ids.len(),
         runs,
         pp_tok_s,
         gen_tok_s,
@@ -246,14 +255,22 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
 }
 
 /// llama.cpp's (prompt, generation) tokens/s on `model` by `scripts/llamacpp_speed.py`
-/// in `python` (which has llama-cpp-python), with a prompt of `prompt_tokens`, under
-/// whatever load runs now.
-pub fn run_peer(python: &Path, model: &Path, prompt_tokens: usize) -> Result<(f64, f64)> {
+/// in `python` (which has llama-cpp-python), with a prompt of `prompt_tokens` and
+/// generation after `gen_depth` prompt tokens, under whatever load runs now.
+pub fn run_peer(
+    python: &Path,
+    model: &Path,
+    prompt_tokens: usize,
+    gen_depth: usize,
+) -> Result<(f64, f64)> {
     let v = crate::load::run_peer_script_with(
         python,
         "llamacpp_speed.py",
         &[model],
-        &[("PROMPT_TOKENS", prompt_tokens.to_string())],
+        &[
+            ("PROMPT_TOKENS", prompt_tokens.to_string()),
+            ("GEN_DEPTH", gen_depth.to_string()),
+        ],
         "llama-cpp-python",
     )?;
     match (
@@ -289,7 +306,14 @@ impl std::fmt::Display for LlmBench {
         writeln!(
             f,
             "{:<28} {:>10.1} {:>10} {:>7}",
-            format!("generate {} tok (tok/s)", self.gen_tokens),
+            if self.gen_depth > 16 {
+                format!(
+                    "generate {} tok after {} (tok/s)",
+                    self.gen_tokens, self.gen_depth
+                )
+            } else {
+                format!("generate {} tok (tok/s)", self.gen_tokens)
+            },
             self.gen_tok_s,
             opt(self.llamacpp_gen_tok_s, 1),
             opt(self.gen_ratio, 2)

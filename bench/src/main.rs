@@ -110,6 +110,10 @@ enum BenchCmd {
         /// many keys: a whole document, a summary's leaf).
         #[arg(long, default_value_t = 512)]
         prompt_tokens: usize,
+        /// Prompt tokens before the generation run (its tokens attend to them all: a
+        /// summary's leaf generates ~2,800 deep).
+        #[arg(long, default_value_t = 16)]
+        gen_depth: usize,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -538,6 +542,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             load,
             peer,
             prompt_tokens,
+            gen_depth,
             json,
         } => llm(
             model,
@@ -545,7 +550,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             requantize,
             device.parse()?,
             (load, peer),
-            prompt_tokens,
+            (prompt_tokens, gen_depth),
             json,
         ),
         BenchCmd::Matmul {
@@ -1104,7 +1109,7 @@ fn llm(
     requantize: bool,
     device: quire::llm::DeviceChoice,
     (busy, peer): (usize, Option<PathBuf>),
-    prompt_tokens: usize,
+    (prompt_tokens, gen_depth): (usize, usize),
     json: bool,
 ) -> anyhow::Result<()> {
     let path = match model {
@@ -1114,8 +1119,12 @@ fn llm(
     if prompt_tokens < 16 {
         anyhow::bail!("--prompt-tokens: at least 16 (generation starts from 16 of them)");
     }
+    if gen_depth == 0 {
+        anyhow::bail!("--gen-depth: at least 1 prompt token before generation");
+    }
     let opts = quire_bench::llm::BenchOptions {
         prompt_tokens,
+        gen_depth,
         reference,
         load: quire::llm::LoadOptions {
             requantize,
