@@ -30,6 +30,14 @@ pub struct Measured {
     /// those figures said 22.5 s for the 1.5B on a Zen 3 that answers in 10–12 s).
     pub avx512_vnni: Rates,
     pub avx2: Rates,
+    /// Tokens its median compact answer generates over the corpus questions: the same
+    /// answers on every machine (the kernels give the same bits), and what sets a
+    /// model's time apart beside its rates: the 1.5B writes 103 where the 0.5B writes
+    /// 41, and one length for all (67) had predicted the 1.5B 13% fast on Zen 4
+    /// (6.1 s against 7.05 s measured) and the 0.5B 9% slow. Gemma 3 270M (a base
+    /// model) and SmolLM2 run to the 256-token cap: predicted 1.05 s and 1.03 s with
+    /// 67, they answered in 2.92 s and 2.25 s.
+    pub answer_tokens: f64,
 }
 
 impl Measured {
@@ -52,7 +60,8 @@ const fn rates(prompt_tok_s: f64, gen_tok_s: f64) -> Rates {
 
 /// The measured models: quality by `quire-bench answer --model M --modes compact`
 /// over `../shared/corpus/questions.jsonl` (24 questions, 4 sources, 256 tokens at
-/// most; README "Models"); speed by `target/release/quire-bench llm --model M` on a
+/// most; README "Models"); answer length by the same command over its 23 questions
+/// but A14 (a whole-document read; 2-core AMD EPYC Zen 4, 2026-12-05); speed by `target/release/quire-bench llm --model M` on a
 /// 2-core Intel Xeon with AVX-512 VNNI (2026-11-29, README "Models") and on a 2-core
 /// AMD EPYC Zen 3 with AVX2 only (2026-12-05).
 pub const QUALITY: &[Measured] = &[
@@ -61,24 +70,28 @@ pub const QUALITY: &[Measured] = &[
         quality: 0.62,
         avx512_vnni: rates(121.1, 16.5),
         avx2: rates(108.6, 22.2),
+        answer_tokens: 103.0,
     },
     Measured {
         file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         quality: 0.38,
         avx512_vnni: rates(229.6, 35.6),
         avx2: rates(182.4, 41.7),
+        answer_tokens: 41.0,
     },
     Measured {
         file: "gemma-3-270m-q4_k_m.gguf",
         quality: 0.33,
         avx512_vnni: rates(746.9, 51.5),
         avx2: rates(480.1, 64.4),
+        answer_tokens: 256.0,
     },
     Measured {
         file: "SmolLM2-135M-Instruct.Q4_1.gguf",
         quality: 0.08,
         avx512_vnni: rates(599.2, 215.2),
         avx2: rates(338.5, 112.9),
+        answer_tokens: 256.0,
     },
 ];
 

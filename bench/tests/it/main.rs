@@ -7,6 +7,7 @@ mod util;
 mod answer;
 mod ingest;
 mod library;
+mod llm;
 mod matmul;
 mod memory;
 mod retrieval;
