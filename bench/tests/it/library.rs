@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+use crate::util::json_out;
+
 #[test]
 fn library_bench_indexes_a_small_library_and_reports_sane_figures() {
     let dir = tempfile::tempdir().unwrap();
@@ -21,12 +23,7 @@ fn library_bench_indexes_a_small_library_and_reports_sane_figures() {
         .arg(&pdfs)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_out(&out);
     assert_eq!(v["docs"], 5, "{v}");
     assert_eq!(v["generated"], 5, "{v}");
     assert!(!v["cpu"].as_str().unwrap().is_empty(), "{v}");

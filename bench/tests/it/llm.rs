@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::util::{default_llm, repo};
+use crate::util::{default_llm, json_out, repo};
 
 fn bench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_quire-bench"))
@@ -30,12 +30,7 @@ fn llm_bench_generates_at_the_depth_asked_beside_llama_cpp() {
         peer,
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_out(&out);
     assert_eq!(v["prompt_tokens"], 32, "{v}");
     assert_eq!(v["gen_depth"], 300, "{v}");
     assert_eq!(v["gen_tokens"], 128, "{v}");

@@ -5,6 +5,8 @@
 
 use std::process::Command;
 
+use crate::util::json_out;
+
 fn bench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_quire-bench"))
         .arg("matmul")
@@ -26,12 +28,7 @@ fn matmul_bench_times_every_shape_and_names_what_it_leaves_out() {
         "1",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_out(&out);
     let shapes = v["shapes"].as_array().unwrap();
     // 256:768: three shapes for every type; 384:512: only the 384 × 512 product has
     // whole K-quant blocks (k = 512), all three have Q8_0's.

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::util;
+use crate::util::{self, json_out};
 
 #[test]
 fn memory_bench_fills_opens_and_searches_a_small_library() {
@@ -24,12 +24,7 @@ fn memory_bench_fills_opens_and_searches_a_small_library() {
         .current_dir(util::repo())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_out(&out);
     let fill = &v["fill"];
     assert_eq!(fill["chunks"], 2000, "{v}");
     assert_eq!(fill["documents"], 10, "200 chunks to a document: {v}");

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::util;
+use crate::util::{self, json_out};
 
 #[test]
 fn tables_bench_reports_rows_and_cells_per_half() {
@@ -40,12 +40,7 @@ fn tables_bench_reports_rows_and_cells_per_half() {
         .current_dir(util::repo())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_out(&out);
     assert_eq!(v["documents"], 2, "{v}");
     let figs = v["figures"].as_array().unwrap();
     let halves: Vec<&str> = figs.iter().map(|f| f["split"].as_str().unwrap()).collect();

@@ -25,3 +25,14 @@ pub fn default_llm() -> PathBuf {
 pub fn default_embedder() -> PathBuf {
     quire::models::default_embedder().expect("embedding model missing: run `make models`")
 }
+
+/// The JSON a benchmark printed, after asserting that it succeeded (its stderr shown
+/// when not).
+pub fn json_out(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
