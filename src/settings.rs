@@ -111,10 +111,10 @@ pub struct Settings {
     /// Whether the server's model is a chat model (`/v1/chat/completions`, the
     /// server applies its chat template) or a completion one (`/v1/completions`).
     pub llm_server_chat: bool,
-    /// Speculative decoding of greedy answers on the local model: `auto` (a smaller
-    /// installed GGUF of the same vocabulary drafts, when there is one; otherwise
-    /// none), `off`, `lookup` (prompt lookup, no draft model), or the file name (or
-    /// path) of the GGUF that drafts. The answer is the same either way, token for
+    /// Speculative decoding of greedy answers on the local model: `auto` (prompt
+    /// lookup, and where it has no proposal a smaller installed GGUF of the same
+    /// vocabulary, when there is one), `off`, `lookup` (prompt lookup, no draft
+    /// model), or the file name (or path) of the GGUF that drafts. The answer is the same either way, token for
     /// token; only its speed changes.
     pub draft: String,
     /// Keep the index in this PostgreSQL database (`postgres://…`, with pgvector),

@@ -61,10 +61,12 @@ impl Engine {
 }
 
 impl Engine {
-    /// Give `llm` the draft the `draft` setting names: `off`; `lookup`; `auto`, a
-    /// smaller installed model of the same vocabulary if there is one (and the model
-    /// runs on the own kernels), none otherwise; or a model file, which must fit.
+    /// Give `llm` the draft the `draft` setting names: `off`; `lookup`; `auto`, prompt
+    /// lookup, then a smaller installed model of the same vocabulary where lookup has
+    /// no proposal (if there is one, and the model runs on the own kernels); or a
+    /// model file, which must fit.
     fn set_draft(&self, llm: &GgufLlm, draft: &str) -> Result<()> {
+        let auto = draft.trim() == "auto";
         let path = match draft.trim() {
             "off" => return Ok(()),
             "lookup" => return llm.set_draft(Some(Drafter::Lookup)),
@@ -72,16 +74,24 @@ impl Engine {
                 let files = crate::models::gguf_files();
                 match speculative::find_draft(llm.path(), llm.tokenizer(), &files) {
                     Some(p) => p,
-                    None => return Ok(()),
+                    None => {
+                        // (Not on a GPU, say: auto then decodes plainly, silently.)
+                        llm.set_draft(Some(Drafter::Lookup)).ok();
+                        return Ok(());
+                    }
                 }
             }
             name => crate::models::find(name)?,
         };
         let d = Arc::new(GgufLlm::load_with(&path, &self.llm_load_options()?)?);
-        match llm.set_draft(Some(Drafter::Model(d))) {
-            // Auto drafts where it can (not on a GPU, say) and says nothing otherwise.
-            Err(_) if draft.trim() == "auto" => Ok(()),
-            r => r,
+        if !auto {
+            return llm.set_draft(Some(Drafter::Model(d)));
         }
+        // Auto drafts with the model where it can (not on a GPU, say), by prompt
+        // lookup otherwise, and says nothing.
+        if llm.set_draft(Some(Drafter::LookupThenModel(d))).is_err() {
+            llm.set_draft(Some(Drafter::Lookup)).ok();
+        }
+        Ok(())
     }
 }

@@ -16,7 +16,7 @@ use super::device::{Chosen, DeviceChoice};
 use super::gguf::GgufFile;
 use super::runtime::candle::CandleLlama;
 use super::runtime::llama::{Llama, SeqCache};
-use super::speculative;
+use super::speculative::{self, Source};
 use super::tokenizer::{Tokenizer, Utf8Stream};
 use super::{BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
 use crate::{Error, Result};
@@ -117,8 +117,9 @@ pub struct GgufLlm {
     state: Mutex<State>,
     /// What proposes tokens for greedy decoding to verify ([`speculative`]).
     draft: std::sync::RwLock<Option<Drafter>>,
-    /// How many tokens the draft proposes each pass, learnt across completions.
-    lengths: Mutex<speculative::Adaptive>,
+    /// How many tokens each draft proposes a pass, learnt across completions: prompt
+    /// lookup's, then a draft model's.
+    lengths: Mutex<[speculative::Adaptive; 2]>,
 }
 
 /// A draft for speculative decoding.
@@ -128,6 +129,8 @@ pub enum Drafter {
     Model(Arc<GgufLlm>),
     /// Tokens that followed the last few earlier in the prompt or the answer.
     Lookup,
+    /// Prompt lookup where it has a proposal, else the smaller model.
+    LookupThenModel(Arc<GgufLlm>),
 }
 
 impl std::fmt::Debug for GgufLlm {
@@ -204,7 +207,9 @@ impl GgufLlm {
                 cached: Vec::new(),
             }),
             draft: std::sync::RwLock::new(None),
-            lengths: Mutex::new(speculative::Adaptive::new(speculative::DRAFT_TOKENS)),
+            lengths: Mutex::new(std::array::from_fn(|_| {
+                speculative::Adaptive::new(speculative::DRAFT_TOKENS)
+            })),
         })
     }
 
@@ -267,7 +272,13 @@ impl GgufLlm {
     /// A draft model must share this model's vocabulary, token for token, and run on
     /// the own kernels as this one must.
     pub fn set_draft(&self, draft: Option<Drafter>) -> Result<()> {
-        if let Some(Drafter::Model(d)) = &draft {
+        if draft.is_some() && !matches!(self.lock()?.net, Net::Llama(_)) {
+            return Err(Error::Invalid(format!(
+                "{} cannot decode speculatively: it does not run on the own kernels",
+                file_name(&self.path)
+            )));
+        }
+        if let Some(Drafter::Model(d) | Drafter::LookupThenModel(d)) = &draft {
             self.check_draft(d)?;
         }
         *self.draft.write().unwrap_or_else(|e| e.into_inner()) = draft;
@@ -279,7 +290,7 @@ impl GgufLlm {
     /// model has measured ([`speculative::Adaptive::new`], what [`Self::set_draft`]
     /// starts from), or always the most ([`speculative::Adaptive::fixed`]).
     pub fn set_draft_lengths(&self, lengths: speculative::Adaptive) {
-        *self.lengths.lock().unwrap_or_else(|e| e.into_inner()) = lengths;
+        *self.lengths.lock().unwrap_or_else(|e| e.into_inner()) = [lengths.clone(), lengths];
     }
 
     /// Why `d` cannot draft for this model, if it cannot.
@@ -527,17 +538,33 @@ impl GgufLlm {
                 };
                 let mut choose = |l: Tensor| dec.step(l, sink);
                 let lookup = speculative::PromptLookup;
-                let draft: &dyn speculative::Draft = match &drafter {
-                    Drafter::Model(m) => m.as_ref(),
-                    Drafter::Lookup => &lookup,
-                };
                 let mut lengths = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
-                draft_stats = Some(speculative::decode(
+                let [by_lookup, by_model] = &mut *lengths;
+                let mut sources = match &drafter {
+                    Drafter::Model(m) => vec![Source {
+                        draft: m.as_ref(),
+                        lengths: by_model,
+                    }],
+                    Drafter::Lookup => vec![Source {
+                        draft: &lookup,
+                        lengths: by_lookup,
+                    }],
+                    Drafter::LookupThenModel(m) => vec![
+                        Source {
+                            draft: &lookup,
+                            lengths: by_lookup,
+                        },
+                        Source {
+                            draft: m.as_ref(),
+                            lengths: by_model,
+                        },
+                    ],
+                };
+                draft_stats = Some(speculative::decode_from(
                     &mut target,
-                    draft,
+                    &mut sources,
                     tokens.clone(),
                     first,
-                    &mut lengths,
                     &mut choose,
                     cancel,
                 )?);

@@ -385,6 +385,12 @@ impl Adaptive {
     }
 }
 
+/// One way of drafting, with what it has measured (how many tokens to draft).
+pub struct Source<'a> {
+    pub draft: &'a dyn Draft,
+    pub lengths: &'a mut Adaptive,
+}
+
 /// Decode from `first` (the token the target chose after `seq`) until `choose` says
 /// the completion is over: `choose` is the decoder, given the logits after each
 /// token in turn, returning the next token or `None` at the end. `seq` is the
@@ -394,46 +400,95 @@ impl Adaptive {
 pub fn decode(
     target: &mut dyn Target,
     draft: &dyn Draft,
-    mut seq: Vec<u32>,
+    seq: Vec<u32>,
     first: u32,
     lengths: &mut Adaptive,
     choose: &mut dyn FnMut(Tensor) -> Result<Option<u32>>,
     cancel: &Cancel,
 ) -> Result<DraftStats> {
+    decode_from(
+        target,
+        &mut [Source { draft, lengths }],
+        seq,
+        first,
+        choose,
+        cancel,
+    )
+}
+
+/// [`decode`] with several drafts, tried in order before each pass: a free one
+/// (prompt lookup) drafts when it has a proposal, else the next one does (a model),
+/// each choosing its own lengths from what it has measured; every pass's seconds
+/// count for all of them (the pass is the target's, whoever drafted). With none
+/// proposing, the pass is plain.
+pub fn decode_from(
+    target: &mut dyn Target,
+    sources: &mut [Source<'_>],
+    mut seq: Vec<u32>,
+    first: u32,
+    choose: &mut dyn FnMut(Tensor) -> Result<Option<u32>>,
+    cancel: &Cancel,
+) -> Result<DraftStats> {
+    assert!(!sources.is_empty(), "decode needs a draft");
+    let max = sources.iter().map(|s| s.lengths.max()).max().unwrap_or(0);
     let mut stats = DraftStats {
-        by: draft.name(),
-        passes: vec![0; lengths.max() + 1],
-        pass_secs: vec![0.0; lengths.max() + 1],
+        by: sources
+            .iter()
+            .map(|s| s.draft.name())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        passes: vec![0; max + 1],
+        pass_secs: vec![0.0; max + 1],
         ..DraftStats::default()
     };
-    let free = draft.free();
     let mut next = first;
     let emitted = |s: &DraftStats| s.steps + s.accepted;
     loop {
         cancel.check()?;
         seq.push(next);
+        // Which draft: the first free one with a proposal (asked for the most, so
+        // that the proposals beyond the length chosen are scored too), else the
+        // first that is not free, else the first.
+        let mut pick = None;
+        for (i, s) in sources.iter().enumerate() {
+            if s.draft.free() {
+                let t0 = Instant::now();
+                let p = s.draft.propose(&seq, s.lengths.max(), cancel)?;
+                if !p.is_empty() {
+                    pick = Some((i, Some((p, t0.elapsed().as_secs_f64()))));
+                    break;
+                }
+            } else {
+                pick = Some((i, None));
+                break;
+            }
+        }
+        let (at, free_proposal) = pick.unwrap_or((0, None));
+        let src = &mut sources[at];
+        let free = src.draft.free();
+        let lengths = &mut *src.lengths;
         let mut want = lengths.length(free);
         // (Asked only before a proposal: a plain step needs no lock on the draft.)
         let lag = if free || want == 0 {
             0
         } else {
-            draft.lag(&seq)
+            src.draft.lag(&seq)
         };
         // A model draft far behind (the prompt at the start, plain steps since) first
         // runs what it missed: only where drafting will pay for that.
         if want > 0 && !lengths.worth_catching_up(lag, emitted(&stats)) {
             want = 0;
         }
-        // A free draft is asked for the most, so that the proposals beyond `want`
-        // are scored too.
         let ask = if free { lengths.max() } else { want };
-        let t0 = Instant::now();
-        let mut proposal = if ask == 0 {
-            Vec::new()
-        } else {
-            draft.propose(&seq, ask, cancel)?
+        let (mut proposal, secs) = match free_proposal {
+            Some(p) => p,
+            None if ask == 0 || free => (Vec::new(), 0.0),
+            None => {
+                let t0 = Instant::now();
+                let p = src.draft.propose(&seq, ask, cancel)?;
+                (p, t0.elapsed().as_secs_f64())
+            }
         };
-        let secs = t0.elapsed().as_secs_f64();
         if lag <= STEADY_LAG {
             lengths.proposed(proposal.len(), secs);
         } else if lag >= MEASURED_LAG && ask > 0 {
@@ -447,7 +502,10 @@ pub fn decode(
         let t1 = Instant::now();
         let rows = target.verify(&run)?;
         let secs = t1.elapsed().as_secs_f64();
-        lengths.passed(run.len(), secs);
+        for s in sources.iter_mut() {
+            s.lengths.passed(run.len(), secs);
+        }
+        let lengths = &mut *sources[at].lengths;
         stats.passes[run.len() - 1] += 1;
         stats.pass_secs[run.len() - 1] += secs;
         stats.steps += 1;
@@ -489,7 +547,9 @@ pub fn decode(
         match chosen {
             Some(t) => next = t,
             None => {
-                lengths.completed(emitted(&stats));
+                for s in sources.iter_mut() {
+                    s.lengths.completed(emitted(&stats));
+                }
                 return Ok(stats);
             }
         }
@@ -691,6 +751,16 @@ mod tests {
         lengths: &mut Adaptive,
         n: usize,
     ) -> (Vec<u32>, DraftStats) {
+        drafted_from(target, prompt, &mut [Source { draft, lengths }], n)
+    }
+
+    /// Greedy decoding of `n` tokens after the target's prompt, drafted by `sources`.
+    fn drafted_from(
+        target: &mut Rule,
+        prompt: &[u32],
+        sources: &mut [Source<'_>],
+        n: usize,
+    ) -> (Vec<u32>, DraftStats) {
         let first = rule(prompt);
         let mut out = vec![first];
         let mut choose = |l: Tensor| -> Result<Option<u32>> {
@@ -701,12 +771,11 @@ mod tests {
             out.push(t);
             Ok(Some(t))
         };
-        let stats = decode(
+        let stats = decode_from(
             target,
-            draft,
+            sources,
             prompt.to_vec(),
             first,
-            lengths,
             &mut choose,
             &Cancel::new(),
         )
@@ -752,6 +821,65 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A free draft with proposals (the rule's tokens) only after a sequence of even
+    /// length, counting the passes it proposed for.
+    struct EvenOnly {
+        proposed: std::cell::Cell<usize>,
+    }
+
+    impl Draft for EvenOnly {
+        fn propose(&self, seq: &[u32], k: usize, _: &Cancel) -> Result<Vec<u32>> {
+            if !seq.len().is_multiple_of(2) {
+                return Ok(Vec::new());
+            }
+            self.proposed.set(self.proposed.get() + 1);
+            Ok(plain(seq, k))
+        }
+        fn name(&self) -> String {
+            "even".into()
+        }
+        fn free(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_free_draft_with_a_proposal_drafts_and_the_next_one_only_without() {
+        let prompt = vec![3u32, 1, 4, 1, 5, 9, 2, 6];
+        let n = 60;
+        let mut target = Rule::new(&prompt);
+        let even = EvenOnly {
+            proposed: Default::default(),
+        };
+        let oracle = Oracle {
+            wrong: 3,
+            calls: Default::default(),
+        };
+        let (mut a, mut b) = (Adaptive::fixed(3), Adaptive::fixed(2));
+        let sources = &mut [
+            Source {
+                draft: &even,
+                lengths: &mut a,
+            },
+            Source {
+                draft: &oracle,
+                lengths: &mut b,
+            },
+        ];
+        let (out, stats) = drafted_from(&mut target, &prompt, sources, n);
+        assert_eq!(out, plain(&prompt, n));
+        assert_eq!(stats.by, "even + oracle");
+        assert_eq!(stats.steps, target.passes);
+        // Every pass drafted: by the free draft where it had a proposal, else by the
+        // oracle, two proposals (its length) a pass.
+        let by_even = even.proposed.get();
+        let by_oracle = stats.steps - by_even;
+        assert!(by_even > 0 && by_oracle > 0, "{stats:?}");
+        assert_eq!(oracle.calls.get(), 2 * by_oracle, "{stats:?}");
+        assert_eq!(stats.plain_steps, 0, "{stats:?}");
+        assert!(stats.accepted > 0, "{stats:?}");
     }
 
     /// A policy that has measured passes costing `cost(rows)` and proposals taken

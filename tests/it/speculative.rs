@@ -77,9 +77,12 @@ fn a_drafted_completion_is_the_plain_one() {
     let smol = GgufLlm::load_with(util::smollm2(), &LoadOptions::default()).expect("load");
     let smol_draft =
         Arc::new(GgufLlm::load_with(util::smollm2(), &LoadOptions::default()).expect("load"));
+    // And SmolLM2 drafted by prompt lookup where it has a proposal, else by the copy
+    // (what `auto` gives a model with a smaller one of its vocabulary installed).
     for (llm, draft) in [
         (&qwen, Drafter::Lookup),
-        (&smol, Drafter::Model(smol_draft)),
+        (&smol, Drafter::Model(smol_draft.clone())),
+        (&smol, Drafter::LookupThenModel(smol_draft)),
     ] {
         let plain = complete(llm, 160);
         assert!(plain.draft.is_none());
@@ -105,6 +108,9 @@ fn a_drafted_completion_is_the_plain_one() {
         assert_eq!(drafted.output_tokens, plain.output_tokens);
         assert_eq!(drafted.stop, plain.stop);
         let s = drafted.draft.expect("drafting ran");
+        if let Drafter::LookupThenModel(_) = draft {
+            assert_eq!(s.by, "prompt lookup + SmolLM2-135M-Instruct.Q4_1.gguf");
+        }
         assert!(s.accepted > 0, "{s:?}");
         assert!(s.steps < plain.output_tokens, "{s:?}");
         assert!(s.tokens_per_step() > 1.0, "{s:?}");

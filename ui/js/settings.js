@@ -35,7 +35,7 @@ async function openSettings() {
   }
   const draftSel = clear(form.elements.draft);
   draftSel.append(
-    el("option", { value: "auto" }, "auto: a smaller installed model of the same vocabulary, if any"),
+    el("option", { value: "auto" }, "auto: prompt lookup, then a smaller installed model of the same vocabulary, if any"),
     el("option", { value: "off" }, "off"),
     el("option", { value: "lookup" }, "prompt lookup (no draft model)"));
   for (const m of s.models || []) {
