@@ -71,14 +71,15 @@ impl Engine {
             "off" => return Ok(()),
             "lookup" => return llm.set_draft(Some(Drafter::Lookup)),
             "auto" => {
+                // Not on the own kernels (a GPU, say): auto decodes plainly, silently,
+                // and loads no draft model.
+                if llm.set_draft(Some(Drafter::Lookup)).is_err() {
+                    return Ok(());
+                }
                 let files = crate::models::gguf_files();
                 match speculative::find_draft(llm.path(), llm.tokenizer(), &files) {
                     Some(p) => p,
-                    None => {
-                        // (Not on a GPU, say: auto then decodes plainly, silently.)
-                        llm.set_draft(Some(Drafter::Lookup)).ok();
-                        return Ok(());
-                    }
+                    None => return Ok(()),
                 }
             }
             name => crate::models::find(name)?,
@@ -87,11 +88,8 @@ impl Engine {
         if !auto {
             return llm.set_draft(Some(Drafter::Model(d)));
         }
-        // Auto drafts with the model where it can (not on a GPU, say), by prompt
-        // lookup otherwise, and says nothing.
-        if llm.set_draft(Some(Drafter::LookupThenModel(d))).is_err() {
-            llm.set_draft(Some(Drafter::Lookup)).ok();
-        }
+        // Where the model cannot draft, prompt lookup (set above) stays.
+        llm.set_draft(Some(Drafter::LookupThenModel(d))).ok();
         Ok(())
     }
 }

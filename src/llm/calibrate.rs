@@ -92,10 +92,7 @@ pub struct Calibration {
 impl Calibration {
     /// The predicted median seconds of a compact answer.
     pub fn predicted_secs(&self) -> f64 {
-        let name = Path::new(&self.key.path)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = super::model::file_name(Path::new(&self.key.path));
         predict(self.prompt_tok_s, self.gen_tok_s, answer_tokens(&name))
     }
 }

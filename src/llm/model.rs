@@ -305,9 +305,6 @@ impl GgufLlm {
         if !speculative::same_vocabulary(&self.tokenizer, &d.tokenizer) {
             return why("another vocabulary");
         }
-        if !matches!(self.lock()?.net, Net::Llama(_)) {
-            return why("the model does not run on the own kernels");
-        }
         Ok(())
     }
 
@@ -655,7 +652,8 @@ impl speculative::Draft for GgufLlm {
     }
 }
 
-fn file_name(p: &Path) -> String {
+/// The file name of `p` (empty without one).
+pub(super) fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
