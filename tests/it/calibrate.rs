@@ -100,7 +100,9 @@ fn models_are_calibrated_cached_and_chosen_differently_on_a_slow_machine() {
         q05
     };
     assert_eq!(v["choice"]["chosen"], expect, "{v}");
-    if expect == q05 {
+    // (On a machine busy enough that neither fits, the 0.5B may be chosen as the
+    // faster one instead: `chosen_fastest`, checked on the slow machine below.)
+    if p05 <= 6.0 {
         assert_eq!(model(&v, q05)["reason"]["kind"], "chosen", "{v}");
         assert_eq!(
             model(&v, smol)["why"],
