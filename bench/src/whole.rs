@@ -224,6 +224,32 @@ pub fn ask_routed(
     overrides: &AskOverrides,
     cancel: &Cancel,
 ) -> Result<(String, String, f64, usize)> {
+    ask_routed_calls(engine, question, scope, route, overrides, cancel)
+        .map(|(answer, label, secs, calls, _)| (answer, label, secs, calls))
+}
+
+/// What one LLM call of an answer read, wrote and took.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallTiming {
+    pub label: String,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    pub prompt_secs: f64,
+    pub gen_secs: f64,
+    pub secs: f64,
+    /// What the model wrote.
+    pub output: String,
+}
+
+/// [`ask_routed`], with each LLM call's tokens and seconds.
+pub fn ask_routed_calls(
+    engine: &Engine,
+    question: &str,
+    scope: Scope,
+    route: RouteChoice,
+    overrides: &AskOverrides,
+    cancel: &Cancel,
+) -> Result<(String, String, f64, usize, Vec<CallTiming>)> {
     let req = AskRequest {
         question: question.to_string(),
         scope,
@@ -232,9 +258,19 @@ pub fn ask_routed(
         ..Default::default()
     };
     let (mut answer, mut label, mut secs, mut calls) = (String::new(), String::new(), 0.0, 0);
+    let mut timings = Vec::new();
     engine.ask(req, cancel, &mut |ev| {
         match ev {
             AskEvent::Route { route } => label = route.label,
+            AskEvent::StepDone { call } => timings.push(CallTiming {
+                label: call.label,
+                prompt_tokens: call.prompt_tokens,
+                output_tokens: call.output_tokens,
+                prompt_secs: call.prompt_secs,
+                gen_secs: call.gen_secs,
+                secs: call.secs,
+                output: call.output,
+            }),
             AskEvent::Done {
                 answer: a, stats, ..
             } => {
@@ -246,7 +282,7 @@ pub fn ask_routed(
         }
         true
     })?;
-    Ok((answer, label, secs, calls))
+    Ok((answer, label, secs, calls, timings))
 }
 
 /// Every whole-document question over its document, by search then by the route.
@@ -317,6 +353,9 @@ pub struct SummaryTiming {
     pub cached_calls: usize,
     pub first_label: String,
     pub cached_label: String,
+    /// The first time's LLM calls (leaves, then the reduce).
+    #[serde(default)]
+    pub first_steps: Vec<CallTiming>,
 }
 
 impl std::fmt::Display for SummaryTiming {
@@ -335,7 +374,15 @@ impl std::fmt::Display for SummaryTiming {
             f,
             "cached: {:>7.1} s, {:>3} LLM calls  [{}]",
             self.cached_secs, self.cached_calls, self.cached_label
-        )
+        )?;
+        for c in &self.first_steps {
+            writeln!(
+                f,
+                "  {:<48} {:>6} → {:>4} tokens  prompt {:>5.1} s  gen {:>5.1} s  all {:>5.1} s",
+                c.label, c.prompt_tokens, c.output_tokens, c.prompt_secs, c.gen_secs, c.secs
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -370,7 +417,7 @@ pub fn summary_timing(
             .sum(),
         _ => 0,
     };
-    let first = ask_routed(
+    let first = ask_routed_calls(
         engine,
         question,
         scope.clone(),
@@ -398,5 +445,6 @@ pub fn summary_timing(
         cached_calls: cached.3,
         first_label: first.1,
         cached_label: cached.1,
+        first_steps: first.4,
     })
 }

@@ -345,10 +345,29 @@ impl<'a> AnswerRun<'a> {
         max_tokens: usize,
         f: impl FnOnce(&mut Ctx<'_>) -> Result<T>,
     ) -> Result<T> {
+        self.llm_step_reading(llm, max_tokens, &mut |_| None, f)
+    }
+
+    /// [`Self::llm_step`], with what to send when a step's prompt has been read
+    /// (`on_read(step)`: a batch's prompts, read one by one before its tokens).
+    pub(super) fn llm_step_reading<T>(
+        &mut self,
+        llm: &dyn Llm,
+        max_tokens: usize,
+        on_read: &mut dyn FnMut(usize) -> Option<AskEvent>,
+        f: impl FnOnce(&mut Ctx<'_>) -> Result<T>,
+    ) -> Result<T> {
         let opts = step_options(self.given.plan, self.steps, max_tokens);
         let (send, progress) = (&mut *self.send, &mut *self.progress);
         let mut on_event = |ev: Event| -> Result<bool> {
-            forward(ev, send, progress)?;
+            match ev {
+                Event::Read { step } => {
+                    if let Some(e) = on_read(step) {
+                        send(e)?;
+                    }
+                }
+                ev => forward(ev, send, progress)?,
+            }
             Ok(true)
         };
         let (out, calls) = synth::with_ctx(llm, &opts, self.given.cancel, &mut on_event, f)?;
@@ -949,6 +968,7 @@ fn forward(
                 is_final,
             })
         }
+        Event::Read { .. } => Ok(()),
         Event::StepDone { call } => {
             progress.record.calls.push((*call).clone());
             send(AskEvent::StepDone { call: *call })

@@ -37,9 +37,19 @@ use crate::Result;
 /// Called with each piece of generated text; return `Ok(false)` to stop early.
 pub type TokenSink<'a> = dyn FnMut(&str) -> Result<bool> + 'a;
 
-/// Called with the index of a prompt of a batch and a piece of its generated text;
-/// return `Ok(false)` to stop the whole batch.
-pub type BatchSink<'a> = dyn FnMut(usize, &str) -> Result<bool> + 'a;
+/// What [`Llm::complete_batch`] reports as it goes, each about one prompt of the
+/// batch (its index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchEvent<'a> {
+    /// The prompt has been read: its completion's first token comes next.
+    Read(usize),
+    /// A piece of the prompt's generated text.
+    Text(usize, &'a str),
+}
+
+/// Called with what a batch of completions does; return `Ok(false)` to stop the
+/// whole batch.
+pub type BatchSink<'a> = dyn FnMut(BatchEvent<'_>) -> Result<bool> + 'a;
 
 /// How to generate.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -183,9 +193,21 @@ pub fn complete_each<L: Llm + ?Sized>(
     cancel: &Cancel,
     sink: &mut BatchSink<'_>,
 ) -> Result<Vec<Completion>> {
-    prompts
-        .iter()
-        .enumerate()
-        .map(|(i, p)| llm.complete(p, params, cancel, &mut |s: &str| sink(i, s)))
-        .collect()
+    let mut out = Vec::with_capacity(prompts.len());
+    for (i, p) in prompts.iter().enumerate() {
+        // The prompt is read when its first piece of text comes (or the completion
+        // ends without one).
+        let mut read = false;
+        let c = llm.complete(p, params, cancel, &mut |s: &str| {
+            if !std::mem::replace(&mut read, true) && !sink(BatchEvent::Read(i))? {
+                return Ok(false);
+            }
+            sink(BatchEvent::Text(i, s))
+        })?;
+        if !read {
+            sink(BatchEvent::Read(i))?;
+        }
+        out.push(c);
+    }
+    Ok(out)
 }

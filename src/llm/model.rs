@@ -18,7 +18,7 @@ use super::runtime::candle::CandleLlama;
 use super::runtime::llama::{Llama, SeqCache};
 use super::speculative::{self, Source};
 use super::tokenizer::{Tokenizer, Utf8Stream};
-use super::{BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
+use super::{BatchEvent, BatchSink, Cancel, Completion, GenParams, Llm, StopReason, TokenSink};
 use crate::{Error, Result};
 
 /// How to load a model.
@@ -118,9 +118,12 @@ pub struct GgufLlm {
     /// What proposes tokens for greedy decoding to verify ([`speculative`]).
     draft: std::sync::RwLock<Option<Drafter>>,
     /// How many tokens each draft proposes a pass, learnt across completions: prompt
-    /// lookup's, then a draft model's.
-    lengths: Mutex<[speculative::Adaptive; 2]>,
+    /// lookup's of each suffix length (longest first), then a draft model's.
+    lengths: Mutex<[speculative::Adaptive; DRAFTS]>,
 }
+
+/// The drafts a model learns lengths for: prompt lookup by suffix length, a model.
+const DRAFTS: usize = speculative::LOOKUPS + 1;
 
 /// A draft for speculative decoding.
 #[derive(Clone)]
@@ -290,7 +293,8 @@ impl GgufLlm {
     /// model has measured ([`speculative::Adaptive::new`], what [`Self::set_draft`]
     /// starts from), or always the most ([`speculative::Adaptive::fixed`]).
     pub fn set_draft_lengths(&self, lengths: speculative::Adaptive) {
-        *self.lengths.lock().unwrap_or_else(|e| e.into_inner()) = [lengths.clone(), lengths];
+        *self.lengths.lock().unwrap_or_else(|e| e.into_inner()) =
+            std::array::from_fn(|_| lengths.clone());
     }
 
     /// Why `d` cannot draft for this model, if it cannot.
@@ -534,28 +538,26 @@ impl GgufLlm {
                     device: &self.device,
                 };
                 let mut choose = |l: Tensor| dec.step(l, sink);
-                let lookup = speculative::PromptLookup;
+                let lookups = speculative::PromptLookup::by_length();
                 let mut lengths = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
-                let [by_lookup, by_model] = &mut *lengths;
-                let mut sources = match &drafter {
+                let (by_lookup, by_model) = lengths.split_at_mut(lookups.len());
+                let by_model = &mut by_model[0];
+                let lookup_sources = lookups.iter().zip(by_lookup).map(|(l, lengths)| Source {
+                    draft: l as &dyn speculative::Draft,
+                    lengths,
+                });
+                let mut sources: Vec<Source<'_>> = match &drafter {
                     Drafter::Model(m) => vec![Source {
                         draft: m.as_ref(),
                         lengths: by_model,
                     }],
-                    Drafter::Lookup => vec![Source {
-                        draft: &lookup,
-                        lengths: by_lookup,
-                    }],
-                    Drafter::LookupThenModel(m) => vec![
-                        Source {
-                            draft: &lookup,
-                            lengths: by_lookup,
-                        },
-                        Source {
+                    Drafter::Lookup => lookup_sources.collect(),
+                    Drafter::LookupThenModel(m) => lookup_sources
+                        .chain([Source {
                             draft: m.as_ref(),
                             lengths: by_model,
-                        },
-                    ],
+                        }])
+                        .collect(),
                 };
                 draft_stats = Some(speculative::decode_from(
                     &mut target,
@@ -786,7 +788,7 @@ impl GgufLlm {
         let mut caches: Vec<SeqCache> = Vec::with_capacity(prompts.len());
         let mut logits = Vec::with_capacity(prompts.len());
         let mut prompt_secs = Vec::with_capacity(prompts.len());
-        for t in &tokens {
+        for (i, t) in tokens.iter().enumerate() {
             let t0 = Instant::now();
             let common = reusable_prefix(&st.cached, t);
             let mut cache = m.fork_cache(common);
@@ -807,6 +809,8 @@ impl GgufLlm {
                 &self.device,
             )?));
             prompt_secs.push(t0.elapsed().as_secs_f64());
+            // Stopping is the cancel's to say (checked before the next chunk).
+            sink(BatchEvent::Read(i))?;
         }
         // Generation: every step feeds the unfinished sequences together.
         let t1 = Instant::now();
@@ -820,7 +824,7 @@ impl GgufLlm {
             let mut feed: Vec<(usize, u32)> = Vec::new();
             for (i, dec) in decs.iter_mut().enumerate() {
                 let Some(l) = logits[i].take() else { continue };
-                match dec.step(l, &mut |s: &str| sink(i, s))? {
+                match dec.step(l, &mut |s: &str| sink(BatchEvent::Text(i, s)))? {
                     Some(next) => feed.push((i, next)),
                     None => gen_secs[i] = t1.elapsed().as_secs_f64(),
                 }
@@ -846,7 +850,8 @@ impl GgufLlm {
         }
         let mut out = Vec::with_capacity(prompts.len());
         for (i, dec) in decs.into_iter().enumerate() {
-            let (text, output_tokens, stop) = dec.finish(&mut |s: &str| sink(i, s))?;
+            let (text, output_tokens, stop) =
+                dec.finish(&mut |s: &str| sink(BatchEvent::Text(i, s)))?;
             out.push(Completion {
                 text,
                 prompt_tokens: tokens[i].len(),

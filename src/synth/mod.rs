@@ -23,7 +23,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::chat::Message;
-use crate::llm::{Cancel, Constraint, GenParams, Llm};
+use crate::llm::{BatchEvent, Cancel, Constraint, GenParams, Llm};
 use crate::{Error, Result};
 
 pub use answer_stream::AnswerStream;
@@ -192,6 +192,9 @@ pub enum Event {
         text: String,
         is_final: bool,
     },
+    /// A step's prompt has been read (of a batch: `Llm::complete_batch`); its
+    /// tokens come next.
+    Read { step: usize },
     /// A step finished.
     StepDone { call: Box<LlmCall> },
     /// The final answer.
@@ -510,11 +513,14 @@ impl Ctx<'_> {
         let (llm, cancel, params) = (self.llm, self.cancel, self.params.clone());
         let events = &mut *self.events;
         let mut stopped = false;
-        let mut sink = |i: usize, piece: &str| -> Result<bool> {
-            let more = events(Event::Token {
-                step: first + i,
-                text: piece.to_string(),
-                is_final: false,
+        let mut sink = |ev: BatchEvent<'_>| -> Result<bool> {
+            let more = events(match ev {
+                BatchEvent::Read(i) => Event::Read { step: first + i },
+                BatchEvent::Text(i, piece) => Event::Token {
+                    step: first + i,
+                    text: piece.to_string(),
+                    is_final: false,
+                },
             })?;
             if !more {
                 stopped = true;

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use quire::llm::tokenizer::Tokenizer;
-use quire::llm::{GgufLlm, LoadOptions};
+use quire::llm::{BatchEvent, GgufLlm, LoadOptions};
 
 use crate::util;
 use crate::util::jsonl;
@@ -385,18 +385,27 @@ fn a_batch_of_prompts_gives_what_each_gives_alone() {
             })
             .collect();
         let mut streamed = vec![String::new(); prompts.len()];
+        let mut read = Vec::new();
         let batch = llm
             .complete_batch(
                 &prompts,
                 &params,
                 &Cancel::new(),
-                &mut |i: usize, s: &str| {
-                    streamed[i].push_str(s);
+                &mut |ev: BatchEvent<'_>| {
+                    match ev {
+                        BatchEvent::Read(i) => read.push(i),
+                        BatchEvent::Text(i, s) => {
+                            assert!(read.contains(&i), "prompt {i}: text before it was read");
+                            streamed[i].push_str(s);
+                        }
+                    }
                     Ok(true)
                 },
             )
             .expect("batch");
         assert_eq!(batch.len(), prompts.len());
+        // Each prompt is reported read once, in order.
+        assert_eq!(read, (0..prompts.len()).collect::<Vec<_>>());
         for (i, (a, b)) in alone.iter().zip(&batch).enumerate() {
             assert!(!a.text.is_empty(), "prompt {i} generated nothing");
             assert_eq!(a.text, b.text, "prompt {i}");

@@ -105,10 +105,11 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "notes.pdf");
 
-    // 1. Read map-reduce (the question's kind decides it); Stop once pages are read
-    //    (the first batch of leaves): the answer stops, the leaves read are kept.
+    // 1. Read map-reduce (the question's kind decides it); Stop once the first batch
+    //    of leaves is written: the answer stops, the leaves written are kept.
     let mut stopped = Vec::new();
     let mut ask_id = None;
+    let mut written = false;
     let out = engine.ask(
         AskRequest {
             question: "Summarize this document.".into(),
@@ -120,7 +121,8 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
         &mut |e| {
             match &e {
                 AskEvent::Started { ask_id: id, .. } => ask_id = Some(*id),
-                AskEvent::Reading { pages_read, .. } if *pages_read > 0 => {
+                AskEvent::StepDone { call } if call.label.starts_with("read ") => written = true,
+                AskEvent::Reading { pages_read, .. } if *pages_read > 0 && written => {
                     assert!(engine.cancel(ask_id.expect("started first")));
                 }
                 _ => {}
@@ -157,6 +159,21 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
             .any(|r| r.0 > 0 && r.0 < 8 && r.1 == 8 && r.2.is_some()),
         "{reading:?}"
     );
+    // The pages of each leaf count as read once its prompt is: the first batch's
+    // leaves move the pages read one by one before any of them is written.
+    let first_written = stopped
+        .iter()
+        .position(|e| matches!(e, AskEvent::StepDone { call } if call.label.starts_with("read ")))
+        .expect("a leaf written");
+    let read_before: Vec<u32> = stopped[..first_written]
+        .iter()
+        .filter_map(|e| match e {
+            AskEvent::Reading { pages_read, .. } if *pages_read > 0 => Some(*pages_read),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(read_before.len(), first_batch, "{read_before:?}");
+    assert!(read_before.windows(2).all(|w| w[0] < w[1]), "{read_before:?}");
     assert_eq!(engine.store().summary_trees_of(doc).unwrap(), 1);
 
     // 2. Asked again: only the leaves left are read, then tree_summarize answers.
