@@ -424,13 +424,14 @@ impl AnswerRun<'_> {
                         secs_left: Some(pace * f64::from(pages.saturating_sub(done))),
                     })
                 };
-                let texts = self.llm_step_reading(llm.as_ref(), LEAF_TOKENS, &mut on_read, |ctx| {
-                    let prompts = contexts
-                        .iter()
-                        .map(|c| ctx.format(t, &[("context_str", c)]))
-                        .collect();
-                    ctx.call_batch(labels, prompts)
-                })?;
+                let texts =
+                    self.llm_step_reading(llm.as_ref(), LEAF_TOKENS, &mut on_read, |ctx| {
+                        let prompts = contexts
+                            .iter()
+                            .map(|c| ctx.format(t, &[("context_str", c)]))
+                            .collect();
+                        ctx.call_batch(labels, prompts)
+                    })?;
                 let mut last_page = before;
                 for (mut leaf_done, text) in leaves.into_iter().zip(texts) {
                     leaf_done.text = text.trim().to_string();

@@ -118,12 +118,9 @@ pub struct GgufLlm {
     /// What proposes tokens for greedy decoding to verify ([`speculative`]).
     draft: std::sync::RwLock<Option<Drafter>>,
     /// How many tokens each draft proposes a pass, learnt across completions: prompt
-    /// lookup's of each suffix length (longest first), then a draft model's.
-    lengths: Mutex<[speculative::Adaptive; DRAFTS]>,
+    /// lookup's, then a draft model's.
+    lengths: Mutex<[speculative::Adaptive; 2]>,
 }
-
-/// The drafts a model learns lengths for: prompt lookup by suffix length, a model.
-const DRAFTS: usize = speculative::LOOKUPS + 1;
 
 /// A draft for speculative decoding.
 #[derive(Clone)]
@@ -293,8 +290,7 @@ impl GgufLlm {
     /// model has measured ([`speculative::Adaptive::new`], what [`Self::set_draft`]
     /// starts from), or always the most ([`speculative::Adaptive::fixed`]).
     pub fn set_draft_lengths(&self, lengths: speculative::Adaptive) {
-        *self.lengths.lock().unwrap_or_else(|e| e.into_inner()) =
-            std::array::from_fn(|_| lengths.clone());
+        *self.lengths.lock().unwrap_or_else(|e| e.into_inner()) = [lengths.clone(), lengths];
     }
 
     /// Why `d` cannot draft for this model, if it cannot.
@@ -538,26 +534,28 @@ impl GgufLlm {
                     device: &self.device,
                 };
                 let mut choose = |l: Tensor| dec.step(l, sink);
-                let lookups = speculative::PromptLookup::by_length();
+                let lookup = speculative::PromptLookup;
                 let mut lengths = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
-                let (by_lookup, by_model) = lengths.split_at_mut(lookups.len());
-                let by_model = &mut by_model[0];
-                let lookup_sources = lookups.iter().zip(by_lookup).map(|(l, lengths)| Source {
-                    draft: l as &dyn speculative::Draft,
-                    lengths,
-                });
-                let mut sources: Vec<Source<'_>> = match &drafter {
+                let [by_lookup, by_model] = &mut *lengths;
+                let mut sources = match &drafter {
                     Drafter::Model(m) => vec![Source {
                         draft: m.as_ref(),
                         lengths: by_model,
                     }],
-                    Drafter::Lookup => lookup_sources.collect(),
-                    Drafter::LookupThenModel(m) => lookup_sources
-                        .chain([Source {
+                    Drafter::Lookup => vec![Source {
+                        draft: &lookup,
+                        lengths: by_lookup,
+                    }],
+                    Drafter::LookupThenModel(m) => vec![
+                        Source {
+                            draft: &lookup,
+                            lengths: by_lookup,
+                        },
+                        Source {
                             draft: m.as_ref(),
                             lengths: by_model,
-                        }])
-                        .collect(),
+                        },
+                    ],
                 };
                 draft_stats = Some(speculative::decode_from(
                     &mut target,

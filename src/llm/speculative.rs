@@ -432,11 +432,11 @@ pub fn decode_from(
     assert!(!sources.is_empty(), "decode needs a draft");
     let max = sources.iter().map(|s| s.lengths.max()).max().unwrap_or(0);
     let mut stats = DraftStats {
-        by: {
-            let mut names: Vec<String> = sources.iter().map(|s| s.draft.name()).collect();
-            names.dedup();
-            names.join(" + ")
-        },
+        by: sources
+            .iter()
+            .map(|s| s.draft.name())
+            .collect::<Vec<_>>()
+            .join(" + "),
         passes: vec![0; max + 1],
         pass_secs: vec![0.0; max + 1],
         ..DraftStats::default()
@@ -586,45 +586,16 @@ pub fn find_draft(target: &Path, tokenizer: &Tokenizer, files: &[PathBuf]) -> Op
 }
 
 /// Prompt lookup: the `k` tokens that followed the latest earlier occurrence of the
-/// sequence's last `n` tokens, for `n` from `longest` down to `shortest` (at least
-/// 2), nothing when there is none.
-#[derive(Debug, Clone, Copy)]
-pub struct PromptLookup {
-    longest: usize,
-    shortest: usize,
-}
+/// sequence's last `NGRAM` tokens (or shorter, down to 2), nothing when there is none.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PromptLookup;
 
 /// The longest suffix prompt lookup matches.
 const NGRAM: usize = 4;
 
-/// Prompt lookups by suffix length ([`PromptLookup::by_length`]).
-pub const LOOKUPS: usize = NGRAM - 1;
-
-impl Default for PromptLookup {
-    /// Every suffix from [`NGRAM`] tokens down to 2.
-    fn default() -> Self {
-        Self {
-            longest: NGRAM,
-            shortest: 2,
-        }
-    }
-}
-
 impl PromptLookup {
-    /// A lookup for each suffix length, longest first. Tried in this order before a
-    /// pass, the first with a match drafts — the same proposal as
-    /// [`PromptLookup::default`] — but each learns its own acceptance and lengths:
-    /// four tokens matched are likelier to go on as before than two.
-    pub fn by_length() -> [Self; LOOKUPS] {
-        std::array::from_fn(|i| Self {
-            longest: NGRAM - i,
-            shortest: NGRAM - i,
-        })
-    }
-
-    fn lookup(&self, seq: &[u32], k: usize) -> Vec<u32> {
-        let longest = self.longest.min(seq.len().saturating_sub(1));
-        for n in (self.shortest.max(2)..=longest).rev() {
+    fn lookup(seq: &[u32], k: usize) -> Vec<u32> {
+        for n in (2..=NGRAM.min(seq.len().saturating_sub(1))).rev() {
             let tail = &seq[seq.len() - n..];
             // The latest match that is not the tail itself.
             if let Some(at) = (0..seq.len() - n).rev().find(|&i| &seq[i..i + n] == tail) {
@@ -638,7 +609,7 @@ impl PromptLookup {
 
 impl Draft for PromptLookup {
     fn propose(&self, seq: &[u32], k: usize, _cancel: &Cancel) -> Result<Vec<u32>> {
-        Ok(self.lookup(seq, k))
+        Ok(Self::lookup(seq, k))
     }
 
     fn name(&self) -> String {
@@ -1126,51 +1097,11 @@ mod tests {
     fn prompt_lookup_continues_the_latest_earlier_match() {
         let seq = [1, 2, 3, 4, 5, 9, 2, 3, 4, 6, 7, 2, 3, 4];
         // "2 3 4" last seen followed by 6 7 …
-        let l = PromptLookup::default();
-        assert_eq!(l.lookup(&seq, 3), vec![6, 7, 2]);
-        assert_eq!(l.lookup(&seq, 10), vec![6, 7, 2, 3, 4]);
-        assert_eq!(l.lookup(&[1, 2, 3], 4), Vec::<u32>::new());
-        assert_eq!(l.lookup(&[], 4), Vec::<u32>::new());
-        assert_eq!(l.lookup(&[5, 5], 4), Vec::<u32>::new());
-        assert_eq!(l.lookup(&[5, 5, 5], 4), vec![5]);
-    }
-
-    #[test]
-    fn lookups_by_length_match_their_own_length_and_propose_in_turn_what_one_does() {
-        let by = PromptLookup::by_length();
-        // "2 3" seen before (followed by 9 2), "9 2 3" and "3 9 2 3" not.
-        let seq = [1, 2, 3, 9, 2, 3];
-        assert_eq!(by[0].lookup(&seq, 2), Vec::<u32>::new());
-        assert_eq!(by[1].lookup(&seq, 2), Vec::<u32>::new());
-        assert_eq!(by[2].lookup(&seq, 2), vec![9, 2]);
-        // The first of them with a proposal proposes what the lookup of every
-        // length does, on sequences over a small vocabulary (many matches).
-        let all = PromptLookup::default();
-        let mut x = 12345u64;
-        let mut longest = [0usize; 3];
-        for len in 0..300 {
-            let seq: Vec<u32> = (0..len)
-                .map(|_| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    ((x >> 33) % 4) as u32
-                })
-                .collect();
-            let first = by
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (i, l.lookup(&seq, 4)))
-                .find(|(_, p)| !p.is_empty());
-            if let Some((i, _)) = first {
-                longest[i] += 1;
-            }
-            assert_eq!(
-                first.map(|(_, p)| p).unwrap_or_default(),
-                all.lookup(&seq, 4),
-                "{seq:?}"
-            );
-        }
-        assert!(longest.iter().all(|&n| n > 0), "{longest:?}");
+        assert_eq!(PromptLookup::lookup(&seq, 3), vec![6, 7, 2]);
+        assert_eq!(PromptLookup::lookup(&seq, 10), vec![6, 7, 2, 3, 4]);
+        assert_eq!(PromptLookup::lookup(&[1, 2, 3], 4), Vec::<u32>::new());
+        assert_eq!(PromptLookup::lookup(&[], 4), Vec::<u32>::new());
+        assert_eq!(PromptLookup::lookup(&[5, 5], 4), Vec::<u32>::new());
+        assert_eq!(PromptLookup::lookup(&[5, 5, 5], 4), vec![5]);
     }
 }

@@ -387,21 +387,18 @@ fn a_batch_of_prompts_gives_what_each_gives_alone() {
         let mut streamed = vec![String::new(); prompts.len()];
         let mut read = Vec::new();
         let batch = llm
-            .complete_batch(
-                &prompts,
-                &params,
-                &Cancel::new(),
-                &mut |ev: BatchEvent<'_>| {
-                    match ev {
-                        BatchEvent::Read(i) => read.push(i),
-                        BatchEvent::Text(i, s) => {
-                            assert!(read.contains(&i), "prompt {i}: text before it was read");
-                            streamed[i].push_str(s);
-                        }
+            .complete_batch(&prompts, &params, &Cancel::new(), &mut |ev: BatchEvent<
+                '_,
+            >| {
+                match ev {
+                    BatchEvent::Read(i) => read.push(i),
+                    BatchEvent::Text(i, s) => {
+                        assert!(read.contains(&i), "prompt {i}: text before it was read");
+                        streamed[i].push_str(s);
                     }
-                    Ok(true)
-                },
-            )
+                }
+                Ok(true)
+            })
             .expect("batch");
         assert_eq!(batch.len(), prompts.len());
         // Each prompt is reported read once, in order.

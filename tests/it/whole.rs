@@ -173,7 +173,10 @@ fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
         })
         .collect();
     assert_eq!(read_before.len(), first_batch, "{read_before:?}");
-    assert!(read_before.windows(2).all(|w| w[0] < w[1]), "{read_before:?}");
+    assert!(
+        read_before.windows(2).all(|w| w[0] < w[1]),
+        "{read_before:?}"
+    );
     assert_eq!(engine.store().summary_trees_of(doc).unwrap(), 1);
 
     // 2. Asked again: only the leaves left are read, then tree_summarize answers.
