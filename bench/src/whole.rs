@@ -214,20 +214,6 @@ impl std::fmt::Display for WholeReport {
     }
 }
 
-/// Ask `question` over `scope` by `route`; the answer, its decision line, seconds and
-/// calls.
-pub fn ask_routed(
-    engine: &Engine,
-    question: &str,
-    scope: Scope,
-    route: RouteChoice,
-    overrides: &AskOverrides,
-    cancel: &Cancel,
-) -> Result<(String, String, f64, usize)> {
-    ask_routed_calls(engine, question, scope, route, overrides, cancel)
-        .map(|(answer, label, secs, calls, _)| (answer, label, secs, calls))
-}
-
 /// What one LLM call of an answer read, wrote and took.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallTiming {
@@ -241,8 +227,9 @@ pub struct CallTiming {
     pub output: String,
 }
 
-/// [`ask_routed`], with each LLM call's tokens and seconds.
-pub fn ask_routed_calls(
+/// Ask `question` over `scope` by `route`; the answer, its decision line, seconds,
+/// calls, and each call's tokens and seconds.
+pub fn ask_routed(
     engine: &Engine,
     question: &str,
     scope: Scope,
@@ -302,7 +289,7 @@ pub fn whole_answers(
         for (i, q) in questions.iter().enumerate() {
             progress(&format!("{route} {}/{} {}", i + 1, questions.len(), q.id));
             let scope = engine.parse_scope(&q.file)?;
-            let (answer, label, secs, calls) =
+            let (answer, label, secs, calls, _) =
                 ask_routed(engine, &q.question, scope, choice, overrides, cancel)?;
             samples.push(WholeSample {
                 id: q.id.clone(),
@@ -417,7 +404,7 @@ pub fn summary_timing(
             .sum(),
         _ => 0,
     };
-    let first = ask_routed_calls(
+    let first = ask_routed(
         engine,
         question,
         scope.clone(),
