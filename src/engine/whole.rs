@@ -414,15 +414,8 @@ impl AnswerRun<'_> {
                 let file = row.file_name.clone();
                 let mut on_read = |step: usize| {
                     let end = *ends.get(step.checked_sub(first_step)?)?;
-                    let done = read_before + end;
                     let read = new_pages + end.saturating_sub(before);
-                    let pace = t0.elapsed().as_secs_f64() / f64::from(read.max(1));
-                    Some(AskEvent::Reading {
-                        file: file.clone(),
-                        pages_read: done.min(pages),
-                        pages,
-                        secs_left: Some(pace * f64::from(pages.saturating_sub(done))),
-                    })
+                    Some(paced(&file, read_before + end, pages, read, t0))
                 };
                 let texts =
                     self.llm_step_reading(llm.as_ref(), LEAF_TOKENS, &mut on_read, |ctx| {
@@ -442,13 +435,7 @@ impl AnswerRun<'_> {
                 given.engine.store().put_summary_tree(row.id, &key, &tree)?;
                 new_pages += last_page.saturating_sub(before);
                 let done = read_before + last_page;
-                let pace = t0.elapsed().as_secs_f64() / f64::from(new_pages.max(1));
-                self.reading(
-                    &row.file_name,
-                    done,
-                    pages,
-                    Some(pace * f64::from(pages.saturating_sub(done))),
-                )?;
+                (self.send)(paced(&row.file_name, done, pages, new_pages, t0))?;
             }
             if !tree.complete && tree.leaves.len() == groups.len() {
                 tree.complete = true;
@@ -561,6 +548,18 @@ impl AnswerRun<'_> {
         })?;
         self.show_no_passages()?;
         self.reduce(searched, &nodes).map(Some)
+    }
+}
+
+/// `pages_read` of `pages` in `file`, with the time left at the pace since `t0`, in
+/// which `read` pages were read (by this question: kept leaves take no time).
+fn paced(file: &str, pages_read: u32, pages: u32, read: u32, t0: Instant) -> AskEvent {
+    let pace = t0.elapsed().as_secs_f64() / f64::from(read.max(1));
+    AskEvent::Reading {
+        file: file.to_string(),
+        pages_read: pages_read.min(pages),
+        pages,
+        secs_left: Some(pace * f64::from(pages.saturating_sub(pages_read))),
     }
 }
 
