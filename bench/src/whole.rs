@@ -227,6 +227,17 @@ pub struct CallTiming {
     pub output: String,
 }
 
+/// One question asked by [`ask_routed`]: the answer, the route's label, the seconds
+/// and model calls it took, and each call's timing.
+#[derive(Debug, Default)]
+pub struct Routed {
+    pub answer: String,
+    pub label: String,
+    pub secs: f64,
+    pub calls: usize,
+    pub steps: Vec<CallTiming>,
+}
+
 /// Ask `question` over `scope` by `route`; the answer, its decision line, seconds,
 /// calls, and each call's tokens and seconds.
 pub fn ask_routed(
@@ -236,7 +247,7 @@ pub fn ask_routed(
     route: RouteChoice,
     overrides: &AskOverrides,
     cancel: &Cancel,
-) -> Result<(String, String, f64, usize, Vec<CallTiming>)> {
+) -> Result<Routed> {
     let req = AskRequest {
         question: question.to_string(),
         scope,
@@ -244,12 +255,11 @@ pub fn ask_routed(
         overrides: overrides.clone(),
         ..Default::default()
     };
-    let (mut answer, mut label, mut secs, mut calls) = (String::new(), String::new(), 0.0, 0);
-    let mut timings = Vec::new();
+    let mut out = Routed::default();
     engine.ask(req, cancel, &mut |ev| {
         match ev {
-            AskEvent::Route { route } => label = route.label,
-            AskEvent::StepDone { call } => timings.push(CallTiming {
+            AskEvent::Route { route } => out.label = route.label,
+            AskEvent::StepDone { call } => out.steps.push(CallTiming {
                 label: call.label,
                 prompt_tokens: call.prompt_tokens,
                 output_tokens: call.output_tokens,
@@ -261,15 +271,15 @@ pub fn ask_routed(
             AskEvent::Done {
                 answer: a, stats, ..
             } => {
-                answer = a;
-                secs = stats.secs;
-                calls = stats.llm_calls;
+                out.answer = a;
+                out.secs = stats.secs;
+                out.calls = stats.llm_calls;
             }
             _ => {}
         }
         true
     })?;
-    Ok((answer, label, secs, calls, timings))
+    Ok(out)
 }
 
 /// Every whole-document question over its document, by search then by the route.
@@ -289,17 +299,16 @@ pub fn whole_answers(
         for (i, q) in questions.iter().enumerate() {
             progress(&format!("{route} {}/{} {}", i + 1, questions.len(), q.id));
             let scope = engine.parse_scope(&q.file)?;
-            let (answer, label, secs, calls, _) =
-                ask_routed(engine, &q.question, scope, choice, overrides, cancel)?;
+            let asked = ask_routed(engine, &q.question, scope, choice, overrides, cancel)?;
             samples.push(WholeSample {
                 id: q.id.clone(),
                 half: split.half(&q.id).into(),
                 route: route.into(),
-                has_terms: has_terms(&answer, &q.key_terms),
-                secs,
-                llm_calls: calls,
-                label,
-                answer,
+                has_terms: has_terms(&asked.answer, &q.key_terms),
+                secs: asked.secs,
+                llm_calls: asked.calls,
+                label: asked.label,
+                answer: asked.answer,
             });
         }
     }
@@ -426,12 +435,12 @@ pub fn summary_timing(
         model: engine.settings().model,
         cpu: cpu_name(),
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        first_secs: first.2,
-        first_calls: first.3,
-        cached_secs: cached.2,
-        cached_calls: cached.3,
-        first_label: first.1,
-        cached_label: cached.1,
-        first_steps: first.4,
+        first_secs: first.secs,
+        first_calls: first.calls,
+        cached_secs: cached.secs,
+        cached_calls: cached.calls,
+        first_label: first.label,
+        cached_label: cached.label,
+        first_steps: first.steps,
     })
 }

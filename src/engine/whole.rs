@@ -415,7 +415,9 @@ impl AnswerRun<'_> {
                 let mut on_read = |step: usize| {
                     let end = *ends.get(step.checked_sub(first_step)?)?;
                     let read = new_pages + end.saturating_sub(before);
-                    Some(paced(&file, read_before + end, pages, read, t0))
+                    let pages_read = read_before + end;
+                    let left = time_left(pages_read, pages, read, t0);
+                    Some(reading_event(&file, pages_read, pages, left))
                 };
                 let texts =
                     self.llm_step_reading(llm.as_ref(), LEAF_TOKENS, &mut on_read, |ctx| {
@@ -435,7 +437,8 @@ impl AnswerRun<'_> {
                 given.engine.store().put_summary_tree(row.id, &key, &tree)?;
                 new_pages += last_page.saturating_sub(before);
                 let done = read_before + last_page;
-                (self.send)(paced(&row.file_name, done, pages, new_pages, t0))?;
+                let left = time_left(done, pages, new_pages, t0);
+                self.reading(&row.file_name, done, pages, left)?;
             }
             if !tree.complete && tree.leaves.len() == groups.len() {
                 tree.complete = true;
@@ -466,12 +469,7 @@ impl AnswerRun<'_> {
         pages: u32,
         secs_left: Option<f64>,
     ) -> Result<()> {
-        (self.send)(AskEvent::Reading {
-            file: file.to_string(),
-            pages_read: pages_read.min(pages),
-            pages,
-            secs_left,
-        })
+        (self.send)(reading_event(file, pages_read, pages, secs_left))
     }
 
     /// A question about the library: tree_summarize over the kept summaries of its
@@ -551,16 +549,22 @@ impl AnswerRun<'_> {
     }
 }
 
-/// `pages_read` of `pages` in `file`, with the time left at the pace since `t0`, in
-/// which `read` pages were read (by this question: kept leaves take no time).
-fn paced(file: &str, pages_read: u32, pages: u32, read: u32, t0: Instant) -> AskEvent {
-    let pace = t0.elapsed().as_secs_f64() / f64::from(read.max(1));
+/// `pages_read` of `pages` in `file` (never more than `pages`), with the seconds left
+/// when known.
+fn reading_event(file: &str, pages_read: u32, pages: u32, secs_left: Option<f64>) -> AskEvent {
     AskEvent::Reading {
         file: file.to_string(),
         pages_read: pages_read.min(pages),
         pages,
-        secs_left: Some(pace * f64::from(pages.saturating_sub(pages_read))),
+        secs_left,
     }
+}
+
+/// The seconds left to read `pages` with `pages_read` done, at the pace since `t0`, in
+/// which `read` pages were read (by this question: kept leaves take no time).
+fn time_left(pages_read: u32, pages: u32, read: u32, t0: Instant) -> Option<f64> {
+    let pace = t0.elapsed().as_secs_f64() / f64::from(read.max(1));
+    Some(pace * f64::from(pages.saturating_sub(pages_read)))
 }
 
 /// A document's leaves as tree_summarize's nodes, headed by the file name when
