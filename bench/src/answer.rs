@@ -58,6 +58,9 @@ pub struct Sample {
     pub first_token_secs: Option<f64>,
     /// Generated tokens a second over the answer's LLM calls (0 when none).
     pub tokens_per_s: f64,
+    /// Whether the support check found every checked sentence only restating the
+    /// question.
+    pub restates: bool,
 }
 
 impl Sample {
@@ -106,6 +109,7 @@ pub fn figures(
         must_contain_share: share(&|s, q| contains_all(&s.answer, &q.must_contain)),
         sources_share: share(&|s, q| contains_all(&s.context, &q.must_contain)),
         looping_share: share(&|s, _| s.looped(max_tokens)),
+        restating_share: share(&|s, _| s.restates),
         row_in_sources_share: {
             let with_row: Vec<(&Sample, &Question)> = samples
                 .iter()
@@ -225,6 +229,10 @@ pub struct ModeFigures {
     /// ([`row_in`]); `None` without table questions.
     #[serde(default)]
     pub row_in_sources_share: Option<f64>,
+    /// Share (0..=1) of answers that only restate the question (every sentence the
+    /// support check read says the question again).
+    #[serde(default)]
+    pub restating_share: f64,
     /// Each question's time and tokens, in question order.
     #[serde(default)]
     pub timings: Vec<Timing>,
@@ -350,6 +358,9 @@ pub fn ask_in(
             AskEvent::Sources { sources, .. } => {
                 sample.sources_secs.get_or_insert(t.elapsed().as_secs_f64());
                 sample.context = join_texts(sources.iter().map(|s| s.text.as_str()));
+            }
+            AskEvent::Support { support } => {
+                sample.restates = support.restates > 0 && support.restates == support.checked;
             }
             AskEvent::Done { answer, stats, .. } => {
                 sample.answer = answer;
@@ -642,7 +653,7 @@ pub fn tree_batch(
 /// The figures as a text table.
 pub fn table(figs: &[ModeFigures]) -> String {
     let mut s = format!(
-        "{:<20} {:>9} {:>12} {:>9} {:>9} {:>10} {:>14} {:>12} {:>8} {:>9} {:>11}\n",
+        "{:<20} {:>9} {:>12} {:>9} {:>9} {:>10} {:>14} {:>12} {:>8} {:>9} {:>11} {:>10}\n",
         "mode",
         "questions",
         "median s/q",
@@ -653,14 +664,15 @@ pub fn table(figs: &[ModeFigures]) -> String {
         "in sources",
         "looping",
         "zh in zh",
-        "row in src"
+        "row in src",
+        "restating"
     );
     for f in figs {
         let zh = f
             .zh_in_zh_share
             .map_or("-".to_string(), |z| format!("{:.0}%", z * 100.0));
         s.push_str(&format!(
-            "{:<20} {:>9} {:>12.2} {:>9.2} {:>9.0} {:>10.1} {:>13.0}% {:>11.0}% {:>7.0}% {:>9} {:>11}\n",
+            "{:<20} {:>9} {:>12.2} {:>9.2} {:>9.0} {:>10.1} {:>13.0}% {:>11.0}% {:>7.0}% {:>9} {:>11} {:>9.0}%\n",
             f.mode.name(),
             f.questions,
             f.median_secs,
@@ -672,7 +684,8 @@ pub fn table(figs: &[ModeFigures]) -> String {
             f.looping_share * 100.0,
             zh,
             f.row_in_sources_share
-                .map_or("-".to_string(), |z| format!("{:.0}%", z * 100.0))
+                .map_or("-".to_string(), |z| format!("{:.0}%", z * 100.0)),
+            f.restating_share * 100.0
         ));
     }
     s

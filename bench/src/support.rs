@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use quire::engine::{AskEvent, AskRequest, Engine, EngineConfig};
 use quire::llm::Cancel;
+use quire::support::restates::restates;
 use quire::support::{check_answer, check_sentence, Cited, Passage, Verdict};
 use quire::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,7 @@ struct Record {
     id: String,
     lang: String,
     split: String,
+    question: String,
     sources: Vec<LabelledSource>,
     #[serde(default)]
     citations: Vec<LabelledCitation>,
@@ -86,6 +88,12 @@ pub struct CheckFigures {
     /// Sentences with right markers only, and the share flagged wrongly.
     pub right_citations: usize,
     pub wrong_citation_false_alarms: f64,
+    /// Sentences labelled supported that the check marks as only restating the
+    /// question (each a false alarm), and those labelled unsupported it marks so.
+    #[serde(default)]
+    pub supported_marked_restating: usize,
+    #[serde(default)]
+    pub unsupported_marked_restating: usize,
 }
 
 /// The corpus questions through the engine.
@@ -133,7 +141,7 @@ fn share(n: usize, d: usize) -> f64 {
 /// The checker over the labelled set, per half and all together.
 pub fn check_labelled(path: &Path, show: Option<&str>) -> Result<(Vec<CheckFigures>, Vec<f64>)> {
     let records = load_records(path)?;
-    let mut by_split: HashMap<String, [usize; 10]> = HashMap::new();
+    let mut by_split: HashMap<String, [usize; 12]> = HashMap::new();
     let mut ms = Vec::new();
     for r in &records {
         let passages: Vec<Passage<'_>> = r
@@ -157,7 +165,7 @@ pub fn check_labelled(path: &Path, show: Option<&str>) -> Result<(Vec<CheckFigur
             })
             .collect();
         let t = Instant::now();
-        let _ = check_answer(&r.answer, &passages, &cited);
+        let _ = check_answer(&r.question, &r.answer, &passages, &cited);
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
         for s in &r.sentences {
             if s.echo || !matches!(s.label.as_str(), "supported" | "unsupported") {
@@ -167,6 +175,7 @@ pub fn check_labelled(path: &Path, show: Option<&str>) -> Result<(Vec<CheckFigur
             let said_supported = got.verdict == Verdict::Supported;
             let said_not_found = got.verdict == Verdict::NotFound;
             let flagged_citation = got.wrong_citation.is_some();
+            let restating = restates(&s.text, &r.question);
             if show.is_some_and(|h| h == r.split)
                 && (said_supported != (s.label == "supported")
                     || (s.label == "unsupported" && !said_not_found)
@@ -199,6 +208,7 @@ pub fn check_labelled(path: &Path, show: Option<&str>) -> Result<(Vec<CheckFigur
                 c[3] += usize::from(said_supported && sup);
                 c[4] += usize::from(!sup && said_not_found);
                 c[5] += usize::from(!sup && !said_supported);
+                c[10 + usize::from(!sup)] += usize::from(restating);
                 if !s.cited.is_empty() && s.wrong_citation {
                     c[6] += 1;
                     c[7] += usize::from(flagged_citation);
@@ -228,6 +238,8 @@ pub fn check_labelled(path: &Path, show: Option<&str>) -> Result<(Vec<CheckFigur
                 wrong_citation_recall: share(c[7], c[6]),
                 right_citations: c[8],
                 wrong_citation_false_alarms: share(c[9], c[8]),
+                supported_marked_restating: c[10],
+                unsupported_marked_restating: c[11],
             }
         })
         .collect();
@@ -534,7 +546,7 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "{:<12} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11}",
+            "{:<12} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>13}",
             "half",
             "sent",
             "sup",
@@ -544,12 +556,13 @@ impl fmt::Display for Report {
             "nf rec",
             "flag rec",
             "wrong [N]",
-            "false alarm"
+            "false alarm",
+            "restating s/u"
         )?;
         for c in &self.checker {
             writeln!(
                 f,
-                "{:<12} {:>5} {:>5} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>5} {:>4.2} {:>5} {:>5.2}",
+                "{:<12} {:>5} {:>5} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>5} {:>4.2} {:>5} {:>5.2} {:>6}/{}",
                 c.split,
                 c.sentences,
                 c.labelled_supported,
@@ -561,7 +574,9 @@ impl fmt::Display for Report {
                 c.wrong_citations,
                 c.wrong_citation_recall,
                 c.right_citations,
-                c.wrong_citation_false_alarms
+                c.wrong_citation_false_alarms,
+                c.supported_marked_restating,
+                c.unsupported_marked_restating
             )?;
         }
         writeln!(

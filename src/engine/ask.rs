@@ -255,7 +255,7 @@ impl Engine {
         run.need_llm()?;
         let (nodes, plan, query) = run.cite(&retrieval, &memory, &searched)?;
         let answer = run.synthesize(&plan, &query, &nodes)?;
-        run.check_support(&answer)?;
+        run.check_support(&searched, &answer)?;
         run.finish();
         Ok(answer)
     }
@@ -780,13 +780,13 @@ impl<'a> AnswerRun<'a> {
         Ok(response.answer)
     }
 
-    /// 10. Every sentence of the answer, checked against the sources.
-    fn check_support(&mut self, answer: &str) -> Result<()> {
+    /// 10. Every sentence of the answer to `searched`, checked against the sources.
+    fn check_support(&mut self, searched: &str, answer: &str) -> Result<()> {
         let record = &mut self.progress.record;
-        let support = self
-            .given
-            .engine
-            .support_for(answer, &record.sources, &record.citations);
+        let support =
+            self.given
+                .engine
+                .support_for(searched, answer, &record.sources, &record.citations);
         record.support = Some(support.clone());
         (self.send)(AskEvent::Support { support })
     }

@@ -29,10 +29,11 @@ impl Engine {
         quotes
     }
 
-    /// Every sentence of `answer` checked against `sources` and, for its `[N]`
-    /// markers, against the numbered `citations`.
+    /// Every sentence of `answer` to `question` checked against `sources` and, for
+    /// its `[N]` markers, against the numbered `citations`.
     pub(super) fn support_for(
         &self,
+        question: &str,
         answer: &str,
         sources: &[Source],
         citations: &[Citation],
@@ -45,7 +46,7 @@ impl Engine {
                 text: &c.text,
             })
             .collect();
-        let mut checked = support::check_answer(answer, &passages(sources), &cited);
+        let mut checked = support::check_answer(question, answer, &passages(sources), &cited);
         for s in &mut checked.sentences {
             if let Some(span) = &mut s.span {
                 self.place(span, sources);

@@ -14,6 +14,7 @@
 //! milliseconds per answer.
 
 pub mod quotes;
+pub mod restates;
 pub mod sentences;
 pub mod terms;
 
@@ -37,6 +38,8 @@ pub enum Verdict {
     Supported,
     Partly,
     NotFound,
+    /// Only the question's words said again ([`restates`]): it answers nothing.
+    Restates,
     /// No content words to check ("Here is how:"); not counted.
     NoClaim,
 }
@@ -91,6 +94,9 @@ pub struct Support {
     pub supported: usize,
     pub partly: usize,
     pub not_found: usize,
+    /// Sentences that only restate the question.
+    #[serde(default)]
+    pub restates: usize,
     /// Sentences with a claim (all but `no_claim`).
     pub checked: usize,
     /// "4 of 5 sentences found in your documents".
@@ -336,14 +342,25 @@ impl Sources {
     }
 }
 
-/// Check every sentence of `answer` against `passages` (the answer's sources, in
-/// order) and, for `[N]` markers, against `cited` (the numbered sources).
-pub fn check_answer(answer: &str, passages: &[Passage<'_>], cited: &[Cited<'_>]) -> Support {
+/// Check every sentence of `answer` to `question` against `passages` (the answer's
+/// sources, in order) and, for `[N]` markers, against `cited` (the numbered sources).
+/// A sentence that only says the question again is marked so ([`Verdict::Restates`]),
+/// whatever the sources hold.
+pub fn check_answer(
+    question: &str,
+    answer: &str,
+    passages: &[Passage<'_>],
+    cited: &[Cited<'_>],
+) -> Support {
     let t0 = std::time::Instant::now();
     let src = Sources::of(passages, cited);
     let mut out = Support::default();
     for s in sentences::split(answer, Lines::Blocks) {
-        let checked = check_one(s.text, passages, &src, cited);
+        let mut checked = check_one(s.text, passages, &src, cited);
+        if checked.verdict != Verdict::NoClaim && restates::restates(s.text, question) {
+            checked.verdict = Verdict::Restates;
+            checked.note = Some("says the question again; it does not answer it".into());
+        }
         out.sentences.push(SentenceSupport {
             start: char_offset(answer, s.start),
             end: char_offset(answer, s.end),
@@ -474,8 +491,13 @@ impl Support {
         self.supported = count(Verdict::Supported);
         self.partly = count(Verdict::Partly);
         self.not_found = count(Verdict::NotFound);
-        self.checked = self.supported + self.partly + self.not_found;
-        self.summary = summary(self.supported, self.checked);
+        self.restates = count(Verdict::Restates);
+        self.checked = self.supported + self.partly + self.not_found + self.restates;
+        self.summary = if self.restates > 0 && self.restates == self.checked {
+            "the answer only restates the question".into()
+        } else {
+            summary(self.supported, self.checked)
+        };
     }
 }
 

@@ -135,7 +135,7 @@ fn a_wrong_marker_names_the_source_that_does_say_it() {
 #[test]
 fn a_whole_answer_is_tallied_with_offsets_in_chars() {
     let answer = "结论如下：\n- The Debian archive has 21 sections.\n- Chemformula was invented on Mars in 1802.";
-    let s = check_answer(answer, &passages(), &[]);
+    let s = check_answer("What does the archive hold?", answer, &passages(), &[]);
     let verdicts: Vec<Verdict> = s.sentences.iter().map(|x| x.verdict).collect();
     assert_eq!(
         verdicts,

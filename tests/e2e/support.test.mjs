@@ -6,7 +6,8 @@
 // checks the marks on each sentence, the summary in the answer's header, the passage a
 // supported sentence opens in the viewer, "From your documents" with file and page,
 // that a reload keeps it all, and axe in both themes. The pure functions of
-// ui/js/support.js are tested first, without a browser. Screenshots go to
+// ui/js/support.js are tested first, without a browser. An answer that only restates
+// the question is marked so, with the quotes above it. Screenshots go to
 // artifacts/e2e/ (16-support-*.png).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -17,7 +18,7 @@ import { join } from "node:path";
 import { makePdf } from "./make-pdf.mjs";
 import { repo, startServer, launchBrowser, upload, askIn } from "./harness.mjs";
 import { startScriptedLlm } from "./scripted-llm.mjs";
-import { PAGES, SUPPORTED, INVENTED, MISCITED, QUESTION, DOUBTFUL, FAILING, scriptedAnswer } from "./support-fixture.mjs";
+import { PAGES, SUPPORTED, INVENTED, MISCITED, QUESTION, DOUBTFUL, FAILING, RESTATING, scriptedAnswer } from "./support-fixture.mjs";
 import { sentenceRanges, quotesLead, verdictLabel, summaryOf } from "../../ui/js/support.js";
 import { normalize } from "../../ui/js/locate.js";
 
@@ -50,6 +51,7 @@ test("the verdicts' words, the summary's tone, and when the quotes lead", () => 
   assert.match(verdictLabel({ verdict: "supported", span }).title, /a\.pdf, p\. 2/);
   assert.equal(verdictLabel({ verdict: "not_found" }).tag, "not in your documents");
   assert.equal(verdictLabel({ verdict: "partly", span }).tag, "partly in your documents");
+  assert.equal(verdictLabel({ verdict: "restates" }).tag, "restates the question");
   assert.equal(verdictLabel({ verdict: "no_claim" }), null);
   assert.deepEqual(summaryOf({ supported: 4, checked: 5, summary: "4 of 5 sentences found in your documents" }),
     { text: "4 of 5 sentences found in your documents", tone: "mixed" });
@@ -275,6 +277,26 @@ test("a mostly unsupported answer, and a failed one, lead with the quotes; a rel
   await page.locator("#conversations li .name", { hasText: "museum" }).click();
   await page.locator(".msg.assistant .support-summary").waitFor();
   assert.ok(await quotesFirst(page.locator(".msg.assistant").last()), "reopened, the doubtful answer's quotes do not lead");
+  assert.deepEqual(pageErrors, []);
+});
+
+test("an answer that only restates the question is marked so and leads with the quotes", async () => {
+  if (await page.locator("#viewer").isVisible()) await page.click("#viewer-close");
+  await page.click("#new-chat");
+  const said = await askIn(page, "compact", RESTATING, 120_000);
+  await said.locator(".support-summary").waitFor();
+  assert.equal(await said.locator(".support-summary").innerText(), "the answer only restates the question");
+  assert.equal(await said.locator(".body .support-tag.restates").count(), 1, await said.locator(".body").innerHTML());
+  assert.equal(await said.locator(".body .support-tag.not-found").count(), 0);
+  assert.ok(await quotesFirst(said), "the quotes do not lead an answer that only restates the question");
+  assert.match(await said.locator(".quotes-why").innerText(), /only restates the question/);
+  assert.ok((await said.locator(".quote blockquote").allInnerTexts()).some((t) => /212 steps/.test(t)),
+    await said.locator(".quotes").innerText());
+  await page.screenshot({ path: join(shots, "16-support-restates-light.png") });
+  await setTheme("dark");
+  await page.screenshot({ path: join(shots, "16-support-restates-dark.png") });
+  await setTheme("light");
+  await axeBothThemes("an answer that restates the question");
   assert.deepEqual(pageErrors, []);
 });
 

@@ -71,9 +71,11 @@ export function showQuotes(view) {
   if (view.mode === "extractive") return;
   const notFound = view.root.classList.contains("not-found");
   const lead = quotesLead({ support: view.support, failed: view.failed, notFound });
+  const restated = !!view.support && view.support.restates > 0 && view.support.restates === view.support.checked;
   const why = notFound ? "Your documents do not seem to answer this; these are their closest passages."
     : view.failed ? "There is no answer from the model; these passages of your documents answer the question best."
-      : lead ? "Most of the answer below is not in your documents; these passages are." : "";
+      : restated ? "The answer below only restates the question; these passages of your documents answer it best."
+        : lead ? "Most of the answer below is not in your documents; these passages are." : "";
   const box = quotesView(view.quotes, (q) => openSpan(view, q), { lead, why });
   if (!box) return;
   view.quotesBox = box;

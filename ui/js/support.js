@@ -23,13 +23,16 @@ export function verdictLabel(s) {
       };
     case "not_found":
       return { cls: "not-found", tag: "not in your documents", title: "Not found in your documents: the model may have made this up" };
+    case "restates":
+      return { cls: "restates", tag: "restates the question", title: "Only the question's words said again: this sentence does not answer it" };
     default:
       return null; // no_claim: nothing to check
   }
 }
 
 /** Whether "From your documents" leads (shown above the answer): the answer is mostly
- *  unsupported, failed, or the documents did not cover the question. */
+ *  unsupported (or only restates the question), failed, or the documents did not
+ *  cover the question. */
 export function quotesLead({ support, failed = false, notFound = false } = {}) {
   if (failed || notFound) return true;
   return !!support && support.checked > 0 && support.supported * 2 < support.checked;

@@ -284,6 +284,7 @@ fn print_support(quotes: &[quire::engine::Span], support: Option<&quire::engine:
             Verdict::Supported => "supported",
             Verdict::Partly => "partly",
             Verdict::NotFound => "NOT FOUND in the sources",
+            Verdict::Restates => "only restates the question",
             Verdict::NoClaim => continue,
         };
         let at = x
