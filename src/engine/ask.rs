@@ -255,6 +255,12 @@ impl Engine {
         run.need_llm()?;
         let (nodes, plan, query) = run.cite(&retrieval, &memory, &searched)?;
         let answer = run.synthesize(&plan, &query, &nodes)?;
+        let plain = !settings.cite_sources && query == searched;
+        let answer = if plain {
+            run.answer_again(&plan, &searched, answer)?
+        } else {
+            answer
+        };
         run.check_support(&searched, &answer)?;
         run.finish();
         Ok(answer)
@@ -778,6 +784,53 @@ impl<'a> AnswerRun<'a> {
             &mut on_event,
         )?;
         Ok(response.answer)
+    }
+
+    /// 9b. An answer that only says the question again (every sentence the support
+    ///     check reads restates it) is asked for once more with the mode's
+    ///     question-answering template, over the passage that answers the question
+    ///     best (the first quote) alone: a small model that echoes a question over
+    ///     four passages often answers it over the one row or sentence it needs. The
+    ///     new answer is kept unless it restates the question too. The step is not
+    ///     streamed as the answer (the first one was); the finished answer replaces
+    ///     it. (Not for citing answers, whose templates read numbered sources, nor a
+    ///     follow-up answered with the conversation.)
+    fn answer_again(&mut self, plan: &Plan, searched: &str, answer: String) -> Result<String> {
+        let Some(quote) = self.progress.record.quotes.first().cloned() else {
+            return Ok(answer);
+        };
+        let Some(llm) = self.llm.clone() else {
+            return Ok(answer);
+        };
+        let restated = |a: &str, run: &Self| {
+            let record = &run.progress.record;
+            let s = run
+                .given
+                .engine
+                .support_for(searched, a, &record.sources, &record.citations);
+            s.restates > 0 && s.restates == s.checked
+        };
+        if !restated(&answer, self) {
+            return Ok(answer);
+        }
+        let template = plan.templates.text_qa.clone();
+        let again = self.llm_step(llm.as_ref(), usize::MAX, |ctx| {
+            let prompt = ctx.format(
+                &template,
+                &[("context_str", quote.text.as_str()), ("query_str", searched)],
+            );
+            ctx.call(
+                "The answer only restated the question: asked again over the passage that answers it best",
+                prompt,
+                false,
+                None,
+            )
+        })?;
+        let again = again.trim();
+        if again.is_empty() || restated(again, self) {
+            return Ok(answer);
+        }
+        Ok(again.to_string())
     }
 
     /// 10. Every sentence of the answer to `searched`, checked against the sources.

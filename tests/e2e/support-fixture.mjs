@@ -32,14 +32,16 @@ export const DOUBTFUL_ANSWER = "The museum shows a stuffed polar bear brought fr
   "A small museum beside the tower shows the original Fresnel lens.";
 
 /** A question the scripted model only restates (its answer holds no word the question
- *  lacks), as small models do. */
+ *  lacks), as small models do, over the whole source; asked again over the passage
+ *  that answers it best (no "northern cape" in the prompt), it answers. */
 export const RESTATING = "How many steps do visitors climb to reach the Verrin lantern gallery?";
 export const RESTATED = "Visitors climb steps to reach the Verrin lantern gallery.";
+export const ANSWERED_AGAIN = "Visitors climb 212 steps to reach the lantern gallery.";
 
 /** The scripted reply to `prompt` (its numbered sources decide the markers). */
 export function scriptedAnswer(prompt) {
   if (prompt.includes(FAILING)) return null;
-  if (prompt.includes(RESTATING)) return RESTATED;
+  if (prompt.includes(RESTATING)) return prompt.includes("northern cape") ? RESTATED : ANSWERED_AGAIN;
   if (prompt.includes(DOUBTFUL)) return DOUBTFUL_ANSWER;
   const sources = [...numberedSources(prompt)];
   const right = sources.find(([, t]) => t.includes(SUPPORTED))?.[0] ?? 1;

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { makePdf } from "./make-pdf.mjs";
 import { repo, startServer, launchBrowser, upload, askIn } from "./harness.mjs";
 import { startScriptedLlm } from "./scripted-llm.mjs";
-import { PAGES, SUPPORTED, INVENTED, MISCITED, QUESTION, DOUBTFUL, FAILING, RESTATING, scriptedAnswer } from "./support-fixture.mjs";
+import { PAGES, SUPPORTED, INVENTED, MISCITED, QUESTION, DOUBTFUL, FAILING, RESTATING, ANSWERED_AGAIN, scriptedAnswer } from "./support-fixture.mjs";
 import { sentenceRanges, quotesLead, verdictLabel, summaryOf } from "../../ui/js/support.js";
 import { normalize } from "../../ui/js/locate.js";
 
@@ -297,6 +297,19 @@ test("an answer that only restates the question is marked so and leads with the 
   await page.screenshot({ path: join(shots, "16-support-restates-dark.png") });
   await setTheme("light");
   await axeBothThemes("an answer that restates the question");
+  // Without citations the question is asked once more over the passage that answers
+  // it best, and that answer replaces the one that restated the question.
+  await page.uncheck("#cite");
+  await page.click("#new-chat");
+  const again = await askIn(page, "compact", RESTATING, 120_000);
+  await again.locator(".support-summary").waitFor();
+  const asked = llm.requests.filter((r) => /completions/.test(r.path)).slice(-2).map((r) => r.body);
+  assert.equal(await again.locator(".body").innerText(), ANSWERED_AGAIN, JSON.stringify(asked).slice(0, 3000));
+  assert.equal(await again.locator(".support-summary").innerText(), "the sentence is found in your documents");
+  assert.match(await again.locator(".step .label").allTextContents().then((t) => t.join("\n")), /asked again over the passage that answers it best/);
+  assert.match(await again.locator(".stats").innerText(), /2 LLM calls/);
+  await page.screenshot({ path: join(shots, "16-support-answered-again-light.png") });
+  await page.check("#cite");
   assert.deepEqual(pageErrors, []);
 });
 
