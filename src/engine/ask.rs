@@ -791,9 +791,9 @@ impl<'a> AnswerRun<'a> {
     ///     question-answering template, over the passage that answers the question
     ///     best (the first quote) alone: a small model that echoes a question over
     ///     four passages often answers it over the one row or sentence it needs. The
-    ///     new answer is kept unless it restates the question too. The step is not
-    ///     streamed as the answer (the first one was); the finished answer replaces
-    ///     it. (Not for citing answers, whose templates read numbered sources, nor a
+    ///     new answer is kept unless it restates the question too. Its step is not
+    ///     streamed as the answer; the kept answer streams after the first, whole,
+    ///     and the finished answer is it alone. (Not for citing answers, whose templates read numbered sources, nor a
     ///     follow-up answered with the conversation.)
     fn answer_again(&mut self, plan: &Plan, searched: &str, answer: String) -> Result<String> {
         let Some(quote) = self.progress.record.quotes.first().cloned() else {
@@ -830,6 +830,13 @@ impl<'a> AnswerRun<'a> {
         if again.is_empty() || restated(again, self) {
             return Ok(answer);
         }
+        // What streams cannot be taken back: the new answer streams after the first
+        // (a terminal shows both); the finished answer is the new one alone.
+        (self.send)(AskEvent::Token {
+            step: self.steps,
+            text: format!("\n\n{again}"),
+            is_final: true,
+        })?;
         Ok(again.to_string())
     }
 
