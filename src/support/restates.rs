@@ -40,11 +40,19 @@ pub fn yes_or_no(question: &str) -> bool {
     ];
     let q = question.trim();
     let first = q
+        .replace('\u{2019}', "'")
         .split(|c: char| !c.is_alphanumeric() && c != '\'')
         .find(|w| !w.is_empty())
         .unwrap_or("")
         .to_lowercase();
-    let first = first.split('\'').next().unwrap_or("");
+    // "Isn't", "doesn't", "can't", "won't": the auxiliary before the "n't".
+    let first = match first.strip_suffix("n't") {
+        Some("ca") => "can",
+        Some("wo") => "will",
+        Some("sha") => "shall",
+        Some(aux) => aux,
+        None => first.split('\'').next().unwrap_or(""),
+    };
     if AUX.contains(&first) {
         return true;
     }
@@ -119,6 +127,11 @@ mod tests {
     fn yes_or_no_questions_are_told_from_the_others() {
         assert!(yes_or_no("Does chemformula support bonds?"));
         assert!(yes_or_no("Can't I use \\ch here?"));
+        assert!(yes_or_no("Isn't 6pt the default of \\tabcolsep?"));
+        assert!(yes_or_no("Doesn't apt upgrade replace apt-get upgrade?"));
+        assert!(yes_or_no("Won't the old command still work?"));
+        assert!(yes_or_no("Isn\u{2019}t it 6pt?"));
+        assert!(!yes_or_no("What's the default of \\tabcolsep?"));
         assert!(yes_or_no("xparse 支持星号吗？"));
         assert!(yes_or_no("是否可以省略参数？"));
         assert!(!yes_or_no(

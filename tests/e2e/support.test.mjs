@@ -244,6 +244,14 @@ test("a reload keeps it all: marks, summary, quotes, the link into the viewer", 
 });
 
 /** Whether the answer's quotes come before its text ("From your documents" leads). */
+/** Screenshots `NAME-light.png` and `NAME-dark.png`, back in the light theme after. */
+async function shootBothThemes(name) {
+  await page.screenshot({ path: join(shots, `${name}-light.png`) });
+  await setTheme("dark");
+  await page.screenshot({ path: join(shots, `${name}-dark.png`) });
+  await setTheme("light");
+}
+
 const quotesFirst = (m) => m.evaluate((n) => {
   const q = n.querySelector(".quotes.lead");
   return !!q && !!(q.compareDocumentPosition(n.querySelector(".body")) & Node.DOCUMENT_POSITION_FOLLOWING);
@@ -259,10 +267,7 @@ test("a mostly unsupported answer, and a failed one, lead with the quotes; a rel
   assert.ok(await quotesFirst(doubtful), "the quotes do not lead a mostly unsupported answer");
   assert.match(await doubtful.locator(".quotes-why").innerText(), /Most of the answer below is not in your documents/);
   assert.ok((await doubtful.locator(".quote blockquote").allInnerTexts()).some((t) => /Fresnel lens/.test(t)));
-  await page.screenshot({ path: join(shots, "16-support-doubtful-light.png") });
-  await setTheme("dark");
-  await page.screenshot({ path: join(shots, "16-support-doubtful-dark.png") });
-  await setTheme("light");
+  await shootBothThemes("16-support-doubtful");
   await axeBothThemes("quotes leading");
   await page.click("#new-chat");
   const failed = await askIn(page, "compact", FAILING, 120_000);
@@ -292,10 +297,7 @@ test("an answer that only restates the question is marked so and leads with the 
   assert.match(await said.locator(".quotes-why").innerText(), /only restates the question/);
   assert.ok((await said.locator(".quote blockquote").allInnerTexts()).some((t) => /212 steps/.test(t)),
     await said.locator(".quotes").innerText());
-  await page.screenshot({ path: join(shots, "16-support-restates-light.png") });
-  await setTheme("dark");
-  await page.screenshot({ path: join(shots, "16-support-restates-dark.png") });
-  await setTheme("light");
+  await shootBothThemes("16-support-restates");
   await axeBothThemes("an answer that restates the question");
   // Without citations the question is asked once more over the passage that answers
   // it best, and that answer replaces the one that restated the question.
