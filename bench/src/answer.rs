@@ -360,7 +360,7 @@ pub fn ask_in(
                 sample.context = join_texts(sources.iter().map(|s| s.text.as_str()));
             }
             AskEvent::Support { support } => {
-                sample.restates = support.restates > 0 && support.restates == support.checked;
+                sample.restates = support.only_restates();
             }
             AskEvent::Done { answer, stats, .. } => {
                 sample.answer = answer;

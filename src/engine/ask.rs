@@ -805,11 +805,10 @@ impl<'a> AnswerRun<'a> {
         };
         let restated = |a: &str, run: &Self| {
             let record = &run.progress.record;
-            let s = run
-                .given
+            run.given
                 .engine
-                .support_for(searched, a, &record.sources, &record.citations);
-            s.restates > 0 && s.restates == s.checked
+                .support_for(searched, a, &record.sources, &record.citations)
+                .only_restates()
         };
         if !restated(&answer, self) {
             return Ok(answer);

@@ -485,6 +485,11 @@ fn check_one(
 }
 
 impl Support {
+    /// Whether every checked sentence only restates the question (and there is one).
+    pub fn only_restates(&self) -> bool {
+        self.restates > 0 && self.restates == self.checked
+    }
+
     /// Count the verdicts and write the summary.
     pub fn tally(&mut self) {
         let count = |v: Verdict| self.sentences.iter().filter(|s| s.verdict == v).count();
@@ -493,7 +498,7 @@ impl Support {
         self.not_found = count(Verdict::NotFound);
         self.restates = count(Verdict::Restates);
         self.checked = self.supported + self.partly + self.not_found + self.restates;
-        self.summary = if self.restates > 0 && self.restates == self.checked {
+        self.summary = if self.only_restates() {
             "the answer only restates the question".into()
         } else {
             summary(self.supported, self.checked)
