@@ -803,25 +803,29 @@ impl<'a> AnswerRun<'a> {
         let Some(llm) = self.llm.clone() else {
             return Ok(answer);
         };
-        let restated = |a: &str, run: &Self| {
+        let check = |a: &str, run: &Self| {
             let record = &run.progress.record;
             run.given
                 .engine
                 .support_for(searched, a, &record.sources, &record.citations)
-                .only_restates()
         };
-        if !restated(&answer, self) {
+        let first = check(&answer, self);
+        let row = crate::support::rows::is_row(quote.text.lines().last().unwrap_or(""));
+        let why = if first.only_restates() {
+            "The answer only restated the question: asked again over the passage that answers it best"
+        } else if row && first.checked > 0 && first.supported == 0 {
+            "No sentence of the answer is found in the sources: asked again over the table row that answers the question best"
+        } else {
             return Ok(answer);
-        }
+        };
+        let restated = |a: &str, run: &Self| check(a, run).only_restates();
         let template = plan.templates.text_qa.clone();
         let again = self.llm_step(llm.as_ref(), usize::MAX, |ctx| {
             let prompt = ctx.format(
                 &template,
                 &[("context_str", quote.text.as_str()), ("query_str", searched)],
             );
-            ctx.call(
-                "The answer only restated the question: asked again over the passage that answers it best",
-                prompt,
+            ctx.call(why, prompt,
                 false,
                 None,
             )

@@ -15,6 +15,7 @@
 
 pub mod quotes;
 pub mod restates;
+pub mod rows;
 pub mod sentences;
 pub mod terms;
 
@@ -142,6 +143,9 @@ pub(crate) struct Window {
     pub prev_start: Option<usize>,
     /// Sentences in the window, less one (a small price on wider windows).
     pub extra: usize,
+    /// A table's row ([`rows`]): a window of its own, its terms its header's and
+    /// its lead-in's too.
+    pub row: bool,
 }
 
 /// Every window of up to `width` sentences of every passage.
@@ -149,24 +153,57 @@ pub(crate) fn windows(passages: &[Passage<'_>], width: usize) -> Vec<Window> {
     let mut out = Vec::new();
     for (si, p) in passages.iter().enumerate() {
         let sents = sentences::split(p.text, Lines::Layout);
-        let terms: Vec<HashSet<String>> = sents.iter().map(|s| all_terms(s.text)).collect();
+        let row: Vec<bool> = sents.iter().map(|s| rows::is_row(s.text)).collect();
+        // A row reads with its table's header and the sentence that leads into the
+        // table (its caption, or "The following functions are defined:").
+        let read = |i: usize| -> String {
+            let s = &sents[i];
+            if !row[i] {
+                return s.text.to_string();
+            }
+            let lead = rows::lead_of(p.text, s.start).unwrap_or("");
+            match rows::header_of(p.text, s.start) {
+                Some((hs, he)) => format!("{lead}\n{}\n{}", &p.text[hs..he], s.text),
+                None => format!("{lead}\n{}", s.text),
+            }
+        };
+        let terms: Vec<HashSet<String>> = (0..sents.len()).map(|i| all_terms(&read(i))).collect();
+        // A row's numbers are its own: a header row is often the table's first row of
+        // data ("| pt | 1/72.27in |" over "| bp | 1/72in |").
         let nums: Vec<Vec<String>> = sents.iter().map(|s| terms::numbers(s.text)).collect();
         for i in 0..sents.len() {
             let mut t = HashSet::new();
             let mut n = HashSet::new();
-            for k in 0..width.min(sents.len() - i) {
+            // A row is a window of its own; other sentences join up to `width`, but
+            // not into a table.
+            let wide = if row[i] {
+                1
+            } else {
+                (i..sents.len().min(i + width))
+                    .take_while(|&j| !row[j])
+                    .count()
+            };
+            for k in 0..wide {
                 t.extend(terms[i + k].iter().cloned());
                 n.extend(nums[i + k].iter().cloned());
+                let j = i + k;
                 out.push(Window {
                     source: si,
                     start: sents[i].start,
-                    end: sents[i + k].end,
+                    end: sents[j].end,
                     terms: t.clone(),
                     numbers: n.clone(),
-                    text: p.text[sents[i].start..sents[i + k].end].to_string(),
-                    next_end: sents.get(i + k + 1).map(|s| s.end),
-                    prev_start: i.checked_sub(1).map(|p| sents[p].start),
+                    text: p.text[sents[i].start..sents[j].end].to_string(),
+                    next_end: sents
+                        .get(j + 1)
+                        .filter(|_| !row[i] && !row[j + 1])
+                        .map(|s| s.end),
+                    prev_start: i
+                        .checked_sub(1)
+                        .filter(|&b| !row[i] && !row[b])
+                        .map(|b| sents[b].start),
                     extra: k,
+                    row: row[i],
                 });
             }
         }

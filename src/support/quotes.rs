@@ -9,6 +9,7 @@
 //! before it; a quote takes the sentences after its window that usually hold the
 //! answer, reading on into the next chunk of its document when it runs off its own.
 
+use super::rows;
 use super::terms::{content_terms, coverage};
 use super::{sentence_weights, span_of, windows, Passage, Span};
 use crate::text::overlap::after_overlap;
@@ -138,6 +139,18 @@ pub fn quotes_with(
         return Vec::new();
     }
     let w = sentence_weights(&wins);
+    // What each window says: a row with its table's lead-in and header.
+    let shown: Vec<String> = wins
+        .iter()
+        .map(|win| {
+            let text = passages[win.source].text;
+            if win.row {
+                rows::with_header(text, (win.start, win.end))
+            } else {
+                text[win.start..win.end].to_string()
+            }
+        })
+        .collect();
     let q = content_terms(question);
     let verbatim: Vec<String> = question
         .split_whitespace()
@@ -153,8 +166,9 @@ pub fn quotes_with(
         .filter(|&i| {
             let win = &wins[i];
             let t = &passages[win.source].text[win.start..win.end];
+            // A row counts with its header ("| t | 顶部 |" under "| 参数 | 含义 |").
             t.chars().count() <= MAX_CHARS
-                && t.chars().filter(|c| c.is_alphanumeric()).count() >= 12
+                && shown[i].chars().filter(|c| c.is_alphanumeric()).count() >= 12
         })
         .collect();
     // Each source's sentences, in order: (start, end) bytes.
@@ -162,7 +176,7 @@ pub fn quotes_with(
     for win in wins.iter().filter(|w| w.extra == 0) {
         sents[win.source].push((win.start, win.end));
     }
-    let cos = window_cosines(passages, &wins, &eligible, &q, &w, cosines);
+    let cos = window_cosines(&wins, &shown, &eligible, &q, &w, cosines);
     let score = |i: usize, covered: &std::collections::HashSet<&String>| -> f32 {
         let win = &wins[i];
         let left: Vec<String> = q.iter().filter(|t| !covered.contains(t)).cloned().collect();
@@ -171,7 +185,7 @@ pub fn quotes_with(
         } else {
             coverage(&left, &win.terms, &w) * left.len() as f32 / q.len().max(1) as f32
         };
-        let text = &passages[win.source].text[win.start..win.end];
+        let text = &shown[i];
         let exact = verbatim
             .iter()
             .filter(|v| text.contains(v.as_str()))
@@ -235,8 +249,21 @@ pub fn quotes_with(
             let leads = quote.trim_end().ends_with([':', '：']) || points_back(next);
             !((added >= follow && !leads) || added >= 3 || chars > QUOTE_CHARS)
         };
-        let mut ran_off = true;
-        while let Some(&(a, b)) = sents[win.source].iter().find(|&&(a, _)| a >= end) {
+        let mut ran_off = !win.row;
+        while let Some(k) = sents[win.source].iter().position(|&(a, _)| a >= end) {
+            let (a, mut b) = sents[win.source][k];
+            // A row is quoted alone; a quote that runs on into a table takes all of it,
+            // as one sentence (the caption over its table).
+            if win.row {
+                ran_off = false;
+                break;
+            }
+            for &(ra, rb) in &sents[win.source][k..] {
+                if !rows::is_row(&p.text[ra..rb]) {
+                    break;
+                }
+                b = rb;
+            }
             if !wants(
                 &p.text[win.start..end],
                 &p.text[a..b],
@@ -284,6 +311,10 @@ pub fn quotes_with(
             span.end = super::sentences::char_offset(p.text, end);
             span.text = p.text[start..end].to_string();
         }
+        if win.row {
+            // The offsets are the row's; the text is the row under its header.
+            span.text = shown[i].clone();
+        }
         if !tail.is_empty() {
             // The offsets stay the source's; the text reads on.
             span.text = format!("{}\n{tail}", span.text.trim_end());
@@ -297,8 +328,8 @@ pub fn quotes_with(
 /// highest of its sentences'. Only the [`EMBEDDED`] eligible sentences that share
 /// the most weighted terms with the question are embedded; the others count 0.
 fn window_cosines(
-    passages: &[Passage<'_>],
     wins: &[super::Window],
+    shown: &[String],
     eligible: &[usize],
     q: &[String],
     w: &super::terms::Weights,
@@ -319,10 +350,7 @@ fn window_cosines(
     }
     let texts: Vec<&str> = single
         .iter()
-        .map(|&(i, _)| {
-            let win = &wins[i];
-            &passages[win.source].text[win.start..win.end]
-        })
+        .map(|&(i, _)| shown[i].as_str())
         .collect();
     let Some(c) = cosines(&texts) else {
         return out;

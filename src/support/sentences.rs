@@ -32,6 +32,11 @@ pub fn split(text: &str, lines: Lines) -> Vec<Sentence<'_>> {
     let mut out = Vec::new();
     for (b0, block) in blocks(text, lines) {
         // A list marker ("2. ") is not a sentence of its own.
+        if lines == Lines::Layout && super::rows::is_row(block) {
+            // A table's row is one sentence, whatever full stops its cells hold.
+            push_trimmed(&mut out, text, b0, b0 + block.len());
+            continue;
+        }
         let lead = block.len() - block.trim_start().len();
         let marker = lead + list_marker(&block[lead..]);
         let (b0, block) = (b0 + marker, &block[marker..]);
@@ -78,21 +83,26 @@ fn merge_abbreviations(block: &str, spans: &mut Vec<(usize, usize)>) {
 fn blocks(text: &str, lines: Lines) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start = 0;
+    let mut line_start = 0;
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'\n' {
+            let next = text[i + 1..].split('\n').next().unwrap_or("");
             let ends = match lines {
                 Lines::Blocks => true,
-                Lines::Layout => text[i + 1..]
-                    .split('\n')
-                    .next()
-                    .is_some_and(|l| l.trim().is_empty()),
+                // A blank line ends a block, and so does each row of a table.
+                Lines::Layout => {
+                    next.trim().is_empty()
+                        || super::rows::is_row(&text[line_start..i])
+                        || super::rows::is_row(next)
+                }
             };
             if ends {
                 out.push((start, &text[start..i]));
                 start = i + 1;
             }
+            line_start = i + 1;
         }
         i += 1;
     }
@@ -221,5 +231,20 @@ mod tests {
             vec!["可以用 \\iffalse 包起来。", "也可以用 comment 环境！", "好"]
         );
         assert_eq!(char_offset("中文ab", "中文".len()), 2);
+    }
+
+    #[test]
+    fn each_row_of_a_table_is_a_sentence() {
+        let src = "Table 1: Keys.\n| Key | Description |\n| --- | --- |\n| C-c C-k | Kill the core. All data is lost. |\n| TAB | Indent line. |\nAfter it.";
+        assert_eq!(
+            texts(src, Lines::Layout),
+            vec![
+                "Table 1: Keys.",
+                "| Key | Description |",
+                "| C-c C-k | Kill the core. All data is lost. |",
+                "| TAB | Indent line. |",
+                "After it."
+            ]
+        );
     }
 }
