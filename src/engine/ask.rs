@@ -823,12 +823,12 @@ impl<'a> AnswerRun<'a> {
         let again = self.llm_step(llm.as_ref(), usize::MAX, |ctx| {
             let prompt = ctx.format(
                 &template,
-                &[("context_str", quote.text.as_str()), ("query_str", searched)],
+                &[
+                    ("context_str", quote.text.as_str()),
+                    ("query_str", searched),
+                ],
             );
-            ctx.call(why, prompt,
-                false,
-                None,
-            )
+            ctx.call(why, prompt, false, None)
         })?;
         let again = again.trim();
         if again.is_empty() || restated(again, self) {

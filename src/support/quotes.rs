@@ -348,10 +348,7 @@ fn window_cosines(
     if single.is_empty() {
         return out;
     }
-    let texts: Vec<&str> = single
-        .iter()
-        .map(|&(i, _)| shown[i].as_str())
-        .collect();
+    let texts: Vec<&str> = single.iter().map(|&(i, _)| shown[i].as_str()).collect();
     let Some(c) = cosines(&texts) else {
         return out;
     };

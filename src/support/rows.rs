@@ -15,7 +15,10 @@ pub fn is_row(line: &str) -> bool {
 pub fn is_separator(line: &str) -> bool {
     is_row(line)
         && line.contains('-')
-        && line.trim().chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+        && line
+            .trim()
+            .chars()
+            .all(|c| matches!(c, '|' | '-' | ':' | ' '))
 }
 
 /// The lines of `text` with their byte ranges (without the line break).
@@ -126,7 +129,10 @@ mod tests {
         assert_eq!(header_of(TABLE, TABLE.find("After").unwrap()), None);
         let end = row + "| dotted | semisingle |".len();
         assert_eq!(lead_of(TABLE, row), Some("6.5.2 Bonds — Table 1: Bonds."));
-        assert_eq!(lead_of(TABLE, header), Some("6.5.2 Bonds — Table 1: Bonds."));
+        assert_eq!(
+            lead_of(TABLE, header),
+            Some("6.5.2 Bonds — Table 1: Bonds.")
+        );
         assert_eq!(lead_of(TABLE, TABLE.find("After").unwrap()), None);
         assert_eq!(
             with_header(TABLE, (row, end)),

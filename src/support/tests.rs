@@ -321,3 +321,80 @@ Names are required. Logs record everything. Mirrors are checked daily. Other too
     assert!(later.text.contains("Logs record"), "{q:?}");
     assert!(!later.text.contains("Other tools"), "{q:?}");
 }
+
+const KEYS: &str = "2.2.2 Maxima-mode — Indentation\n\n| Key | Description |\n| --- | --- |\n| TAB | Indent line. |\n| M-C-q | Indent form. |\n| C-c C-k | Kill the current Maxima core. All data is lost. |";
+/// debian-faq.en.pdf p. 44, as the extractor writes it.
+const APT_TABLE: &str = "8.1.2 APT — and new commands:\n\n| apt-get update | -> | apt update |\n| --- | --- | --- |\n| apt-get upgrade | -> | apt upgrade |\n| apt-get dist-upgrade | -> | apt full-upgrade |\n| apt-get install package | -> | apt install package |\n| apt-get remove package | -> | apt remove package |\n| apt-get autoremove | -> | apt autoremove |";
+
+fn table_passages() -> Vec<Passage<'static>> {
+    vec![
+        Passage {
+            chunk_id: 40,
+            doc_id: 4,
+            file: "maximabook.pdf",
+            page: 13,
+            text: KEYS,
+        },
+        Passage {
+            chunk_id: 50,
+            doc_id: 2,
+            file: "debian-faq.en.pdf",
+            page: 44,
+            text: APT_TABLE,
+        },
+    ]
+}
+
+#[test]
+fn a_row_bears_out_a_sentence_with_its_header_and_lead_in_and_two_rows_do_not() {
+    let p = table_passages();
+    // The row, its header ("Key") and the table's lead-in ("Maxima-mode") hold it all.
+    let s = check_sentence("In Maxima mode, the key TAB indents the line.", &p, &[]);
+    assert_eq!(s.verdict, Verdict::Supported, "{s:?}");
+    let span = s.span.unwrap();
+    assert_eq!(span.text, "| TAB | Indent line. |");
+    // One cell from each of two rows: no row says it (the whole table would).
+    let s = check_sentence("M-C-q kills the current Maxima core.", &p, &[]);
+    assert_ne!(s.verdict, Verdict::Supported, "{s:?}");
+    assert!(s.score < SUPPORTED, "{s:?}");
+    let s = check_sentence(
+        "The new command for apt-get upgrade is apt upgrade.",
+        &p,
+        &[],
+    );
+    assert_eq!(s.verdict, Verdict::Supported, "{s:?}");
+}
+
+#[test]
+fn a_row_is_quoted_under_its_header_and_a_caption_with_its_whole_table() {
+    let p = table_passages();
+    let q = quotes("In Maxima mode, which key kills the current core?", &p);
+    assert_eq!(
+        q[0].text,
+        "2.2.2 Maxima-mode — Indentation\n\n| Key | Description |\n| --- | --- |\n| C-c C-k | Kill the current Maxima core. All data is lost. |"
+    );
+    // The offsets are the row's, for the viewer to mark.
+    let row = "| C-c C-k | Kill the current Maxima core. All data is lost. |";
+    let at = KEYS.find(row).unwrap();
+    assert_eq!(
+        (q[0].start, q[0].end),
+        (
+            KEYS[..at].chars().count(),
+            KEYS[..at + row.len()].chars().count()
+        )
+    );
+    // A quote of the words over a table runs on into all of it.
+    let caption = [Passage {
+        chunk_id: 60,
+        doc_id: 5,
+        file: "wasysym.pdf",
+        page: 6,
+        text: "2.10 Astronomical symbols\n\n| \\mercury | \\venus |\n| --- | --- |\n| \\earth | \\mars |\n\nThe next section is about other symbols.",
+    }];
+    let q = quotes("Which astronomical symbols are there?", &caption);
+    assert!(
+        q[0].text.contains("\\mercury") && q[0].text.contains("\\mars"),
+        "{}",
+        q[0].text
+    );
+}
