@@ -166,8 +166,11 @@ pub fn quotes_with(
         .filter(|&i| {
             let win = &wins[i];
             let t = &passages[win.source].text[win.start..win.end];
-            // A row counts with its header ("| t | 顶部 |" under "| 参数 | 含义 |").
-            t.chars().count() <= MAX_CHARS
+            // A row counts with its header ("| t | 顶部 |" under "| 参数 | 含义 |"); a
+            // header is quoted over its rows, not alone.
+            let header = win.row && rows::is_header(passages[win.source].text, win.end);
+            !header
+                && t.chars().count() <= MAX_CHARS
                 && shown[i].chars().filter(|c| c.is_alphanumeric()).count() >= 12
         })
         .collect();
@@ -250,6 +253,7 @@ pub fn quotes_with(
             !((added >= follow && !leads) || added >= 3 || chars > QUOTE_CHARS)
         };
         let mut ran_off = !win.row;
+        let mut into_quoted = false;
         while let Some(k) = sents[win.source].iter().position(|&(a, _)| a >= end) {
             let (a, mut b) = sents[win.source][k];
             // A row is quoted alone; a quote that runs on into a table takes all of it,
@@ -264,17 +268,37 @@ pub fn quotes_with(
                 }
                 b = rb;
             }
-            if !wants(
-                &p.text[win.start..end],
-                &p.text[a..b],
-                added,
-                p.text[win.start..b].chars().count(),
-            ) {
+            // Nor does a quote run on into what another quote already says.
+            into_quoted = taken
+                .iter()
+                .any(|&(s, qa, qb)| s == win.source && a < qb && qa < b);
+            if into_quoted
+                || !wants(
+                    &p.text[win.start..end],
+                    &p.text[a..b],
+                    added,
+                    p.text[win.start..b].chars().count(),
+                )
+            {
                 ran_off = false;
                 break;
             }
             end = b;
             added += 1;
+        }
+        // The words over a table whose rows another quote holds add nothing of their
+        // own: not quoted.
+        if into_quoted
+            && end == win.end
+            && rows::is_row(
+                sents[win.source]
+                    .iter()
+                    .find(|&&(a, _)| a >= end)
+                    .map_or("", |&(a, b)| &p.text[a..b]),
+            )
+        {
+            taken.push((win.source, win.start, win.end));
+            continue;
         }
         let mut tail = String::new();
         if ran_off && added < 3 {

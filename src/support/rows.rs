@@ -21,6 +21,14 @@ pub fn is_separator(line: &str) -> bool {
             .all(|c| matches!(c, '|' | '-' | ':' | ' '))
 }
 
+/// Whether the row ending at byte `row_end` of `text` is its table's header (the
+/// line under it is the rule).
+pub fn is_header(text: &str, row_end: usize) -> bool {
+    text.get(row_end..)
+        .and_then(|t| t.strip_prefix('\n'))
+        .is_some_and(|t| is_separator(t.split('\n').next().unwrap_or("")))
+}
+
 /// The lines of `text` with their byte ranges (without the line break).
 fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut at = 0;
@@ -126,6 +134,8 @@ mod tests {
         );
         // The header row has none, nor does text outside the table.
         assert_eq!(header_of(TABLE, header), None);
+        assert!(is_header(TABLE, header + "| name | aliases |".len()));
+        assert!(!is_header(TABLE, row + "| dotted | semisingle |".len()));
         assert_eq!(header_of(TABLE, TABLE.find("After").unwrap()), None);
         let end = row + "| dotted | semisingle |".len();
         assert_eq!(lead_of(TABLE, row), Some("6.5.2 Bonds — Table 1: Bonds."));

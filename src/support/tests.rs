@@ -373,6 +373,12 @@ fn a_row_is_quoted_under_its_header_and_a_caption_with_its_whole_table() {
         q[0].text,
         "2.2.2 Maxima-mode — Indentation\n\n| Key | Description |\n| --- | --- |\n| C-c C-k | Kill the current Maxima core. All data is lost. |"
     );
+    // No later quote is the caption alone, its rows quoted already.
+    assert!(
+        q.iter()
+            .all(|x| x.text.trim() != "2.2.2 Maxima-mode — Indentation"),
+        "{q:?}"
+    );
     // The offsets are the row's, for the viewer to mark.
     let row = "| C-c C-k | Kill the current Maxima core. All data is lost. |";
     let at = KEYS.find(row).unwrap();

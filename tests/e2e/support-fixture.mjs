@@ -38,9 +38,22 @@ export const RESTATING = "How many steps do visitors climb to reach the Verrin l
 export const RESTATED = "Visitors climb steps to reach the Verrin lantern gallery.";
 export const ANSWERED_AGAIN = "Visitors climb 212 steps to reach the lantern gallery.";
 
+/** A table of options, and a question about one of its rows that the scripted model
+ *  answers from the wrong row over the whole table (a sentence no row holds), and
+ *  right over the answering row alone (no "quillwidth" in the prompt). */
+export const TABLE_ROWS = [["quillwidth", "length", "The width of the quill margin"], ["inkcolor", "name", "The colour of the ink pot"],
+  ["blotter", "boolean", "Whether a blotter dries each page"], ["nibstyle", "choice", "The nib: broad, fine or italic"]];
+export const TABLE_PAGE = ["2.3 Package options", "The scriptorium package takes these options, each described below.",
+  "Table 1: Options of the scriptorium package.", "", [[72, "Option"], [200, "Type"], [300, "Meaning"]],
+  ...TABLE_ROWS.map((r) => [[72, r[0]], [200, r[1]], [300, r[2]]]), "", "Load it with the usual command; the options go between brackets."];
+export const TABLE_QUESTION = "Which scriptorium option sets the colour of the ink pot?";
+export const WRONG_ROW = "The quillwidth option, a length, sets the colour of the ink pot.";
+export const RIGHT_ROW = "The inkcolor option, a name, is the colour of the ink pot.";
+
 /** The scripted reply to `prompt` (its numbered sources decide the markers). */
 export function scriptedAnswer(prompt) {
   if (prompt.includes(FAILING)) return null;
+  if (prompt.includes(TABLE_QUESTION)) return prompt.includes("quillwidth") ? WRONG_ROW : RIGHT_ROW;
   if (prompt.includes(RESTATING)) return prompt.includes("northern cape") ? RESTATED : ANSWERED_AGAIN;
   if (prompt.includes(DOUBTFUL)) return DOUBTFUL_ANSWER;
   const sources = [...numberedSources(prompt)];

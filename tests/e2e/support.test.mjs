@@ -7,8 +7,9 @@
 // supported sentence opens in the viewer, "From your documents" with file and page,
 // that a reload keeps it all, and axe in both themes. The pure functions of
 // ui/js/support.js are tested first, without a browser. An answer that only restates
-// the question is marked so, with the quotes above it. Screenshots go to
-// artifacts/e2e/ (16-support-*.png).
+// the question is marked so, with the quotes above it, and asked again over the best
+// passage; an answer taken from the wrong row of a table is asked again over the
+// answering row. Screenshots go to artifacts/e2e/ (16-support-*.png).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -18,7 +19,7 @@ import { join } from "node:path";
 import { makePdf } from "./make-pdf.mjs";
 import { repo, startServer, launchBrowser, upload, askIn } from "./harness.mjs";
 import { startScriptedLlm } from "./scripted-llm.mjs";
-import { PAGES, SUPPORTED, INVENTED, MISCITED, QUESTION, DOUBTFUL, FAILING, RESTATING, ANSWERED_AGAIN, scriptedAnswer } from "./support-fixture.mjs";
+import { PAGES, SUPPORTED, INVENTED, MISCITED, QUESTION, DOUBTFUL, FAILING, RESTATING, ANSWERED_AGAIN, TABLE_PAGE, TABLE_QUESTION, WRONG_ROW, RIGHT_ROW, scriptedAnswer } from "./support-fixture.mjs";
 import { sentenceRanges, quotesLead, verdictLabel, summaryOf } from "../../ui/js/support.js";
 import { normalize } from "../../ui/js/locate.js";
 
@@ -336,5 +337,40 @@ test("a 'not found' answer leads with the closest quotes; an extractive answer i
   await extractive.locator(".body .sent.supported.linked").first().click();
   await page.waitForSelector("#viewer .pdf-page[data-rendered] .hl", { timeout: 60_000 });
   await page.click("#viewer-close");
+  assert.deepEqual(pageErrors, []);
+});
+
+test("an answer from the wrong row of a table is asked again over the row that answers", async () => {
+  if (await page.locator("#viewer").isVisible()) await page.click("#viewer-close");
+  const pdf = join(dataDir, "scriptorium.pdf");
+  makePdf(pdf, [TABLE_PAGE]);
+  await upload(page, pdf, "scriptorium", 120_000);
+  // Indexed: the list names it as a document that opens.
+  await page.locator("#documents li .name.openable", { hasText: "scriptorium" }).waitFor({ timeout: 120_000 });
+  await page.uncheck("#cite");
+  await page.click("#new-chat");
+  const msg = await askIn(page, "compact", TABLE_QUESTION, 120_000);
+  await msg.locator(".support-summary").waitFor();
+  const asked = llm.requests.filter((r) => /completions/.test(r.path)).slice(-2).map((r) => r.body);
+  // The first answer took its cells from two rows; asked again over the answering
+  // row alone, under its caption and header, the model answers from it.
+  assert.equal(await msg.locator(".body").innerText(), RIGHT_ROW, JSON.stringify(asked).slice(0, 3000));
+  assert.ok(JSON.stringify(asked[0]).includes("quillwidth") && !JSON.stringify(asked[1]).includes("quillwidth"), JSON.stringify(asked).slice(0, 3000));
+  assert.ok(JSON.stringify(asked[1]).includes("| Option | Type | Meaning |"), JSON.stringify(asked[1]).slice(0, 2000));
+  assert.ok(!(await msg.locator(".body").innerText()).includes(WRONG_ROW));
+  assert.match(await msg.locator(".step .label").allTextContents().then((t) => t.join("\n")), /asked again over the table row that answers the question best/);
+  assert.match(await msg.locator(".stats").innerText(), /2 LLM calls/);
+  // "From your documents" quotes that row as a table.
+  const quoted = msg.locator(".quote blockquote.quote-table table.md-table").first();
+  assert.deepEqual(await quoted.locator("td").allTextContents(), ["inkcolor", "name", "The colour of the ink pot"]);
+  // No later quote says that row again (one runs on into the table, and stops there).
+  assert.equal(await msg.locator(".quote td", { hasText: "inkcolor" }).count(), 1, await msg.locator(".quotes").innerText());
+  // Nor is the caption quoted alone, its table's row quoted already.
+  for (const q of await msg.locator(".quote blockquote:not(.quote-table)").allInnerTexts()) assert.ok(!/^\W*2\.3 Package options — Table 1[^.]*\.\W*$/.test(q), q);
+  // And a header is quoted over its rows, never alone.
+  assert.ok(!(await msg.locator(".quotes").innerText()).includes("| Option"), await msg.locator(".quotes").innerText());
+  await shootBothThemes("16-support-row-again");
+  await axeBothThemes("an answer asked again over a table row");
+  await page.check("#cite");
   assert.deepEqual(pageErrors, []);
 });

@@ -165,11 +165,13 @@ test("a table source shows as a table and the viewer marks its row", async () =>
   const cells = await src.locator("table.md-table td").allTextContents();
   assert.ok(cells.includes("inkcolor") && cells.includes("The colour of the ink pot"), cells.join("|"));
   assert.equal(await src.locator(".src-kind").textContent(), "table");
-  // "From your documents" quotes the rows as a table too: no Markdown shown.
+  // "From your documents" quotes the answering row, under its table's caption and
+  // header, as a table: no Markdown shown, and no other row.
   const quoted = page.locator(".quote blockquote.quote-table table.md-table").first();
   await quoted.waitFor();
   assert.deepEqual(await quoted.locator("th").allTextContents(), ["Option", "Type", "Meaning"]);
-  assert.ok((await quoted.locator("td").allTextContents()).includes("The colour of the ink pot"));
+  assert.deepEqual(await quoted.locator("td").allTextContents(), ["inkcolor", "name", "The colour of the ink pot"]);
+  assert.equal(await quoted.locator("caption").textContent(), "2.3 Package options — Table 1: Options of the scriptorium package.");
   assert.ok(!(await page.locator(".quote-list").textContent()).includes("| --- |"));
   await page.screenshot({ path: join(shots, "14-table-source.png") });
   await page.click("#theme-btn");

@@ -45,9 +45,13 @@ export function showSources(view) {
     const ranks = (s.evidence || []).map((e) => `${e.retriever} #${e.rank + 1}${e.query_index ? ` (q${e.query_index + 1})` : ""}`).join(", ");
     const cites = (view.citations || []).filter((c) => c.chunk_id === s.chunk_id);
     const cells = s.kind === "table" ? tableCells(s.text) : null;
-    const text = el("div", { class: `src-text${cells ? " src-table" : ""}`, title: "Click to expand", lang: langOf(s.text || "") },
+    // A table scrolls in its box: it takes the keyboard's focus so that it can be
+    // scrolled and opened without a mouse.
+    const scrolls = cells ? { tabindex: "0", role: "region", "aria-label": `Table from ${s.file}, ${pages}` } : {};
+    const text = el("div", { class: `src-text${cells ? " src-table" : ""}`, title: "Click to expand", lang: langOf(s.text || ""), ...scrolls },
       cells ? tableView(cells, terms) : sourceText(s.text || "", cites, terms));
     text.addEventListener("click", () => text.classList.toggle("open"));
+    if (cells) text.addEventListener("keydown", (e) => { if (e.key === "Enter") text.classList.toggle("open"); });
     ol.append(el("li", { class: "source", dataset: { file: s.file, pages, chunkId: s.chunk_id } },
       el("div", { class: "src-head" },
         el("button", { type: "button", class: "src-open", title: `Open ${s.file} at ${pages}, the passage highlighted`, onclick: () => openSource(s) },
