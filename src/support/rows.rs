@@ -117,6 +117,7 @@ fn table_of_one(text: &str, row: (usize, usize)) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
