@@ -787,11 +787,13 @@ impl<'a> AnswerRun<'a> {
     }
 
     /// 9b. An answer that only says the question again (every sentence the support
-    ///     check reads restates it) is asked for once more with the mode's
-    ///     question-answering template, over the passage that answers the question
-    ///     best (the first quote) alone: a small model that echoes a question over
-    ///     four passages often answers it over the one row or sentence it needs. The
-    ///     new answer is kept unless it restates the question too. Its step is not
+    ///     check reads restates it), or none of whose sentences the sources bear out
+    ///     while the passage that answers the question best is a table's row, is
+    ///     asked for once more with the mode's question-answering template, over that
+    ///     passage (the first quote; a row under its caption and header) alone: a
+    ///     small model that echoes a question over four passages, or answers from the
+    ///     row beside the right one, often answers it over the one row or sentence it
+    ///     needs. The new answer is kept unless it restates the question too. Its step is not
     ///     streamed as the answer; the kept answer streams after the first, whole,
     ///     and the finished answer is it alone. (Not for citing answers, whose
     ///     templates read numbered sources, nor a follow-up answered with the
