@@ -793,9 +793,9 @@ impl<'a> AnswerRun<'a> {
     ///     passage (the first quote; a row under its caption and header) alone: a
     ///     small model that echoes a question over four passages, or answers from the
     ///     row beside the right one, often answers it over the one row or sentence it
-    ///     needs. The new answer is kept unless it restates the question too. Its step is not
-    ///     streamed as the answer; the kept answer streams after the first, whole,
-    ///     and the finished answer is it alone. (Not for citing answers, whose
+    ///     needs. The new answer is kept unless it restates the question too. Its
+    ///     step is not streamed as the answer; the kept answer streams after the
+    ///     first, whole, and the finished answer is it alone. (Not for citing answers, whose
     ///     templates read numbered sources, nor a follow-up answered with the
     ///     conversation.)
     fn answer_again(&mut self, plan: &Plan, searched: &str, answer: String) -> Result<String> {

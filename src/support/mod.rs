@@ -154,17 +154,14 @@ pub(crate) fn windows(passages: &[Passage<'_>], width: usize) -> Vec<Window> {
     for (si, p) in passages.iter().enumerate() {
         let sents = sentences::split(p.text, Lines::Layout);
         let row: Vec<bool> = sents.iter().map(|s| rows::is_row(s.text)).collect();
-        // A row reads with its table's header and the sentence that leads into the
-        // table (its caption, or "The following functions are defined:").
+        // A row reads with its table's header and the line that leads into the table
+        // (its caption, or "The following functions are defined:"), as it is quoted.
         let read = |i: usize| -> String {
             let s = &sents[i];
-            if !row[i] {
-                return s.text.to_string();
-            }
-            let lead = rows::lead_of(p.text, s.start).unwrap_or("");
-            match rows::header_of(p.text, s.start) {
-                Some((hs, he)) => format!("{lead}\n{}\n{}", &p.text[hs..he], s.text),
-                None => format!("{lead}\n{}", s.text),
+            if row[i] {
+                rows::with_header(p.text, (s.start, s.end))
+            } else {
+                s.text.to_string()
             }
         };
         let terms: Vec<HashSet<String>> = (0..sents.len()).map(|i| all_terms(&read(i))).collect();

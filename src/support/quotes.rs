@@ -252,16 +252,15 @@ pub fn quotes_with(
             let leads = quote.trim_end().ends_with([':', '：']) || points_back(next);
             !((added >= follow && !leads) || added >= 3 || chars > QUOTE_CHARS)
         };
+        // A row is quoted alone; a quote that runs on into a table takes all of it, as
+        // one sentence (the caption over its table).
         let mut ran_off = !win.row;
         let mut into_quoted = false;
-        while let Some(k) = sents[win.source].iter().position(|&(a, _)| a >= end) {
+        while let Some(k) = sents[win.source]
+            .iter()
+            .position(|&(a, _)| !win.row && a >= end)
+        {
             let (a, mut b) = sents[win.source][k];
-            // A row is quoted alone; a quote that runs on into a table takes all of it,
-            // as one sentence (the caption over its table).
-            if win.row {
-                ran_off = false;
-                break;
-            }
             for &(ra, rb) in &sents[win.source][k..] {
                 if !rows::is_row(&p.text[ra..rb]) {
                     break;
