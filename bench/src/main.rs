@@ -292,7 +292,8 @@ enum BenchCmd {
         json: bool,
     },
     /// One document summarized by the whole-document route the first time, then again
-    /// from its kept summary tree: seconds and LLM calls of each.
+    /// from its kept summary tree: seconds and LLM calls of each, the model loaded
+    /// before both (the load's seconds printed apart).
     SummaryTime {
         /// The PDFs to index.
         #[arg(long, default_value = "../shared/corpus/pdfs")]

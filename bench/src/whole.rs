@@ -335,7 +335,8 @@ pub fn whole_answers(
 }
 
 /// `quire bench summary-time`: one document summarized by the route the first time,
-/// then again from its kept summary tree.
+/// then again from its kept summary tree, the model loaded before either (its load
+/// timed apart).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryTiming {
     pub file: String,
@@ -343,6 +344,10 @@ pub struct SummaryTiming {
     pub model: String,
     pub cpu: String,
     pub threads: usize,
+    /// Seconds loading the model before the first summary (not in `first_secs`: the
+    /// app keeps a loaded model between questions).
+    #[serde(default)]
+    pub load_secs: f64,
     pub first_secs: f64,
     pub first_calls: usize,
     pub cached_secs: f64,
@@ -360,6 +365,11 @@ impl std::fmt::Display for SummaryTiming {
             f,
             "{} ({} pages), model {}, {} ({} threads)",
             self.file, self.pages, self.model, self.cpu, self.threads
+        )?;
+        writeln!(
+            f,
+            "model loaded in {:.1} s before the first",
+            self.load_secs
         )?;
         writeln!(
             f,
@@ -413,6 +423,10 @@ pub fn summary_timing(
             .sum(),
         _ => 0,
     };
+    // The model is loaded first: the first summary's time is the reading alone.
+    let t = std::time::Instant::now();
+    engine.llm()?;
+    let load_secs = t.elapsed().as_secs_f64();
     let first = ask_routed(
         engine,
         question,
@@ -435,6 +449,7 @@ pub fn summary_timing(
         model: engine.settings().model,
         cpu: cpu_name(),
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        load_secs,
         first_secs: first.secs,
         first_calls: first.calls,
         cached_secs: cached.secs,

@@ -17,7 +17,8 @@ use super::ask::AnswerRun;
 use super::modes::Resolved;
 use super::route::{asks_about_library, question_kind, QuestionKind};
 use super::{AskEvent, RouteChoice, RouteView};
-use crate::retrieve::RetrieveOptions;
+use crate::retrieve::back_matter::{self, ChunkPages};
+use crate::retrieve::{page_kind, PageKind, RetrieveOptions};
 use crate::store::{DocStatus, DocumentRow, StoredChunk, SummaryLeaf, SummaryTree};
 use crate::synth::summary_tree::{fits_whole, join_in_order, leaf_template, pack_in_order};
 use crate::synth::{Blocks, Node, PromptHelper, ResponseMode, Template};
@@ -241,7 +242,7 @@ impl AnswerRun<'_> {
         let mut h = Sha256::new();
         h.update(
             format!(
-                "{model}\n{window}\n{LEAF_TOKENS}\njoined once (8 bytes, table heads), leaders as one …\n{}\n{}\n{:?}\n{}",
+                "{model}\n{window}\n{LEAF_TOKENS}\njoined once (8 bytes, table heads), leaders as one …, back matter passed over\n{}\n{}\n{:?}\n{}",
                 settings.temperature,
                 settings.repeat_penalty,
                 settings.template_vars,
@@ -273,13 +274,36 @@ impl AnswerRun<'_> {
             .clone()
             .ok_or_else(|| Error::Invalid("no model is loaded to read the documents".into()))?;
         let mut docs: Vec<(DocumentRow, Vec<StoredChunk>)> = Vec::new();
+        let mut passed_kinds: Vec<PageKind> = Vec::new();
         for &id in ids {
             let store = given.engine.store();
             let row = store
                 .document(id)?
                 .ok_or_else(|| Error::NotFound(format!("document {id}")))?;
             let mut chunks = store.load_chunks_of(&[id])?;
+            // Its index and references are passed over (`back_matter`).
+            let mut page_kinds = Vec::with_capacity(row.pages as usize);
+            for p in 1..=row.pages {
+                page_kinds.push(store.page_text(id, p)?.as_deref().and_then(page_kind));
+            }
             drop(store);
+            let pieces: Vec<ChunkPages> = chunks
+                .iter()
+                .map(|c| ChunkPages {
+                    page_start: c.page_start,
+                    page_end: c.page_end,
+                    text: &c.text,
+                })
+                .collect();
+            let passed = back_matter::passed_over(&page_kinds, &pieces);
+            for k in back_matter::kinds_passed_over(&page_kinds, &pieces, &passed) {
+                if !passed_kinds.contains(&k) {
+                    passed_kinds.push(k);
+                }
+            }
+            drop(pieces);
+            let mut passed = passed.into_iter();
+            chunks.retain(|_| !passed.next().unwrap_or(false));
             // Read with each run of dot leaders as one `…` (every word and page kept).
             for c in &mut chunks {
                 if let Cow::Owned(t) = leaders::collapse(&c.text) {
@@ -297,10 +321,12 @@ impl AnswerRun<'_> {
         }
         let pages: u32 = docs.iter().map(|(d, _)| d.pages).sum();
         let files: Vec<&str> = docs.iter().map(|(d, _)| d.file_name.as_str()).collect();
+        passed_kinds.sort_by_key(|k| u8::from(*k != PageKind::Index));
         let label = format!(
-            "Read all {pages} page{} of {}",
+            "Read all {pages} page{} of {}{}",
             if pages == 1 { "" } else { "s" },
-            names(&files)
+            names(&files),
+            but(&passed_kinds)
         );
         let mut view = RouteView {
             route: "whole".into(),
@@ -549,6 +575,26 @@ impl AnswerRun<'_> {
     }
 }
 
+/// What a reading's label says was passed over: " but the index and references".
+fn but(kinds: &[PageKind]) -> String {
+    let words: Vec<&str> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            PageKind::Index => Some("the index"),
+            PageKind::Bibliography => Some("the references"),
+            _ => None,
+        })
+        .collect();
+    match words.as_slice() {
+        [] => String::new(),
+        [one] => format!(" but {one}"),
+        _ => format!(
+            " but {}",
+            words.join(" and ").replacen(" and the ", " and ", 1)
+        ),
+    }
+}
+
 /// `pages_read` of `pages` in `file` (never more than `pages`), with the seconds left
 /// when known.
 fn reading_event(file: &str, pages_read: u32, pages: u32, secs_left: Option<f64>) -> AskEvent {
@@ -627,6 +673,17 @@ mod tests {
         assert_eq!(
             names(&["a.pdf", "b.pdf", "c.pdf"]),
             "a.pdf, b.pdf and c.pdf"
+        );
+    }
+
+    #[test]
+    fn what_was_passed_over_is_said_in_words() {
+        assert_eq!(but(&[]), "");
+        assert_eq!(but(&[PageKind::Index]), " but the index");
+        assert_eq!(but(&[PageKind::Bibliography]), " but the references");
+        assert_eq!(
+            but(&[PageKind::Index, PageKind::Bibliography]),
+            " but the index and references"
         );
     }
 }

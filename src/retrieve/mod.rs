@@ -13,6 +13,7 @@
 //! postings, pages): then the text of the sources and the vectors the ranking is made
 //! exact with are read through [`ChunkTexts`] and [`ExactVectors`].
 
+pub mod back_matter;
 pub mod bm25;
 mod captions;
 pub mod fusion;

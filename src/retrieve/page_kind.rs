@@ -203,7 +203,7 @@ fn kind_by_heading(text: &str) -> Option<PageKind> {
         .filter(|l| !l.is_empty())
         .take(3)
         .find_map(|l| {
-            let l = l.to_lowercase();
+            let l = without_label(&l.to_lowercase()).to_string();
             let starts = |words: &[&str]| {
                 words
                     .iter()
@@ -228,6 +228,27 @@ fn kind_by_heading(text: &str) -> Option<PageKind> {
                 None
             }
         })
+}
+
+/// A heading line without its appendix or section label: "c. index" → "index",
+/// "b references" → "references", "12 contents" → "contents". A label is a first
+/// word of one or two letters or digits, a number, or a Roman numeral, with a dot
+/// after it or not ("the index" keeps its "the").
+fn without_label(l: &str) -> &str {
+    match l.split_once(' ') {
+        Some((first, rest)) => {
+            let label = first.strip_suffix('.').unwrap_or(first);
+            let alnum = label.chars().all(|c| c.is_ascii_alphanumeric());
+            let number = label.chars().all(|c| c.is_ascii_digit());
+            let roman = label.chars().all(|c| "ivxlc".contains(c));
+            if !label.is_empty() && alnum && (label.len() <= 2 || number || roman) {
+                rest.trim_start()
+            } else {
+                l
+            }
+        }
+        None => l,
+    }
 }
 
 /// The navigation kind of `text` from its shape alone.
@@ -541,6 +562,16 @@ mod tests {
         assert_eq!(
             page_kind(&format!("Index\nSymbols\n{arrows}")),
             Some(PageKind::Index)
+        );
+        // An appendix's index, its heading under the appendix letter.
+        assert_eq!(
+            page_kind(&format!("C. Index\nSymbols\n{arrows}")),
+            Some(PageKind::Index)
+        );
+        assert_eq!(
+            page_kind(&format!("Appendix C Index\nSymbols\n{arrows}")),
+            Some(PageKind::Contents),
+            "only a short label is passed over"
         );
         // A heading alone makes no navigation page.
         assert_eq!(

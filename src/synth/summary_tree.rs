@@ -12,9 +12,13 @@ use super::prompt_helper::{PromptHelper, DEFAULT_PADDING};
 use super::template::Template;
 use crate::Result;
 
-/// LlamaIndex's `DocumentSummaryIndex` summary query (`DEFAULT_SUMMARY_QUERY`): what
-/// a leaf is asked, whatever the question, so that leaves can be kept and reused.
-pub const SUMMARY_QUERY: &str = "Describe what the provided text is about. Also describe some of the questions that this text can answer. ";
+/// What a leaf is asked, whatever the question, so that leaves can be kept and
+/// reused: the first sentence of LlamaIndex's `DocumentSummaryIndex` summary query
+/// (`DEFAULT_SUMMARY_QUERY`). Its second, "Also describe some of the questions that
+/// this text can answer.", serves that index's retrieval, not an answer: with it the
+/// default 0.5B wrote a list of questions into every leaf (half its tokens, two
+/// leaves of a 40-page manual to the 256-token cap), and the answers repeated them.
+pub const SUMMARY_QUERY: &str = "Describe what the provided text is about. ";
 
 /// A leaf's template: the summary (tree_summarize) template with the summary query.
 pub fn leaf_template(summary: &Template) -> Template {

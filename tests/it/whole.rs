@@ -248,7 +248,7 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), 0);
     let pdf = dir.path().join("short.pdf");
-    // A contents page with dot leaders, then two pages of text.
+    // A contents page with dot leaders, two pages of text, then two of index.
     let mut pages = vec![[
         "Contents",
         "1 Tide pools . . . . . . . . . . . . . . 2",
@@ -261,6 +261,42 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
             .collect::<Vec<_>>()
             .join("\n")
     }));
+    let terms = [
+        "algae",
+        "anemones",
+        "barnacles",
+        "crabs",
+        "currents",
+        "estuaries",
+        "gulls",
+        "kelp",
+        "limpets",
+        "mussels",
+        "periwinkles",
+        "plankton",
+        "rock shores",
+        "salinity",
+        "sea stars",
+        "sea urchins",
+        "snails",
+        "sponges",
+        "surf",
+        "tide pools",
+        "tides",
+        "waves",
+        "whelks",
+        "zonation",
+    ];
+    // Two pages of index: `algae (shore), 2, 3`…
+    let index: Vec<String> = ["shore", "pool", "reef", "bay", "cove"]
+        .iter()
+        .flat_map(|place| terms.iter().map(move |t| format!("{t} ({place})")))
+        .enumerate()
+        .map(|(i, t)| format!("{t}, {}, 3", 2 + i % 2))
+        .collect();
+    let (first, second) = index.split_at(index.len() / 2);
+    pages.push(format!("Index\n{}", first.join("\n")));
+    pages.push(second.join("\n"));
     util::write_pdf(&pdf, &pages);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "short.pdf");
@@ -275,6 +311,8 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
         (route.route.as_str(), route.how.as_str()),
         ("whole", "whole")
     );
+    // The index at the back is passed over, and the label says so.
+    assert_eq!(route.label, "Read all 5 pages of short.pdf but the index");
     // One prompt holds every chunk (compact over the document's chunks in order).
     let prompts: Vec<&String> = events
         .iter()
@@ -288,6 +326,9 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
     assert!(prompts[0].contains("1 Tide pools … 2"), "{}", prompts[0]);
     assert!(prompts[0].contains("2 Rock shores…3"), "{}", prompts[0]);
     assert!(!prompts[0].contains(". . . ."));
+    for entry in second {
+        assert!(!prompts[0].contains(entry.as_str()), "{entry}");
+    }
     for p in 2..=3 {
         for line in 0..40 {
             let marker = format!("Page {p} line {line}:");
