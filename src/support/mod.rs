@@ -535,16 +535,18 @@ impl Support {
         self.summary = if self.only_restates() {
             "the answer only restates the question".into()
         } else {
-            summary(self.supported, self.checked)
+            summary(self.supported, self.partly, self.checked)
         };
     }
 }
 
-/// "4 of 5 sentences found in your documents".
-pub fn summary(supported: usize, checked: usize) -> String {
+/// "4 of 5 sentences found in your documents"; of one sentence, whether it is found,
+/// partly found or not found (`partly`: the sentences only partly found).
+pub fn summary(supported: usize, partly: usize, checked: usize) -> String {
     match checked {
         0 => "no sentence to check".into(),
         1 if supported == 1 => "the sentence is found in your documents".into(),
+        1 if partly == 1 => "the sentence is partly found in your documents".into(),
         1 => "the sentence is not found in your documents".into(),
         n if supported == n => format!("all {n} sentences found in your documents"),
         n => format!("{supported} of {n} sentences found in your documents"),

@@ -404,3 +404,19 @@ fn a_row_is_quoted_under_its_header_and_a_caption_with_its_whole_table() {
         q[0].text
     );
 }
+
+#[test]
+fn the_summary_of_one_sentence_says_how_it_is_found() {
+    assert_eq!(summary(1, 0, 1), "the sentence is found in your documents");
+    assert_eq!(
+        summary(0, 1, 1),
+        "the sentence is partly found in your documents"
+    );
+    assert_eq!(
+        summary(0, 0, 1),
+        "the sentence is not found in your documents"
+    );
+    assert_eq!(summary(2, 1, 3), "2 of 3 sentences found in your documents");
+    assert_eq!(summary(3, 0, 3), "all 3 sentences found in your documents");
+    assert_eq!(summary(0, 0, 0), "no sentence to check");
+}

@@ -57,6 +57,10 @@ test("the verdicts' words, the summary's tone, and when the quotes lead", () => 
   assert.deepEqual(summaryOf({ supported: 4, checked: 5, summary: "4 of 5 sentences found in your documents" }),
     { text: "4 of 5 sentences found in your documents", tone: "mixed" });
   assert.equal(summaryOf({ supported: 1, checked: 3 }).tone, "poor");
+  // One sentence, partly found: said so, and not in the tone of one not found.
+  assert.deepEqual(summaryOf({ supported: 0, partly: 1, checked: 1, summary: "the sentence is partly found in your documents" }),
+    { text: "the sentence is partly found in your documents", tone: "mixed" });
+  assert.equal(summaryOf({ supported: 0, partly: 0, checked: 1 }).tone, "poor");
   assert.equal(summaryOf({ supported: 0, checked: 0 }), null);
   assert.equal(quotesLead({ support: { supported: 1, checked: 3 } }), true);
   assert.equal(quotesLead({ support: { supported: 2, checked: 4 } }), false);

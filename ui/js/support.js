@@ -43,7 +43,9 @@ export function quotesLead({ support, failed = false, notFound = false } = {}) {
 export function summaryOf(support) {
   if (!support || !support.checked) return null;
   const text = support.summary || `${support.supported} of ${support.checked} sentences found in your documents`;
-  const tone = support.supported === support.checked ? "good" : support.supported * 2 < support.checked ? "poor" : "mixed";
+  // A sentence partly found counts half.
+  const tone = support.supported === support.checked ? "good"
+    : support.supported * 2 + (support.partly || 0) < support.checked ? "poor" : "mixed";
   return { text, tone };
 }
 
