@@ -1,9 +1,11 @@
 //! The whole-document route of an answer: a question about whole documents
 //! (`route::question_kind`, or the person's choice) reads every page of the one or
-//! few documents it is about — in one prompt when they fit the model's window, else
+//! few documents it is about, their index and references passed over
+//! ([`back_matter`]) — in one prompt when they fit the model's window, else
 //! map-reduce: every chunk, in order, in a leaf summary (LlamaIndex's tree_summarize
-//! prompt asked DocumentSummaryIndex's question, kept per document in the store),
-//! then tree_summarize over the leaves with the question. A question about the whole
+//! prompt asked the first sentence of DocumentSummaryIndex's question, kept per
+//! document in the store), then tree_summarize over the leaves with the question.
+//! A question about the whole
 //! library answers from the kept summaries. The decision goes out as
 //! [`AskEvent::Route`], the pages read as [`AskEvent::Reading`]; Stop cancels between
 //! and inside the calls, and the leaves read so far are kept.
