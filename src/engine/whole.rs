@@ -323,7 +323,6 @@ impl AnswerRun<'_> {
         }
         let pages: u32 = docs.iter().map(|(d, _)| d.pages).sum();
         let files: Vec<&str> = docs.iter().map(|(d, _)| d.file_name.as_str()).collect();
-        passed_kinds.sort_by_key(|k| u8::from(*k != PageKind::Index));
         let label = format!(
             "Read all {pages} page{} of {}{}",
             if pages == 1 { "" } else { "s" },
@@ -577,23 +576,17 @@ impl AnswerRun<'_> {
     }
 }
 
-/// What a reading's label says was passed over: " but the index and references".
+/// What a reading's label says was passed over (`kinds` in any order): " but the
+/// index and references".
 fn but(kinds: &[PageKind]) -> String {
-    let words: Vec<&str> = kinds
-        .iter()
-        .filter_map(|k| match k {
-            PageKind::Index => Some("the index"),
-            PageKind::Bibliography => Some("the references"),
-            _ => None,
-        })
-        .collect();
-    match words.as_slice() {
-        [] => String::new(),
-        [one] => format!(" but {one}"),
-        _ => format!(
-            " but {}",
-            words.join(" and ").replacen(" and the ", " and ", 1)
-        ),
+    match (
+        kinds.contains(&PageKind::Index),
+        kinds.contains(&PageKind::Bibliography),
+    ) {
+        (true, true) => " but the index and references".into(),
+        (true, false) => " but the index".into(),
+        (false, true) => " but the references".into(),
+        (false, false) => String::new(),
     }
 }
 

@@ -10,7 +10,7 @@
 //! the first page of a bibliography or index often begins with the end of the body
 //! ("…the last answer. References [1] …"), and a chunk of that body text is kept.
 
-use super::page_kind::{page_kind, table_kind, PageKind};
+use super::page_kind::PageKind;
 
 /// Whether a page of `kind` is back matter.
 fn is_back(kind: Option<PageKind>) -> bool {
@@ -45,9 +45,7 @@ pub fn passed_over(page_kinds: &[Option<PageKind>], chunks: &[ChunkPages<'_>]) -
             if c.page_end < c.page_start || !(c.page_start..=c.page_end).all(back) {
                 return false;
             }
-            let navigation = table_kind(c.text)
-                .or_else(|| page_kind(c.text))
-                .is_some_and(PageKind::is_navigation);
+            let navigation = super::chunk_kind(c.text).is_some_and(PageKind::is_navigation);
             navigation || c.page_start > run_start(c.page_start)
         })
         .collect();

@@ -256,9 +256,9 @@ pub fn quotes_with(
         // one sentence (the caption over its table).
         let mut ran_off = !win.row;
         let mut into_quoted = false;
-        while let Some(k) = sents[win.source]
-            .iter()
-            .position(|&(a, _)| !win.row && a >= end)
+        while let Some(k) = (!win.row)
+            .then(|| sents[win.source].iter().position(|&(a, _)| a >= end))
+            .flatten()
         {
             let (a, mut b) = sents[win.source][k];
             for &(ra, rb) in &sents[win.source][k..] {
