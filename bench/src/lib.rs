@@ -16,7 +16,7 @@
 //! [`memory`] is the peak memory of a process holding a library of N chunks and
 //! searching it. [`whole`] is whole-document questions: the router's accuracy, their
 //! answers by search and by reading every page, and a summary's first and cached time. [`margins`] is a diagnostic: how near llama.cpp's greedy tokens are to ties in
-//! Quire's logits.
+//! Quire's logits; [`pipes`] another: the floor exact products have on this CPU.
 
 pub mod answer;
 pub mod conversations;
@@ -34,6 +34,7 @@ pub mod memory;
 pub mod not_found;
 pub mod pdfgen;
 pub mod pdftotext;
+pub mod pipes;
 pub mod retrieval;
 pub mod rows;
 pub mod serving;

@@ -85,6 +85,14 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The floor of exact products on this CPU: 512-bit integer products and float
+    /// FMAs a nanosecond per core, alone and interleaved, on every core at once, and
+    /// the GFLOP/s llama.cpp's order then allows a Q5_0 / Q8_0 product and attention.
+    Pipes {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Prompt processing and generation speed vs llama.cpp's figures.
     Llm {
         /// A GGUF file instead of the default LLM.
@@ -796,6 +804,10 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             sizes,
             queries,
         } => retrieval_scale(json, &sizes, queries),
+        BenchCmd::Pipes { json } => emit(
+            &quire_bench::pipes::run(quire::cpu::pool::max_threads())?,
+            json,
+        ),
         BenchCmd::Library {
             docs,
             dir,

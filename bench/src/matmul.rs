@@ -61,7 +61,7 @@ pub fn run(
     for t in types {
         let dtype = timing::dtype(t).ok_or_else(|| {
             Error::Invalid(format!(
-                "--types {t:?}: q4_0, q4_1, q8_0, q4_k, q5_k or q6_k"
+                "--types {t:?}: q4_0, q4_1, q5_0, q8_0, q4_k, q5_k or q6_k"
             ))
         })?;
         for w in widths {

@@ -140,6 +140,10 @@ pub struct RouteView {
     /// How they were read: `whole` (in one prompt), `map_reduce`, `cached`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub how: String,
+    /// The back matter not read ("the index and references"), which `label` ends
+    /// with as " but …"; empty when every page was read.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub passed_over: String,
 }
 
 /// One turn of a conversation a client keeps itself.

@@ -337,6 +337,7 @@ impl AnswerRun<'_> {
             documents: docs.iter().map(|(d, _)| d.id).collect(),
             pages,
             how: String::new(),
+            passed_over: passed_over(&passed_kinds),
         };
         let count = |t: &str| llm.count_tokens(t);
         let window = llm.context_window();
@@ -570,6 +571,7 @@ impl AnswerRun<'_> {
             documents: with.iter().map(|d| d.id).collect(),
             pages,
             how: "cached".into(),
+            ..RouteView::default()
         })?;
         self.show_no_passages()?;
         self.reduce(searched, &nodes).map(Some)
@@ -579,13 +581,24 @@ impl AnswerRun<'_> {
 /// What a reading's label says was passed over (`kinds` in any order): " but the
 /// index and references".
 fn but(kinds: &[PageKind]) -> String {
+    let what = passed_over(kinds);
+    if what.is_empty() {
+        what
+    } else {
+        format!(" but {what}")
+    }
+}
+
+/// The back matter of `kinds` passed over, as the label names it: "the index",
+/// "the references", "the index and references"; empty for none.
+fn passed_over(kinds: &[PageKind]) -> String {
     match (
         kinds.contains(&PageKind::Index),
         kinds.contains(&PageKind::Bibliography),
     ) {
-        (true, true) => " but the index and references".into(),
-        (true, false) => " but the index".into(),
-        (false, true) => " but the references".into(),
+        (true, true) => "the index and references".into(),
+        (true, false) => "the index".into(),
+        (false, true) => "the references".into(),
         (false, false) => String::new(),
     }
 }
@@ -673,6 +686,7 @@ mod tests {
 
     #[test]
     fn what_was_passed_over_is_said_in_words() {
+        assert_eq!(passed_over(&[]), "");
         assert_eq!(but(&[]), "");
         assert_eq!(but(&[PageKind::Index]), " but the index");
         assert_eq!(but(&[PageKind::Bibliography]), " but the references");

@@ -8,7 +8,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { citationParts, queryTerms } from "../../ui/js/dom.js";
+import { routeText } from "../../ui/js/route.js";
 import { normalize, pageText, locate, findAll, itemRanges, passageText, tableCells, quoteTable } from "../../ui/js/locate.js";
+
+test("a route line says how the pages were read before the back matter it passed over", () => {
+  const whole = { route: "whole", label: "Read all 5 pages of short.pdf but the index", passed_over: "the index" };
+  assert.equal(routeText({ ...whole, how: "whole" }), "Read all 5 pages of short.pdf in one prompt, but the index");
+  assert.equal(routeText({ ...whole, how: "map_reduce", label: "Read all 40 pages of a.pdf but the index and references", passed_over: "the index and references" }),
+    "Read all 40 pages of a.pdf part by part, then summarized, but the index and references");
+  assert.equal(routeText({ route: "whole", label: "Read all 4 pages of wasysym.pdf", how: "cached" }),
+    "Read all 4 pages of wasysym.pdf from its kept summary");
+  // A file name with the same words, and no back matter passed over: left as it is.
+  assert.equal(routeText({ route: "whole", label: "Read all 3 pages of a but the index.pdf", how: "whole" }),
+    "Read all 3 pages of a but the index.pdf in one prompt");
+  assert.equal(routeText({ route: "search", label: "Searched: top 4 passages", how: "" }), "Searched: top 4 passages");
+});
 
 test("a table chunk is found on the page by its rows, without the Markdown or its header", () => {
   const md = "| Option | Default | Meaning |\n| --- | --- | --- |\n| bookmarks | true | 是否生成书签 |\n| a\\|b | x | y |";

@@ -313,6 +313,8 @@ fn a_short_document_goes_in_whole_and_search_stays_a_choice() {
     );
     // The index at the back is passed over, and the label says so.
     assert_eq!(route.label, "Read all 5 pages of short.pdf but the index");
+    // Apart too, so that the window can say how the rest was read before it.
+    assert_eq!(route.passed_over, "the index");
     // One prompt holds every chunk (compact over the document's chunks in order).
     let prompts: Vec<&String> = events
         .iter()

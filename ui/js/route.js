@@ -26,16 +26,28 @@ function line(view) {
   return view.routeLine;
 }
 
+/** The line's words for `route` (an engine RouteView): its label and how the
+ * documents were read, that before the back matter passed over, which the label ends
+ * with ("Read all 40 pages of a.pdf in one prompt, but the index"). */
+export function routeText(route) {
+  const whole = route.route === "whole" || route.route === "library";
+  const how = whole && HOW[route.how] ? ` ${route.route === "library" ? "" : HOW[route.how]}`.trimEnd() : "";
+  const but = route.passed_over ? ` but ${route.passed_over}` : "";
+  return but && how && route.label.endsWith(but)
+    ? `${route.label.slice(0, -but.length)}${how},${but}`
+    : route.label + how;
+}
+
 /** Show the decision `route` (an engine RouteView) on `view`. */
 export function showRoute(view, route) {
   view.route = route;
   const box = clear(line(view));
   const whole = route.route === "whole" || route.route === "library";
-  const how = whole && HOW[route.how] ? ` ${route.route === "library" ? "" : HOW[route.how]}`.trimEnd() : "";
+  const text = routeText(route);
   const why = route.forced ? " · your choice" : route.cue ? ` · asked “${route.cue}”` : "";
   box.append(
     el("span", { class: "route-icon", "aria-hidden": "true" }, whole ? "▤" : "⌕"),
-    el("span", { class: "route-label" }, route.label + how),
+    el("span", { class: "route-label" }, text),
     el("span", { class: "muted route-why" }, why),
     el("span", { class: "route-progress", hidden: true }),
   );

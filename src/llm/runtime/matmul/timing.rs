@@ -14,6 +14,7 @@ pub fn dtype(name: &str) -> Option<GgmlDType> {
     Some(match name.to_ascii_lowercase().as_str() {
         "q4_0" => GgmlDType::Q4_0,
         "q4_1" => GgmlDType::Q4_1,
+        "q5_0" => GgmlDType::Q5_0,
         "q8_0" => GgmlDType::Q8_0,
         "q4_k" => GgmlDType::Q4K,
         "q5_k" => GgmlDType::Q5K,
