@@ -10,13 +10,16 @@
 //! those products is that sum, whatever the kernel.
 
 use serde::{Deserialize, Serialize};
+#[cfg(target_arch = "x86_64")]
 use std::time::Instant;
 
 /// Independent accumulator chains per loop: enough to cover each instruction's
 /// latency, so the loops measure issue rate.
+#[cfg(target_arch = "x86_64")]
 const CHAINS: usize = 16;
 
 /// Iterations of each timed loop (each `CHAINS` instructions of a kind).
+#[cfg(target_arch = "x86_64")]
 const ITERS: usize = 20_000_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +101,7 @@ pub fn run(threads: usize) -> quire::Result<PipesReport> {
     ))
 }
 
+#[cfg(target_arch = "x86_64")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Dpbusd,
@@ -153,9 +157,4 @@ unsafe fn chains(kind: Kind, iters: usize) -> f32 {
         s += _mm512_reduce_add_ps(f[i]) + _mm512_reduce_add_epi32(a[i]) as f32;
     }
     s
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn per_op_ns(_: Kind, _: usize) -> f64 {
-    f64::NAN
 }
