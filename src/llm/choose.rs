@@ -193,6 +193,14 @@ fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
     .then_with(|| a.name.cmp(&b.name))
 }
 
+/// A prediction as the Settings table and the reasons show it: to the tenth of a
+/// second. The choice compares this against the budget, so a row never reads
+/// "6.0 s" beside "too slow: predicted 6.0 s > 6 s" (a prediction is not finer than
+/// that anyway).
+fn shown(p: f64) -> f64 {
+    format!("{p:.1}").parse().unwrap_or(p)
+}
+
 /// Choose among `models` with the budget [`BUDGET_SECS`].
 pub fn choose(models: &[Candidate]) -> Choice {
     choose_within(models, BUDGET_SECS)
@@ -205,14 +213,15 @@ pub fn choose_within(models: &[Candidate], budget: f64) -> Choice {
         .filter(|&i| models[i].predicted.is_ok())
         .collect();
     order.sort_by(|&a, &b| better(&models[a], &models[b]));
-    let fits = |i: usize| matches!(models[i].predicted, Ok(p) if p <= budget);
+    let fits = |i: usize| matches!(models[i].predicted, Ok(p) if shown(p) <= budget);
     let best = order.iter().copied().find(|&i| fits(i));
     let fastest = order.iter().copied().min_by(|&a, &b| {
         let (pa, pb) = (
             *models[a].predicted.as_ref().unwrap_or(&f64::INFINITY),
             *models[b].predicted.as_ref().unwrap_or(&f64::INFINITY),
         );
-        pa.total_cmp(&pb)
+        // As shown; of two shown alike, the better-answering (the first in `order`).
+        shown(pa).total_cmp(&shown(pb))
     });
     let chosen = best.or(fastest);
     let reasons = models
@@ -231,7 +240,7 @@ pub fn choose_within(models: &[Candidate], budget: f64) -> Choice {
                             budget,
                         }
                     }
-                } else if p > budget {
+                } else if shown(p) > budget {
                     match (best, chosen) {
                         (None, Some(c)) => Reason::Slower {
                             than: models[c].name.clone(),
@@ -298,6 +307,16 @@ mod tests {
         // Quality, not size nor speed, decides among the models that fit.
         let c = choose(&[m(GEMMA, 253, 0.5), m(Q05, 491, 6.0)]);
         assert_eq!(c.chosen, Some(1));
+    }
+
+    #[test]
+    fn the_budget_is_compared_with_the_prediction_as_shown() {
+        // 6.04 s shows as "6.0 s": it fits 6 s. 6.051 s shows as "6.1 s": too slow.
+        let c = choose(&[m(SMOL, 98, 3.5), m(Q05, 491, 6.04)]);
+        assert_eq!(c.chosen, Some(1));
+        let c = choose(&[m(SMOL, 98, 3.5), m(Q05, 491, 6.051)]);
+        assert_eq!(c.chosen, Some(0));
+        assert_eq!(c.reasons[1].to_string(), "too slow: predicted 6.1 s > 6 s");
     }
 
     #[test]

@@ -200,9 +200,11 @@ fn auto_calibrates_in_the_background_and_answers_with_the_choice() {
         assert_eq!(time(&v, n)["chosen"], n == auto, "{v}");
     }
     // The rule, on these predictions: the better-answering 0.5B whenever it fits.
-    let expect = if p05 <= 6.0 {
+    // (Compared as shown, to the tenth of a second, as the choice compares them.)
+    let shown = |x: f64| format!("{x:.1}").parse::<f64>().unwrap();
+    let expect = if shown(p05) <= 6.0 {
         q05
-    } else if psmol <= 6.0 || psmol < p05 {
+    } else if shown(psmol) <= 6.0 || shown(psmol) < shown(p05) {
         smol
     } else {
         q05
@@ -240,7 +242,8 @@ fn auto_calibrates_in_the_background_and_answers_with_the_choice() {
     let s = |n: &str| time(&slow, n)["predicted_secs"].as_f64().unwrap();
     let (s05, ssmol) = (s(q05), s(smol));
     assert!(s05 > 6.0 && ssmol > 6.0, "{slow}");
-    let fastest = if ssmol <= s05 { smol } else { q05 };
+    // (Of two shown alike, the better-answering 0.5B.)
+    let fastest = if shown(ssmol) < shown(s05) { smol } else { q05 };
     assert_eq!(slow["auto_model"]["name"], fastest, "{slow}");
     assert_eq!(time(&slow, fastest)["reason"], "chosen_fastest", "{slow}");
     assert!(

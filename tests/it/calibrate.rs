@@ -92,9 +92,11 @@ fn models_are_calibrated_cached_and_chosen_differently_on_a_slow_machine() {
     assert!(p05 > 0.0 && psmol > 0.0, "{v}");
     assert_eq!(model(&v, q05)["cached"], false, "{v}");
     // The rule: the better-answering 0.5B whenever it fits 6 s, else the faster.
-    let expect = if p05 <= 6.0 {
+    // (Compared as shown, to the tenth of a second, as the choice compares them.)
+    let shown = |x: f64| format!("{x:.1}").parse::<f64>().unwrap();
+    let expect = if shown(p05) <= 6.0 {
         q05
-    } else if psmol <= 6.0 || psmol < p05 {
+    } else if shown(psmol) <= 6.0 || shown(psmol) < shown(p05) {
         smol
     } else {
         q05
@@ -102,7 +104,7 @@ fn models_are_calibrated_cached_and_chosen_differently_on_a_slow_machine() {
     assert_eq!(v["choice"]["chosen"], expect, "{v}");
     // (On a machine busy enough that neither fits, the 0.5B may be chosen as the
     // faster one instead: `chosen_fastest`, checked on the slow machine below.)
-    if p05 <= 6.0 {
+    if shown(p05) <= 6.0 {
         assert_eq!(model(&v, q05)["reason"]["kind"], "chosen", "{v}");
         assert_eq!(
             model(&v, smol)["why"],
@@ -131,7 +133,8 @@ fn models_are_calibrated_cached_and_chosen_differently_on_a_slow_machine() {
     assert_eq!(model(&slow, q05)["cached"], false, "{slow}");
     let (s05, ssmol) = (p(&slow, q05), p(&slow, smol));
     assert!(s05 > 6.0 && ssmol > 6.0, "{slow}");
-    let fastest = if ssmol <= s05 { smol } else { q05 };
+    // (Of two shown alike, the better-answering 0.5B.)
+    let fastest = if shown(ssmol) < shown(s05) { smol } else { q05 };
     assert_eq!(slow["choice"]["chosen"], fastest, "{slow}");
     assert_eq!(model(&slow, fastest)["reason"]["kind"], "chosen_fastest");
     assert!(
@@ -143,7 +146,7 @@ fn models_are_calibrated_cached_and_chosen_differently_on_a_slow_machine() {
     );
     // Which of the two is faster is the machine's to say (they are close): what the
     // slow machine changes is the reason, from "fits" to "the fastest, none fits".
-    if p05 <= 6.0 || psmol <= 6.0 {
+    if shown(p05) <= 6.0 || shown(psmol) <= 6.0 {
         assert_eq!(model(&v, expect)["reason"]["kind"], "chosen", "{v}");
     }
     assert_eq!(cache(&data).len(), 4);
