@@ -26,6 +26,8 @@ pub struct BenchOptions {
     /// leaf or a long answer's prompt generates thousands of tokens deep, where each
     /// token attends to every one before it).
     pub gen_depth: usize,
+    /// Sequences generating together in the batch run (1: none).
+    pub batch: usize,
     /// Runs per figure; the median is reported.
     pub runs: usize,
     /// llama.cpp's `speed.json` for the same file, when known.
@@ -44,6 +46,7 @@ impl Default for BenchOptions {
             prompt_tokens: 512,
             gen_tokens: 128,
             gen_depth: 16,
+            batch: 1,
             runs: 3,
             reference: None,
             load: LoadOptions::default(),
@@ -69,6 +72,10 @@ pub struct LlmBench {
     pub pp_tok_s: f64,
     /// Median generation speed, tokens/s.
     pub gen_tok_s: f64,
+    /// `--batch N`: sequences generating together, and the median seconds of one
+    /// step for all of them (N tokens).
+    pub batch: usize,
+    pub batch_step_secs: Option<f64>,
     /// llama.cpp's figures for the same file (from `speed.json`), if found.
     pub llamacpp_pp_tok_s: Option<f64>,
     pub llamacpp_gen_tok_s: Option<f64>,
@@ -175,6 +182,27 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
         (ours, peer(&what)?)
     };
 
+    // Several sequences generating together, each `gen_depth` deep (distinct
+    // prompts: each a rotation of the same tokens).
+    let batch = if opts.batch > 1 {
+        let prompts: Vec<Vec<u32>> = (0..opts.batch)
+            .map(|i| {
+                let mut p = gen_ids.clone();
+                let n = p.len().max(1);
+                p.rotate_left(i % n);
+                p
+            })
+            .collect();
+        let mut steps = Vec::new();
+        for _ in 0..runs {
+            let (_, g) = llm.timed_batch_run(&prompts, opts.gen_tokens)?;
+            steps.push(g / opts.gen_tokens.max(1) as f64);
+        }
+        Some(median(steps))
+    } else {
+        None
+    };
+
     // Prefix reuse: a second prompt sharing 3/4 of the first one's tokens.
     let total = opts
         .prompt_tokens
@@ -233,6 +261,8 @@ pub fn bench(path: &Path, opts: &BenchOptions) -> Result<LlmBench> {
         runs,
         pp_tok_s,
         gen_tok_s,
+        batch: opts.batch,
+        batch_step_secs: batch,
         llamacpp_pp_tok_s: rpp,
         llamacpp_gen_tok_s: rgen,
         pp_ratio: rpp.map(|r| pp_tok_s / r),
@@ -318,6 +348,17 @@ impl std::fmt::Display for LlmBench {
             opt(self.llamacpp_gen_tok_s, 1),
             opt(self.gen_ratio, 2)
         )?;
+        if let Some(s) = self.batch_step_secs {
+            writeln!(
+                f,
+                "{} sequences generating together, {} deep: {:.1} ms a step ({:.1} tok/s in all, {:.1} ms a sequence)",
+                self.batch,
+                self.gen_depth,
+                s * 1e3,
+                self.batch as f64 / s,
+                s * 1e3 / self.batch as f64
+            )?;
+        }
         writeln!(
             f,
             "prefix reuse: {}/{} tokens reused, prompt {:.3}s cold -> {:.3}s warm",

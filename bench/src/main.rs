@@ -122,6 +122,10 @@ enum BenchCmd {
         /// summary's leaf generates ~2,800 deep).
         #[arg(long, default_value_t = 16)]
         gen_depth: usize,
+        /// Also time N sequences, each `--gen-depth` deep, generating together (one
+        /// pass a step: how a summary's leaves are written).
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -552,6 +556,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             peer,
             prompt_tokens,
             gen_depth,
+            batch,
             json,
         } => llm(
             model,
@@ -559,7 +564,7 @@ fn run(cmd: BenchCmd) -> anyhow::Result<()> {
             requantize,
             device.parse()?,
             (load, peer),
-            (prompt_tokens, gen_depth),
+            (prompt_tokens, gen_depth, batch),
             json,
         ),
         BenchCmd::Matmul {
@@ -1122,7 +1127,7 @@ fn llm(
     requantize: bool,
     device: quire::llm::DeviceChoice,
     (busy, peer): (usize, Option<PathBuf>),
-    (prompt_tokens, gen_depth): (usize, usize),
+    (prompt_tokens, gen_depth, batch): (usize, usize, usize),
     json: bool,
 ) -> anyhow::Result<()> {
     let path = match model {
@@ -1135,9 +1140,13 @@ fn llm(
     if gen_depth == 0 {
         anyhow::bail!("--gen-depth: at least 1 prompt token before generation");
     }
+    if batch == 0 {
+        anyhow::bail!("--batch: at least 1 sequence");
+    }
     let opts = quire_bench::llm::BenchOptions {
         prompt_tokens,
         gen_depth,
+        batch,
         reference,
         load: quire::llm::LoadOptions {
             requantize,

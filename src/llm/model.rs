@@ -450,6 +450,58 @@ impl GgufLlm {
         Ok((pp, t1.elapsed().as_secs_f64(), reused))
     }
 
+    /// Timings for benchmarks of leaves written together (`complete_batch`): each of
+    /// `prompts` read into its own cache, then exactly `n` greedy tokens for all of
+    /// them at once, one pass a step (end tokens do not stop it). Returns (prompt
+    /// seconds in all, generation seconds). Own CPU kernels only.
+    pub fn timed_batch_run(&self, prompts: &[Vec<u32>], n: usize) -> Result<(f64, f64)> {
+        let st = self.lock()?;
+        let Net::Llama(m) = &st.net else {
+            return Err(Error::Invalid(
+                "a batch is timed on the own CPU kernels only".into(),
+            ));
+        };
+        let mut caches = Vec::with_capacity(prompts.len());
+        let mut next = Vec::with_capacity(prompts.len());
+        let t0 = Instant::now();
+        for t in prompts {
+            self.check_prompt(t)?;
+            if t.len() + n >= self.window {
+                return Err(Error::ContextOverflow {
+                    needed: t.len() + n,
+                    window: self.window,
+                });
+            }
+            let mut cache = m.fork_cache(0);
+            let mut last = Vec::new();
+            for (c, chunk) in t.chunks(512).enumerate() {
+                last = m
+                    .forward_multi(&mut [(&mut cache, chunk, c * 512)])?
+                    .pop()
+                    .unwrap_or_default();
+            }
+            next.push([argmax(&last)]);
+            caches.push(cache);
+        }
+        let pp = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        for _ in 0..n {
+            let mut batch: Vec<(&mut SeqCache, &[u32], usize)> = caches
+                .iter_mut()
+                .zip(&next)
+                .map(|(c, id)| {
+                    let pos = c.len();
+                    (c, id.as_slice(), pos)
+                })
+                .collect();
+            let out = m.forward_multi(&mut batch)?;
+            for (id, l) in next.iter_mut().zip(out) {
+                *id = [argmax(&l)];
+            }
+        }
+        Ok((pp, t1.elapsed().as_secs_f64()))
+    }
+
     /// A prompt must have a token and leave room for one more in the window.
     fn check_prompt(&self, tokens: &[u32]) -> Result<()> {
         if tokens.is_empty() {

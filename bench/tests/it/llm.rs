@@ -1,7 +1,7 @@
 //! `quire-bench llm --json`, the binary as a person runs it, with llama.cpp beside it
 //! (llama-cpp-python in `.venv-llama`, which the test set-up installs): generation
-//! measured after `--gen-depth` prompt tokens on both sides, and a depth of 0 refused
-//! with a clear error.
+//! measured after `--gen-depth` prompt tokens on both sides, sequences generating
+//! together (`--batch`), and a depth or batch of 0 refused with a clear error.
 
 use std::process::Command;
 
@@ -26,6 +26,8 @@ fn llm_bench_generates_at_the_depth_asked_beside_llama_cpp() {
         "32",
         "--gen-depth",
         "300",
+        "--batch",
+        "2",
         "--peer",
         peer,
         "--json",
@@ -48,12 +50,19 @@ fn llm_bench_generates_at_the_depth_asked_beside_llama_cpp() {
         "{v}"
     );
     assert_eq!(v["llamacpp_source"], "llama-cpp-python, run here", "{v}");
+    // Two sequences 300 deep, one pass a step for both.
+    assert_eq!(v["batch"], 2, "{v}");
+    assert!(f("batch_step_secs") > 0.0, "{v}");
 }
 
 #[test]
-fn llm_bench_refuses_a_depth_of_zero() {
+fn llm_bench_refuses_a_depth_or_batch_of_zero() {
     let out = bench(&["--gen-depth", "0", "--json"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--gen-depth: at least 1"), "{err}");
+    let out = bench(&["--batch", "0", "--json"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--batch: at least 1"), "{err}");
 }
