@@ -883,6 +883,7 @@ impl<'a> AnswerRun<'a> {
             draft: crate::llm::speculative::DraftStats::sum(
                 calls.iter().filter_map(|c| c.draft.as_ref()),
             ),
+            cut_off_after: calls.last().filter(|c| c.cut_off).map(|c| c.output_tokens),
         });
     }
 }

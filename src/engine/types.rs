@@ -313,6 +313,10 @@ pub struct AskStats {
     /// Speculative decoding over the answer's calls, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft: Option<crate::llm::speculative::DraftStats>,
+    /// The answer (its last call) stopped at the token limit after this many
+    /// tokens, not where the model ended it: the stats line says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_off_after: Option<usize>,
 }
 
 /// What an ask streams, in order: started, queries, sources, then steps with their

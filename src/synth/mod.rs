@@ -23,7 +23,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::chat::Message;
-use crate::llm::{BatchEvent, Cancel, Constraint, GenParams, Llm};
+use crate::llm::{BatchEvent, Cancel, Constraint, GenParams, Llm, StopReason};
 use crate::{Error, Result};
 
 pub use answer_stream::AnswerStream;
@@ -170,6 +170,10 @@ pub struct LlmCall {
     /// What speculative decoding did in this call, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft: Option<crate::llm::speculative::DraftStats>,
+    /// The output stopped at the token limit (`max_tokens`, or the room the window
+    /// left), not where the model ended it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_off: bool,
 }
 
 /// What synthesis streams, in order per step: `Step`, `Token`s, `StepDone`; then one
@@ -461,6 +465,7 @@ impl<'a> Ctx<'a> {
             gen_secs: c.gen_secs,
             secs: t0.elapsed().as_secs_f64(),
             draft: c.draft.clone(),
+            cut_off: c.stop == StopReason::MaxTokens,
         };
         self.keep(call)?;
         Ok(c.text)
@@ -556,6 +561,7 @@ impl Ctx<'_> {
                 gen_secs: c.gen_secs,
                 secs,
                 draft: c.draft.clone(),
+                cut_off: c.stop == StopReason::MaxTokens,
             })?;
             texts.push(c.text);
         }

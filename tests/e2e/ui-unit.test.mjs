@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { citationParts, queryTerms } from "../../ui/js/dom.js";
 import { routeText } from "../../ui/js/route.js";
+import { statsLine } from "../../ui/js/stats.js";
 import { normalize, pageText, locate, findAll, itemRanges, passageText, tableCells, quoteTable } from "../../ui/js/locate.js";
 
 test("a route line says how the pages were read before the back matter it passed over", () => {
@@ -22,6 +23,13 @@ test("a route line says how the pages were read before the back matter it passed
   assert.equal(routeText({ route: "whole", label: "Read all 3 pages of a but the index.pdf", how: "whole" }),
     "Read all 3 pages of a but the index.pdf in one prompt");
   assert.equal(routeText({ route: "search", label: "Searched: top 4 passages", how: "" }), "Searched: top 4 passages");
+});
+
+test("the stats line says when the token limit cut the answer off", () => {
+  const s = { model: "qwen.gguf", llm_calls: 1, output_tokens: 256, tokens_per_s: 60, secs: 3.25 };
+  assert.equal(statsLine(s), "qwen · 1 LLM call · 256 tokens · 60.0 tokens/s · 3.3 s");
+  assert.equal(statsLine({ ...s, cut_off_after: 256 }),
+    "qwen · 1 LLM call · 256 tokens · 60.0 tokens/s · 3.3 s · cut off at 256 tokens: raise Max tokens in Settings for more");
 });
 
 test("a table chunk is found on the page by its rows, without the Markdown or its header", () => {

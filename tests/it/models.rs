@@ -200,6 +200,8 @@ fn switching_the_llm_takes_effect_on_the_next_question() {
         let mut used = None;
         e.ask(req, &Cancel::new(), &mut |ev| {
             if let AskEvent::Done { stats, .. } = ev {
+                // Four tokens cannot hold the answer: the stats say it was cut off.
+                assert_eq!(stats.cut_off_after, Some(4), "{stats:?}");
                 used = stats.model;
             }
             true

@@ -112,20 +112,6 @@ function citeHook(view) {
   };
 }
 
-export function statsLine(s) {
-  const parts = [];
-  if (s.model) parts.push(s.model.replace(/\.gguf$/i, ""));
-  if (s.llm_calls !== undefined) parts.push(`${s.llm_calls} LLM call${s.llm_calls === 1 ? "" : "s"}`);
-  if (s.output_tokens !== undefined) parts.push(`${s.output_tokens} tokens`);
-  if (s.tokens_per_s) parts.push(`${s.tokens_per_s.toFixed(1)} tokens/s`);
-  if (s.draft && s.draft.steps) {
-    const per = (s.draft.steps + s.draft.accepted) / s.draft.steps;
-    parts.push(`drafted by ${s.draft.by.replace(/\.gguf$/i, "")}, ${per.toFixed(1)} tokens a step`);
-  }
-  if (s.secs !== undefined) parts.push(`${s.secs.toFixed(1)} s`);
-  return parts.join(" · ");
-}
-
 export function stepView(view, ev) {
   let sv = view.stepViews.get(ev.step);
   if (!sv) {

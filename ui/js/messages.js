@@ -9,7 +9,8 @@ import { showCall } from "./synthesis.js";
 import { state } from "./state.js";
 import { showSources } from "./sources.js";
 import { showRoute } from "./route.js";
-import { showScope, setSearchedFor, renderAnswer, showSupport, statsLine, stepView } from "./answer.js";
+import { showScope, setSearchedFor, renderAnswer, showSupport, stepView } from "./answer.js";
+import { statsLine } from "./stats.js";
 
 const $ = (id) => document.getElementById(id);
 

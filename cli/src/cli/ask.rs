@@ -232,6 +232,9 @@ pub fn ask(engine: &Engine, req: AskRequest, args: &AskArgs) -> anyhow::Result<i
                     stats.secs,
                     stats.tokens_per_s
                 );
+                if let Some(n) = stats.cut_off_after {
+                    eprintln!("cut off at {n} tokens: raise max_tokens in the settings for more");
+                }
             }
             _ => {}
         }
