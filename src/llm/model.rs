@@ -431,12 +431,7 @@ impl GgufLlm {
         if !reuse {
             st.cached.clear();
         }
-        if prompt_ids.len() + n >= self.window {
-            return Err(Error::ContextOverflow {
-                needed: prompt_ids.len() + n,
-                window: self.window,
-            });
-        }
+        self.check_room(prompt_ids, n)?;
         let t0 = Instant::now();
         let (mut logits, reused) = self.prefill(&mut st, prompt_ids, &Cancel::new())?;
         let pp = t0.elapsed().as_secs_f64();
@@ -466,20 +461,9 @@ impl GgufLlm {
         let t0 = Instant::now();
         for t in prompts {
             self.check_prompt(t)?;
-            if t.len() + n >= self.window {
-                return Err(Error::ContextOverflow {
-                    needed: t.len() + n,
-                    window: self.window,
-                });
-            }
+            self.check_room(t, n)?;
             let mut cache = m.fork_cache(0);
-            let mut last = Vec::new();
-            for (c, chunk) in t.chunks(512).enumerate() {
-                last = m
-                    .forward_multi(&mut [(&mut cache, chunk, c * 512)])?
-                    .pop()
-                    .unwrap_or_default();
-            }
+            let last = read_prompt(m, &mut cache, t, 0, &Cancel::new())?;
             next.push([argmax(&last)]);
             caches.push(cache);
         }
@@ -500,6 +484,17 @@ impl GgufLlm {
             }
         }
         Ok((pp, t1.elapsed().as_secs_f64()))
+    }
+
+    /// `tokens` and `n` generated after them must fit the window.
+    fn check_room(&self, tokens: &[u32], n: usize) -> Result<()> {
+        if tokens.len() + n >= self.window {
+            return Err(Error::ContextOverflow {
+                needed: tokens.len() + n,
+                window: self.window,
+            });
+        }
+        Ok(())
     }
 
     /// A prompt must have a token and leave room for one more in the window.
@@ -842,16 +837,7 @@ impl GgufLlm {
             let t0 = Instant::now();
             let common = reusable_prefix(&st.cached, t);
             let mut cache = m.fork_cache(common);
-            let mut pos = common;
-            let mut last = Vec::new();
-            for chunk in t[common..].chunks(512) {
-                cancel.check()?;
-                last = m
-                    .forward_multi(&mut [(&mut cache, chunk, pos)])?
-                    .pop()
-                    .unwrap_or_default();
-                pos += chunk.len();
-            }
+            let last = read_prompt(m, &mut cache, t, common, cancel)?;
             caches.push(cache);
             logits.push(Some(Tensor::from_vec(
                 last.clone(),
@@ -914,6 +900,29 @@ impl GgufLlm {
         }
         Ok(Some(out))
     }
+}
+
+/// `tokens[from..]` into `cache` (which holds the first `from`) in pieces of 512, each
+/// one sequence's batch; the logits of the last token. Cancel is checked before each
+/// piece.
+fn read_prompt(
+    m: &Llama,
+    cache: &mut SeqCache,
+    tokens: &[u32],
+    from: usize,
+    cancel: &Cancel,
+) -> Result<Vec<f32>> {
+    let mut pos = from;
+    let mut last = Vec::new();
+    for chunk in tokens[from..].chunks(512) {
+        cancel.check()?;
+        last = m
+            .forward_multi(&mut [(cache, chunk, pos)])?
+            .pop()
+            .unwrap_or_default();
+        pos += chunk.len();
+    }
+    Ok(last)
 }
 
 /// How many leading tokens of `tokens` (non-empty) can come from a cache holding
