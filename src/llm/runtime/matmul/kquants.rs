@@ -497,9 +497,10 @@ mod avx512 {
         });
         let idx = indices(&SPREAD_Q4K);
         for (bi, b) in w.chunks_exact(bytes).enumerate() {
-            if rows == 1 {
-                // Generation streams the weight once per token: fetch a few blocks ahead
-                // (a hint; past the end of the row it is harmless).
+            {
+                // Generation streams the weight once per token, for one row or a few:
+                // fetch a few blocks ahead (a hint; past the end of the row it is
+                // harmless).
                 let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * bytes);
                 for line in (0..bytes).step_by(64) {
                     _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
@@ -577,9 +578,8 @@ mod avx512 {
         let mut acc = [_mm256_setzero_ps(); ROWS];
         let idx = indices(&SPREAD_Q6K);
         for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
-            if rows == 1 {
-                // Generation streams the weight once per token: fetch a few blocks ahead
-                // (a hint; past the end of the row it is harmless).
+            {
+                // As in `q45`: one row or a few, the weight streams from memory.
                 let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * Q6K_PACKED);
                 for line in (0..Q6K_PACKED).step_by(64) {
                     _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());

@@ -435,9 +435,15 @@ impl Packed {
                     let (p, sp) = block(b);
                     load_block::<2, true>(self.form, p, sp)
                 };
+                // SAFETY: as `values`; the prefetching load, for the first pass over
+                // the group's blocks (from memory; later passes read them from cache).
+                let streamed = |b: usize| unsafe {
+                    let (p, sp) = block(b);
+                    load_block::<1, true>(self.form, p, sp)
+                };
                 if unpack {
                     buf.clear();
-                    buf.extend((0..nb).map(values));
+                    buf.extend((0..nb).map(streamed));
                 }
                 let mut i = 0;
                 while i < m {
@@ -448,12 +454,10 @@ impl Packed {
                     match (r, unpack) {
                         (2, true) => tile_lanes::<2>(self, a, g, g0, o, ld, |b| buf[b]),
                         (_, true) => tile_lanes::<1>(self, a, g, g0, o, ld, |b| buf[b]),
+                        (2, false) if i == 0 => tile_lanes::<2>(self, a, g, g0, o, ld, streamed),
                         (2, false) => tile_lanes::<2>(self, a, g, g0, o, ld, values),
-                        // SAFETY: as `values`; one row: the prefetching load.
-                        _ => tile_lanes::<1>(self, a, g, g0, o, ld, |b| unsafe {
-                            let (p, sp) = block(b);
-                            load_block::<1, true>(self.form, p, sp)
-                        }),
+                        (_, false) if i == 0 => tile_lanes::<1>(self, a, g, g0, o, ld, streamed),
+                        _ => tile_lanes::<1>(self, a, g, g0, o, ld, values),
                     }
                     i += r;
                 }
@@ -522,10 +526,11 @@ thread_local! {
 }
 
 /// The 8 registers of 4-value lanes of the packed block at `p` (Q4 nibbles split,
-/// Q5 fifth bits joined). For one activation row (`R == 1`, generation) the weight
-/// streams from memory once per token, so the blocks `PREFETCH` ahead are prefetched
-/// (a hint; past the end a no-op); batches reuse each block from cache for all their
-/// rows. `HI16`: Q4 high nibbles read as `byte & 0xF0` (see [`lane_magic`]).
+/// Q5 fifth bits joined). `R == 1`: the first pass over a group's blocks, which
+/// streams them from memory (generation, a few rows verified or written together, a
+/// group unpacked for a band), so the blocks `PREFETCH` ahead are prefetched (a hint;
+/// past the end a no-op); later passes read the blocks from cache. `HI16`: Q4 high
+/// nibbles read as `byte & 0xF0` (see [`lane_magic`]).
 #[inline(always)]
 unsafe fn load_block<const R: usize, const HI16: bool>(
     form: Form,
