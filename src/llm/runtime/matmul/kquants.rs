@@ -497,14 +497,11 @@ mod avx512 {
         });
         let idx = indices(&SPREAD_Q4K);
         for (bi, b) in w.chunks_exact(bytes).enumerate() {
-            {
-                // Generation streams the weight once per token, for one row or a few:
-                // fetch a few blocks ahead (a hint; past the end of the row it is
-                // harmless).
-                let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * bytes);
-                for line in (0..bytes).step_by(64) {
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
-                }
+            // Generation streams the weight once per token, for one row or a few: fetch
+            // a few blocks ahead (a hint; past the end of the row it is harmless).
+            let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * bytes);
+            for line in (0..bytes).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
             }
             let (dw, mw) = (f32_at(b, 0), f32_at(b, 4));
             // SAFETY: 8 bytes of scales at 8, of mins at 16, 128 bytes of nibbles at 24.
@@ -578,12 +575,10 @@ mod avx512 {
         let mut acc = [_mm256_setzero_ps(); ROWS];
         let idx = indices(&SPREAD_Q6K);
         for (bi, b) in w.chunks_exact(Q6K_PACKED).enumerate() {
-            {
-                // As in `q45`: one row or a few, the weight streams from memory.
-                let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * Q6K_PACKED);
-                for line in (0..Q6K_PACKED).step_by(64) {
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
-                }
+            // As in `q45`: one row or a few, the weight streams from memory.
+            let ahead = w.as_ptr().wrapping_add((bi + PREFETCH) * Q6K_PACKED);
+            for line in (0..Q6K_PACKED).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
             }
             let dw = f32_at(b, 0);
             // SAFETY: 16 scale bytes at 4.

@@ -431,19 +431,15 @@ impl Packed {
                     )
                 };
                 // SAFETY: `block` gives a packed block; AVX-512 VNNI (this function).
-                let values = |b: usize| unsafe {
+                // `stream`: the first pass over the group's blocks, from memory (later
+                // passes read them from cache).
+                let values = |b: usize, stream: bool| unsafe {
                     let (p, sp) = block(b);
-                    load_block::<2, true>(self.form, p, sp)
-                };
-                // SAFETY: as `values`; the prefetching load, for the first pass over
-                // the group's blocks (from memory; later passes read them from cache).
-                let streamed = |b: usize| unsafe {
-                    let (p, sp) = block(b);
-                    load_block::<1, true>(self.form, p, sp)
+                    load_block::<true>(self.form, p, sp, stream)
                 };
                 if unpack {
                     buf.clear();
-                    buf.extend((0..nb).map(streamed));
+                    buf.extend((0..nb).map(|b| values(b, true)));
                 }
                 let mut i = 0;
                 while i < m {
@@ -454,10 +450,8 @@ impl Packed {
                     match (r, unpack) {
                         (2, true) => tile_lanes::<2>(self, a, g, g0, o, ld, |b| buf[b]),
                         (_, true) => tile_lanes::<1>(self, a, g, g0, o, ld, |b| buf[b]),
-                        (2, false) if i == 0 => tile_lanes::<2>(self, a, g, g0, o, ld, streamed),
-                        (2, false) => tile_lanes::<2>(self, a, g, g0, o, ld, values),
-                        (_, false) if i == 0 => tile_lanes::<1>(self, a, g, g0, o, ld, streamed),
-                        _ => tile_lanes::<1>(self, a, g, g0, o, ld, values),
+                        (2, false) => tile_lanes::<2>(self, a, g, g0, o, ld, |b| values(b, i == 0)),
+                        _ => tile_lanes::<1>(self, a, g, g0, o, ld, |b| values(b, i == 0)),
                     }
                     i += r;
                 }
@@ -526,21 +520,22 @@ thread_local! {
 }
 
 /// The 8 registers of 4-value lanes of the packed block at `p` (Q4 nibbles split,
-/// Q5 fifth bits joined). `R == 1`: the first pass over a group's blocks, which
+/// Q5 fifth bits joined). `stream`: the first pass over a group's blocks, which
 /// streams them from memory (generation, a few rows verified or written together, a
 /// group unpacked for a band), so the blocks `PREFETCH` ahead are prefetched (a hint;
 /// past the end a no-op); later passes read the blocks from cache. `HI16`: Q4 high
 /// nibbles read as `byte & 0xF0` (see [`lane_magic`]).
 #[inline(always)]
-unsafe fn load_block<const R: usize, const HI16: bool>(
+unsafe fn load_block<const HI16: bool>(
     form: Form,
     p: *const __m512i,
     sp: *const __m256i,
+    stream: bool,
 ) -> [__m512i; 8] {
     // SAFETY: `p` points at a packed block of `form` (callers); AVX-512 (callers).
     unsafe {
         let qr = q_regs(form);
-        if R == 1 {
+        if stream {
             for ahead in 0..qr {
                 _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH * qr + ahead).cast());
             }
@@ -623,7 +618,7 @@ fn tile<const R: usize, const G: usize>(
             for (h, wqh) in wq.iter_mut().enumerate() {
                 let p = w.data.as_ptr().add(((g + h) * nb + b) * qr);
                 let sp = w.scales.as_ptr().add(((g + h) * nb + b) * sr);
-                *wqh = load_block::<R, false>(w.form, p, sp);
+                *wqh = load_block::<false>(w.form, p, sp, R == 1);
                 dw[h] = scales(sp, false);
                 if w.form == Form::Q4_1 {
                     mw[h] = scales(sp, true);
