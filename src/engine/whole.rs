@@ -45,10 +45,13 @@ pub const LEAF_TOKENS: usize = 256;
 pub const LEAF_BATCH: usize = 4;
 
 /// The window a leaf's prompt is packed to, when the model's is larger. Attention
-/// costs more per token the longer the prompt: `quire bench summary-time` on a
-/// 40-page manual with the default 0.5B took 146 s in leaves of 8,192 tokens, 125 s
-/// of 4,096, 115 s of 3,072 and 124 s of 2,048 (more leaves, more to generate).
-pub const LEAF_WINDOW: usize = 3072;
+/// costs more per token the longer the prompt, and each leaf more is a summary more
+/// to write: `quire bench summary-time` on a 40-page manual with the default 0.5B took
+/// 146 s in leaves of 8,192 tokens, 125 s of 4,096, 115 s of 3,072 and 124 s of 2,048
+/// (2026-11); with the faster products of 2026-12-07 (2-core Zen 4, alternated), 60.2
+/// and 61.0 s in leaves of 3,072, 58.8 and 59.9 s of 2,560 (9 leaves instead of 7), the
+/// whole-document key terms 80% / 70% (tuning / held-out) against 70% / 70%.
+pub const LEAF_WINDOW: usize = 2560;
 
 /// The window a leaf's prompt is packed to with a model of `window` tokens.
 fn leaf_window(window: usize) -> usize {
