@@ -45,12 +45,12 @@ pub const LEAF_TOKENS: usize = 256;
 pub const LEAF_BATCH: usize = 4;
 
 /// The window a leaf's prompt is packed to, when the model's is larger. Attention
-/// costs more per token the longer the prompt, and each leaf more is a summary more
-/// to write: `quire bench summary-time` on a 40-page manual with the default 0.5B took
-/// 146 s in leaves of 8,192 tokens, 125 s of 4,096, 115 s of 3,072 and 124 s of 2,048
-/// (2026-11); with the faster products of 2026-12-07 (2-core Zen 4, alternated), 60.2
-/// and 61.0 s in leaves of 3,072, 58.8 and 59.9 s of 2,560 (9 leaves instead of 7), the
-/// whole-document key terms 80% / 70% (tuning / held-out) against 70% / 70%.
+/// costs more per token the longer the prompt, and each leaf more is a summary more to
+/// write: 2,560 (3,072 until 2026-12-07) made `quire bench summary-time` on a 40-page
+/// manual with the default 0.5B ~1 s faster (median 60.1 s against 61.2, 2-core Zen 4)
+/// and the whole-document key terms 80% / 70% (tuning / held-out) against 70% / 70%
+/// (README, "Leaves of 2,560 tokens"). The window is part of `AnswerRun::leaf_key`, so
+/// leaves kept at another size are read again, not mixed.
 pub const LEAF_WINDOW: usize = 2560;
 
 /// The window a leaf's prompt is packed to with a model of `window` tokens.
