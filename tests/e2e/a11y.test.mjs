@@ -216,14 +216,26 @@ test("keyboard only: tab to the question, ask, open and close the shortcuts, foc
     assert.equal(await focused(p), "send", "the focus did not come back to where it was");
     // `/` goes to the question box; typing there types, `?` included.
     await p.keyboard.press("/");
-    // Once (a fresh clone's run, session 58) the focus was read still on Send right
-    // after the key: wait for it to move rather than read it at once.
+    // Twice (session 58; CI, 2026-12-07) the focus was read still on Send after the key:
+    // the dialog's late close event had taken it back (fixed in keys.js, checked below).
     await p.waitForFunction(() => document.activeElement?.id === "question", null, { timeout: 5_000 })
       .catch(() => {});
     assert.equal(await focused(p), "question");
     await p.keyboard.type("why?");
     assert.equal(await p.inputValue("#question"), "why?");
     assert.ok(await p.locator("#shortcuts").evaluate((d) => !d.open));
+    // Esc then `/` at once (CI, 2026-12-07): the dialog's close event comes a task after
+    // it closed, and must not take the focus back from where the key had put it. Here the
+    // dialog is closed and the question box focused in one step, then the event is let in.
+    await p.focus("#send");
+    await p.keyboard.press("?");
+    await p.waitForSelector("#shortcuts[open]");
+    assert.equal(await p.evaluate(async () => {
+      document.getElementById("shortcuts").close();
+      document.getElementById("question").focus();
+      await new Promise((r) => setTimeout(r, 100));
+      return document.activeElement?.id;
+    }), "question", "the shortcuts dialog's close took the focus back from the question box");
     // From the question box: Ctrl+/ lists the shortcuts, Ctrl+, opens the settings,
     // Ctrl+Shift+L switches the theme, Ctrl+Shift+O starts a new conversation.
     await p.keyboard.press("Control+/");

@@ -97,10 +97,14 @@ function init() {
   single.checked = singleKeysOn();
   single.addEventListener("change", () => localStorage.setItem(SINGLE, single.checked ? "on" : "off"));
   $("shortcuts-btn").addEventListener("click", openShortcuts);
+  // The close event comes a task after the dialog closed: a key pressed in between (Esc
+  // then `/` at once) may already have moved the focus, and it is not taken back.
   d.addEventListener("close", () => {
     const t = returnTo;
     returnTo = null;
-    if (t && t.isConnected && t !== document.body) t.focus();
+    const now = document.activeElement;
+    const moved = now && now !== document.body && !d.contains(now) && now !== t;
+    if (!moved && t && t.isConnected && t !== document.body) t.focus();
   });
   // Esc here closes this dialog only: it must not also stop an answer (asking.js's Esc).
   d.addEventListener("keydown", (e) => { if (e.key === "Escape") e.stopPropagation(); });
