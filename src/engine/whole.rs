@@ -53,6 +53,20 @@ pub const LEAF_BATCH: usize = 4;
 /// leaves kept at another size are read again, not mixed.
 pub const LEAF_WINDOW: usize = 2560;
 
+/// `todo` in batches of [`LEAF_BATCH`], a last one of fewer than half that joined to
+/// the one before: each step of a batch costs a pass over the weights however few
+/// leaves it writes, so a leaf or two more in the last batch costs less than a batch
+/// of their own (a 40-page manual's 9 leaves: 4 + 5, not 4 + 4 + 1).
+fn leaf_batches(todo: &[usize]) -> Vec<&[usize]> {
+    let mut out: Vec<&[usize]> = todo.chunks(LEAF_BATCH).collect();
+    if out.len() >= 2 && out[out.len() - 1].len() * 2 < LEAF_BATCH {
+        out.pop();
+        out.pop();
+        out.push(&todo[out.len() * LEAF_BATCH..]);
+    }
+    out
+}
+
 /// The window a leaf's prompt is packed to with a model of `window` tokens.
 fn leaf_window(window: usize) -> usize {
     window.min(LEAF_WINDOW)
@@ -410,7 +424,7 @@ impl AnswerRun<'_> {
             let kept_to = tree.leaves.last().map_or(0, |l| l.page_end);
             self.reading(&row.file_name, read_before + kept_to, pages, None)?;
             let todo: Vec<usize> = (tree.leaves.len()..groups.len()).collect();
-            for batch in todo.chunks(LEAF_BATCH) {
+            for batch in leaf_batches(&todo) {
                 let mut leaves = Vec::with_capacity(batch.len());
                 let mut labels = Vec::with_capacity(batch.len());
                 let mut contexts = Vec::with_capacity(batch.len());
@@ -676,6 +690,26 @@ mod tests {
             vec![3]
         );
         assert!(named_in("Summarize this manual", &rows).is_empty());
+    }
+
+    #[test]
+    fn a_short_last_batch_of_leaves_joins_the_one_before() {
+        let sizes = |n: usize| {
+            let todo: Vec<usize> = (0..n).collect();
+            let b = leaf_batches(&todo);
+            assert_eq!(b.concat(), todo, "{n} leaves: each once, in order");
+            b.iter().map(|b| b.len()).collect::<Vec<_>>()
+        };
+        assert_eq!(LEAF_BATCH, 4, "the sizes below are for batches of 4");
+        assert_eq!(sizes(0), Vec::<usize>::new());
+        assert_eq!(sizes(1), [1]);
+        assert_eq!(sizes(4), [4]);
+        assert_eq!(sizes(5), [5]);
+        assert_eq!(sizes(6), [4, 2]);
+        assert_eq!(sizes(8), [4, 4]);
+        assert_eq!(sizes(9), [4, 5]);
+        assert_eq!(sizes(10), [4, 4, 2]);
+        assert_eq!(sizes(13), [4, 4, 5]);
     }
 
     #[test]

@@ -829,14 +829,39 @@ impl GgufLlm {
         let Net::Llama(m) = &st.net else {
             return Ok(None);
         };
+        // The prefix all the prompts share (the chat template's head and the prompt
+        // template's, ~34 tokens of a leaf's), read once: as far as the model's own
+        // cache holds it, from there; the rest into a cache each prompt forks from.
+        // (Read one by one, each prompt would reuse it from the one before.)
+        let t0 = Instant::now();
+        let shared = tokens
+            .iter()
+            .map(|t| reusable_prefix(&tokens[0], t))
+            .min()
+            .unwrap_or(0);
+        let own = reusable_prefix(&st.cached, &tokens[0]).min(shared);
+        let base = if shared > own {
+            let mut base = m.fork_cache(own);
+            read_prompt(m, &mut base, &tokens[0][..shared], own, cancel)?;
+            Some(base)
+        } else {
+            None
+        };
+        let mut base_secs = t0.elapsed().as_secs_f64();
         // Prompts, one at a time (each is already a batch of rows).
         let mut caches: Vec<SeqCache> = Vec::with_capacity(prompts.len());
         let mut logits = Vec::with_capacity(prompts.len());
         let mut prompt_secs = Vec::with_capacity(prompts.len());
         for (i, t) in tokens.iter().enumerate() {
             let t0 = Instant::now();
-            let common = reusable_prefix(&st.cached, t);
-            let mut cache = m.fork_cache(common);
+            let mut common = reusable_prefix(&st.cached, t);
+            let mut cache = match &base {
+                Some(b) if common <= shared => {
+                    common = shared;
+                    b.fork(shared)
+                }
+                _ => m.fork_cache(common),
+            };
             let last = read_prompt(m, &mut cache, t, common, cancel)?;
             caches.push(cache);
             logits.push(Some(Tensor::from_vec(
@@ -844,7 +869,7 @@ impl GgufLlm {
                 last.len(),
                 &self.device,
             )?));
-            prompt_secs.push(t0.elapsed().as_secs_f64());
+            prompt_secs.push(t0.elapsed().as_secs_f64() + std::mem::take(&mut base_secs));
             // Stopping is the cancel's to say (checked before the next chunk).
             sink(BatchEvent::Read(i))?;
         }

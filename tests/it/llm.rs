@@ -349,7 +349,8 @@ fn load_rejects_a_llama_file_without_weights_or_vocabulary() {
 /// A batch of prompts run together gives each prompt exactly what it gets alone:
 /// same text, same token counts, same stop reasons; the pieces streamed for each
 /// prompt add up to its text. Sampling with a seed and a repeat penalty, and
-/// prompts of different lengths that share a head, as tree_summarize sends them.
+/// prompts of different lengths that share a head, as tree_summarize sends them (the
+/// head read once for all of them).
 #[test]
 fn a_batch_of_prompts_gives_what_each_gives_alone() {
     use quire::llm::{Cancel, GenParams, Llm};
@@ -384,6 +385,12 @@ fn a_batch_of_prompts_gives_what_each_gives_alone() {
                     .expect("complete")
             })
             .collect();
+        // The model's own cache left holding another text: the batch reads the head
+        // its prompts share once, into a cache each of them starts from.
+        llm.complete("Say hello.", &params, &Cancel::new(), &mut |_: &str| {
+            Ok(true)
+        })
+        .expect("another text");
         let mut streamed = vec![String::new(); prompts.len()];
         let mut read = Vec::new();
         let batch = llm

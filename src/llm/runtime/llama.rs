@@ -122,6 +122,15 @@ impl SeqCache {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// A new sequence starting with the first `len` positions of this one.
+    pub fn fork(&self, len: usize) -> SeqCache {
+        let len = len.min(self.len);
+        SeqCache {
+            layers: self.layers.iter().map(|kv| kv.fork(len)).collect(),
+            len,
+        }
+    }
 }
 
 /// A dense llama-architecture model with a reusable KV cache, computed on the CPU
@@ -328,11 +337,7 @@ impl Llama {
 
     /// A new sequence starting with the first `len` positions of the model's own.
     pub fn fork_cache(&self, len: usize) -> SeqCache {
-        let len = len.min(self.cache.len);
-        SeqCache {
-            layers: self.cache.layers.iter().map(|kv| kv.fork(len)).collect(),
-            len,
-        }
+        self.cache.fork(len)
     }
 
     /// Run `tokens` at positions `pos..`, appending to the KV cache (which must hold
