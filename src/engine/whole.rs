@@ -41,7 +41,8 @@ pub const LEAF_TOKENS: usize = 256;
 /// `quire bench summary-time` on a 40-page manual (8 leaves, the default 0.5B,
 /// 2-core Zen 4, runs alternated): batches of 3 took 88.3, 85.8, 85.4, 85.4 s
 /// (median 85.6), of 4 85.0, 80.9, 79.9, 92.1 s (median 83.0), all 8 at once
-/// 85.8, 86.3 s (their prompts read slower beside eight caches).
+/// 85.8, 86.3 s (their prompts read slower beside eight caches). A last batch of
+/// fewer than half this many joins the one before ([`leaf_batches`]).
 pub const LEAF_BATCH: usize = 4;
 
 /// The window a leaf's prompt is packed to, when the model's is larger. Attention
