@@ -94,13 +94,13 @@ fn chunk_texts(engine: &Engine, doc: i64) -> Vec<String> {
 #[test]
 fn a_long_document_is_read_leaf_by_leaf_stopped_kept_and_dropped_on_reindex() {
     let dir = tempfile::tempdir().unwrap();
-    // The window capped at 2,048 tokens (the `context_window` setting): the same
-    // reading as a longer document in the model's own 8,192, for a quarter of the
+    // The window capped at 1,536 tokens (the `context_window` setting): the same
+    // reading as a longer document in the model's own 8,192, for a fraction of the
     // attention.
-    let engine = engine(dir.path(), 2048);
+    let engine = engine(dir.path(), 1536);
     let pdf = dir.path().join("notes.pdf");
-    // About 6,400 tokens: more than the window, and more leaves (of at most 2,048
-    // tokens) than one batch.
+    // About 6,400 tokens: more than the window, and leaves (of at most 1,536 tokens)
+    // enough for two batches, a short last batch joining the one before.
     util::topic_pdf(&pdf, "glacier erosion", 8);
     util::index_ok(&engine, std::slice::from_ref(&pdf));
     let doc = util::document_id(&engine, "notes.pdf");
