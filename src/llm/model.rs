@@ -854,13 +854,11 @@ impl GgufLlm {
         let mut prompt_secs = Vec::with_capacity(prompts.len());
         for (i, t) in tokens.iter().enumerate() {
             let t0 = Instant::now();
-            let mut common = reusable_prefix(&st.cached, t);
-            let mut cache = match &base {
-                Some(b) if common <= shared => {
-                    common = shared;
-                    b.fork(shared)
-                }
-                _ => m.fork_cache(common),
+            // From the model's own cache where it holds more of this prompt.
+            let held = reusable_prefix(&st.cached, t);
+            let (mut cache, common) = match &base {
+                Some(b) if held <= shared => (b.fork(shared), shared),
+                _ => (m.fork_cache(held), held),
             };
             let last = read_prompt(m, &mut cache, t, common, cancel)?;
             caches.push(cache);

@@ -103,7 +103,7 @@ function init() {
     const t = returnTo;
     returnTo = null;
     const now = document.activeElement;
-    const moved = now && now !== document.body && !d.contains(now) && now !== t;
+    const moved = now && now !== document.body && !d.contains(now);
     if (!moved && t && t.isConnected && t !== document.body) t.focus();
   });
   // Esc here closes this dialog only: it must not also stop an answer (asking.js's Esc).
